@@ -31,7 +31,6 @@ export default tseslint.config(
       }],
       'no-restricted-globals': ['error', { name: 'setTimeout', message: 'use sleep() from @temporalio/workflow' }],
       'no-restricted-properties': ['error',
-        { object: 'Date', property: 'now', message: 'use workflow time (Date.now is replay-safe only inside the sandbox; prefer workflowInfo)' },
         { object: 'Math', property: 'random', message: 'use uuid4() / the SDK-seeded random' }],
     },
   },

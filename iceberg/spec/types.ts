@@ -133,7 +133,8 @@ export interface SnapshotLogEntry { 'timestamp-ms': bigint; 'snapshot-id': bigin
 export interface MetadataLogEntry { 'timestamp-ms': bigint; 'metadata-file': string }
 
 export interface TableMetadata {
-  'format-version': 2;
+  /** 1 is read-only here (parsed for scans); commits require 2 (`upgrade-format-version`). */
+  'format-version': 1 | 2;
   'table-uuid': string;
   location: string;
   'last-sequence-number': bigint;

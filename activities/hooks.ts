@@ -1,0 +1,17 @@
+/**
+ * Crash points for chaos tests. When FLOE_TEST_KILL_AT names a point, the worker SIGKILLs itself
+ * the first time it gets there (a marker file makes it once per test, across restarts), so tests
+ * can place a kill exactly: during poll, after files are written, after the catalog CAS.
+ * Without the variable this is a no-op.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+
+export type CrashPoint = 'poll' | 'after-write' | 'after-cas' | 'compact-rewrite' | 'compact-before-commit';
+
+export function crashPoint(point: CrashPoint): void {
+  if (process.env.FLOE_TEST_KILL_AT !== point) return;
+  const marker = process.env.FLOE_TEST_KILL_MARKER;
+  if (!marker || existsSync(marker)) return;
+  writeFileSync(marker, `${point} ${process.pid}\n`);
+  process.kill(process.pid, 'SIGKILL');
+}

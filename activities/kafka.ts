@@ -1,0 +1,123 @@
+/**
+ * Reading a bounded slice of a topic with kafkajs.
+ *
+ * Correctness never depends on Kafka consumer-group offsets (DESIGN §Exactly-once): each poll uses
+ * a fresh, throwaway group id (so a killed worker's zombie member cannot delay a rebalance), seeks
+ * every partition to the offset the *table* says is next, and never commits offsets.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Admin, Kafka } from 'kafkajs';
+import type { KafkaRecord } from './decode';
+import type { Offsets } from './cursor';
+
+export interface Watermarks { low: Offsets; high: Offsets }
+
+export async function topicWatermarks(admin: Admin, topic: string): Promise<Watermarks> {
+  const parts = await admin.fetchTopicOffsets(topic);
+  const low: Offsets = {}, high: Offsets = {};
+  for (const p of parts) {
+    low[String(p.partition)] = p.low;
+    high[String(p.partition)] = p.high;
+  }
+  return { low, high };
+}
+
+export interface PollBounds {
+  maxWaitMs: number;
+  maxRecords: number;
+  maxBytes: number;
+  /** End as soon as every partition reached `stopAt` (the high watermark when the poll began). */
+  stopAt?: Offsets;
+}
+
+export interface PollOutcome {
+  /** next offset per partition after the last record handed to `onRecord` */
+  next: Offsets;
+  records: number;
+  bytes: number;
+}
+
+/**
+ * Delivers records of `partitions` from `start` (inclusive) in offset order per partition until a
+ * bound is hit. Records past the bound are not delivered and stay for the next cycle.
+ */
+export async function pollPartitions(
+  kafka: Kafka,
+  topic: string,
+  partitions: number[],
+  allPartitions: number[],
+  start: Offsets,
+  bounds: PollBounds,
+  onRecord: (r: KafkaRecord) => void,
+  onProgress?: (o: PollOutcome) => void,
+): Promise<PollOutcome> {
+  const next: Offsets = { ...start };
+  const outcome: PollOutcome = { next, records: 0, bytes: 0 };
+  const caughtUp = () =>
+    bounds.stopAt !== undefined &&
+    partitions.every((p) => BigInt(next[String(p)] ?? '0') >= BigInt(bounds.stopAt![String(p)] ?? '0'));
+  if (caughtUp()) return outcome;
+
+  const consumer = kafka.consumer({
+    groupId: `floe-poll-${randomUUID()}`,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 1000,
+    maxWaitTimeInMs: 250,
+    retry: { retries: 10 },
+  });
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => { finish = resolve; });
+  let done = false;
+  const stop = () => { if (!done) { done = true; finish(); } };
+  const timer = setTimeout(stop, bounds.maxWaitMs);
+  const progress = setInterval(() => onProgress?.(outcome), 2000);
+  const mine = new Set(partitions);
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    let crashed: Error | undefined;
+    consumer.on(consumer.events.CRASH, (e) => {
+      if (!(e.payload as { restart?: boolean }).restart) { crashed = e.payload.error; stop(); }
+    });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        if (!mine.has(batch.partition)) return;
+        const key = String(batch.partition);
+        for (const m of batch.messages) {
+          if (done || !isRunning() || isStale()) return;
+          // A fetch issued before our seek took effect may start earlier: skip what the table has.
+          if (BigInt(m.offset) < BigInt(next[key] ?? '0')) continue;
+          const size = (m.value?.length ?? 0) + (m.key?.length ?? 0);
+          if (outcome.records >= bounds.maxRecords || (outcome.records > 0 && outcome.bytes + size > bounds.maxBytes)) {
+            stop();
+            return;
+          }
+          onRecord({ partition: batch.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: m.value });
+          outcome.records++;
+          outcome.bytes += size;
+          next[key] = (BigInt(m.offset) + 1n).toString();
+          resolveOffset(m.offset);
+        }
+        // Transaction markers and compacted gaps: the batch tells where the partition continues.
+        if (!done && batch.messages.length > 0) {
+          const last = BigInt(batch.lastOffset()) + 1n;
+          if (last > BigInt(next[key] ?? '0') && outcome.records < bounds.maxRecords) next[key] = last.toString();
+        }
+        await heartbeat();
+        if (caughtUp()) stop();
+      },
+    });
+    for (const p of partitions) consumer.seek({ topic, partition: p, offset: next[String(p)] ?? '0' });
+    const others = allPartitions.filter((p) => !mine.has(p));
+    if (others.length > 0) consumer.pause([{ topic, partitions: others }]);
+    await finished;
+    if (crashed) throw crashed;
+    return outcome;
+  } finally {
+    clearTimeout(timer);
+    clearInterval(progress);
+    await consumer.disconnect().catch(() => undefined);
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Activity inputs/outputs. Everything here crosses Temporal history as JSON: offsets and
+ * snapshot ids are decimal strings, data files are in their wire form (iceberg/spec/data-file.ts).
+ */
+import type { Offsets } from './cursor';
+
+/** A DataFile in its JSON wire form; opaque to workflows. */
+export type WireDataFile = Record<string, unknown>;
+
+export interface TableRef { table: string; ingestId: string }
+
+export interface CyclePlan {
+  /** Snapshot carrying this ingest's cursor when the cycle began (null: never committed). Fencing token. */
+  baseSnapshotId: string | null;
+  /** Next offset per partition: the table's cursor, and the earliest offset for partitions it lacks. */
+  startOffsets: Offsets;
+  highWatermarks: Offsets;
+  /** Partition groups, one pollAndWrite activity each. */
+  groups: number[][];
+  commitIntervalMs: number;
+  maxRecordsPerCycle: number;
+  maxBytesPerCycle: number;
+  cyclesPerRun: number;
+}
+
+export interface PollInput extends TableRef {
+  commitId: string;
+  groupIndex: number;
+  partitions: number[];
+  startOffsets: Offsets;
+  /** Stop polling after this long (the commit interval). */
+  maxWaitMs: number;
+  maxRecords: number;
+  maxBytes: number;
+}
+
+export interface PollResult {
+  groupIndex: number;
+  files: WireDataFile[];
+  deadLetterFiles: WireDataFile[];
+  /** Next offset per polled partition (== start when nothing was read). */
+  endOffsets: Offsets;
+  highWatermarks: Offsets;
+  records: number;
+  deadLetters: number;
+  bytes: number;
+}
+
+export interface CommitInput extends TableRef {
+  commitId: string;
+  baseSnapshotId: string | null;
+  startOffsets: Offsets;
+  endOffsets: Offsets;
+  files: WireDataFile[];
+  deadLetterFiles: WireDataFile[];
+  records: number;
+  deadLetters: number;
+}
+
+export interface CommitResult {
+  snapshotId: string;
+  /** true when a retried attempt found the commit already in the table */
+  alreadyCommitted: boolean;
+  committedAtMs: number;
+  totalRecords: string;
+}
+
+/** Non-retryable failure types raised by activities. */
+export const STALE_CURSOR = 'StaleCursor';
+export const INVALID_DATA = 'DataInvalid';

@@ -1,0 +1,20 @@
+import type { Command } from 'commander';
+import { loadConfig, type FloeConfig } from '../config';
+
+export const configOf = (cmd: Command): FloeConfig => loadConfig(cmd.optsWithGlobals().config as string);
+
+/** Prints rows as an aligned text table (numbers right-aligned). */
+export function printTable(rows: Record<string, unknown>[], columns?: string[]): void {
+  if (rows.length === 0) {
+    console.log('(no rows)');
+    return;
+  }
+  const cols = columns ?? Object.keys(rows[0]!);
+  const cells = rows.map((r) => cols.map((c) => (r[c] === undefined || r[c] === null ? '' : String(r[c]))));
+  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const numeric = cols.map((_, i) => cells.every((row) => row[i] === '' || /^-?[\d.,]+( \w+)?$/.test(row[i]!)));
+  const fmt = (vals: string[]) => vals.map((v, i) => (numeric[i] ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join('  ');
+  console.log(fmt(cols));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of cells) console.log(fmt(row));
+}

@@ -1,0 +1,43 @@
+import type { Command } from 'commander';
+import { connectClient, ingestStatus, signalIngest, startIngest, type IngestSignal } from '../client';
+import { runWorker } from '../workers';
+import { configOf, printTable } from './common';
+
+export function registerIngestCommands(program: Command): void {
+  program.command('worker')
+    .description('run a floe worker (workflows + activities) until SIGTERM')
+    .action(async (_o, cmd: Command) => runWorker(configOf(cmd)));
+
+  const ingest = program.command('ingest').description('control the ingest of a table');
+  ingest.command('start <table>').description('start (or attach to) the ingest workflow of a table')
+    .action(async (table: string, _o, cmd: Command) => {
+      const fc = await connectClient(configOf(cmd));
+      try {
+        const { workflowId, runId } = await startIngest(fc, table);
+        console.log(`ingest ${table}: workflow ${workflowId} run ${runId}`);
+      } finally { await fc.close(); }
+    });
+  for (const [name, signal, what] of [['pause', 'pause', 'pause after the current cycle'], ['resume', 'resume', 'resume a paused ingest'],
+    ['stop', 'stop', 'drain what is in the topic now, commit it, and stop']] as const) {
+    ingest.command(`${name} <table>`).description(what).action(async (table: string, _o, cmd: Command) => {
+      const fc = await connectClient(configOf(cmd));
+      try {
+        await signalIngest(fc, table, signal as IngestSignal);
+        console.log(`ingest ${table}: ${name} sent`);
+      } finally { await fc.close(); }
+    });
+  }
+  ingest.command('status <table>').description('cursor, lag, last commit, throughput')
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const fc = await connectClient(configOf(cmd));
+      try {
+        const s = await ingestStatus(fc, table);
+        if (!s) { console.log(`ingest ${table}: not started`); return; }
+        if (o.json) { console.log(JSON.stringify(s, null, 2)); return; }
+        console.log(`ingest ${s.table}/${s.ingestId}: ${s.state}; ${s.commits} commits, ${s.totalRows} rows, ${s.totalDeadLetters} dead letters, ${s.fencedCommits} fenced`);
+        console.log(`last commit ${s.lastCommitId ?? '-'} snapshot ${s.lastSnapshotId ?? '-'} at ${s.lastCommitTimeMs ? new Date(s.lastCommitTimeMs).toISOString() : '-'}; ${s.rowsPerSecond} rows/s; ${s.filesPerCommit} files/commit`);
+        printTable(Object.keys(s.cursor).map((p) => ({ partition: p, next_offset: s.cursor[p], lag: s.lag[p] ?? '' })));
+      } finally { await fc.close(); }
+    });
+}

@@ -1,0 +1,73 @@
+/**
+ * floe configuration: one file (YAML or JSON) describing where things live and which topics
+ * land in which tables. Parsed and validated by `loadConfig` (config/load.ts); every error names
+ * the offending key path, e.g. `tables[0].commitIntervalMs: expected a positive integer, found "x"`.
+ */
+import type { PrimitiveType } from '../iceberg/spec/types';
+
+export interface CatalogConfig {
+  type: 'sql' | 'rest';
+  /** sql: `sqlite:///abs/path.db` or `postgresql://user:pw@host:port/db`; rest: `http://host:port` */
+  uri: string;
+  /** Where new tables are placed: `s3://bucket/prefix` or `file:///abs/dir`. */
+  warehouse: string;
+  name: string;
+  token?: string;
+}
+
+export interface S3Config {
+  endpoint?: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+}
+
+export interface ColumnConfig {
+  name: string;
+  type: PrimitiveType;
+  required: boolean;
+  /** Dotted path into the JSON value; defaults to the column name. */
+  path?: string;
+  /** Fill from Kafka instead of the value: the record key (string) or metadata. */
+  source?: 'value' | 'key' | 'partition' | 'offset' | 'timestamp';
+  doc?: string;
+}
+
+export interface PartitionFieldConfig { column: string; transform: string; name?: string }
+
+export interface TableConfig {
+  /** Iceberg identifier `namespace.table`. */
+  table: string;
+  topic: string;
+  /** Ingest id: one exactly-once cursor per (table, ingest id). */
+  ingestId: string;
+  columns: ColumnConfig[];
+  partitionBy: PartitionFieldConfig[];
+  /** Dead-letter table identifier; default `<table>_dead_letters`. */
+  deadLetterTable: string;
+  commitIntervalMs: number;
+  maxRecordsPerCycle: number;
+  maxBytesPerCycle: number;
+  targetFileSizeBytes: number;
+  /** Number of partition groups polled by parallel activities. */
+  parallelism: number;
+  /** Continue-as-new after this many cycles (history stays bounded). */
+  cyclesPerRun: number;
+  properties: Record<string, string>;
+  maintenance: MaintenanceConfig;
+}
+
+export interface MaintenanceConfig {
+  compact: { cron: string; targetFileSizeBytes: number; minInputFiles: number; lookbackPartitions?: number; paused: boolean };
+  expire: { cron: string; olderThanMs: number; retainLast: number; paused: boolean };
+  orphans: { cron: string; olderThanMs: number; paused: boolean };
+}
+
+export interface FloeConfig {
+  catalog: CatalogConfig;
+  s3: S3Config;
+  kafka: { brokers: string[]; clientId: string };
+  temporal: { address: string; namespace: string; taskQueue: string };
+  tables: TableConfig[];
+}

@@ -1,0 +1,158 @@
+/**
+ * The end-to-end ingest scenario shared by the demo (README's main command) and the chaos tests:
+ * stream generated order events into a fresh topic while a real worker process ingests them, kill
+ * the worker with SIGKILL on schedule, restart it, drain, and verify exactly-once.
+ */
+import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
+import { loadConfig } from '../config';
+import { spawnWorker, type WorkerProcess } from '../workers/process';
+import { floeHome } from '../stack/paths';
+import { orderEvents, eventKey } from './generator';
+import { verifyTable, type Verification } from './verify';
+
+export interface Kill { atS: number; restartAfterS: number; signal?: NodeJS.Signals }
+
+export interface ScenarioOptions {
+  name?: string;
+  ratePerS: number;
+  durationS: number;
+  partitions: number;
+  kills: Kill[];
+  /** Every n-th message is malformed (bad JSON / missing field / wrong type), 0 = none. */
+  malformedEvery?: number;
+  commitInterval?: string;
+  /** Extra env for the worker processes (e.g. FLOE_TEST_KILL_AT). */
+  workerEnv?: Record<string, string>;
+  /** Second worker process running all along (chaos with two workers). */
+  log?: (msg: string) => void;
+  /** How long to wait for the drain to finish. */
+  drainTimeoutS?: number;
+  /** Called while streaming, with the elapsed seconds (tests hook extra actions here). */
+  onTick?: (elapsedS: number) => Promise<void>;
+}
+
+export interface ScenarioResult extends Verification {
+  table: string;
+  topic: string;
+  configPath: string;
+  produced: number;
+  malformed: number;
+  kills: number;
+  elapsedS: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Writes a config for a fresh table + topic, derived from examples/orders.yaml. */
+export function scenarioConfig(name: string, partitions: number, commitInterval: string): { path: string; table: string; topic: string } {
+  const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;
+  const table = `demo.${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
+  const topic = name;
+  const t = base.tables[0];
+  t.table = table;
+  t.topic = topic;
+  t.commitInterval = commitInterval;
+  t.parallelism = Math.min(2, partitions);
+  base.temporal = { ...(base.temporal ?? {}), taskQueue: `floe-${name}` };
+  const dir = join(floeHome(), 'runs');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.yaml`);
+  writeFileSync(path, stringifyYaml(base));
+  return { path, table, topic };
+}
+
+function malformed(n: number, good: string): string {
+  switch (n % 3) {
+    case 0: return good.slice(0, Math.max(1, good.length - 7)); // truncated: not JSON
+    case 1: return JSON.stringify({ ...JSON.parse(good), order_id: undefined }); // required field missing
+    default: return JSON.stringify({ ...JSON.parse(good), amount: 'twelve' }); // wrong type
+  }
+}
+
+export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
+  const log = o.log ?? ((m: string) => console.log(m));
+  const name = o.name ?? `orders_${new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14)}`;
+  const { path: configPath, table, topic } = scenarioConfig(name, o.partitions, o.commitInterval ?? '5s');
+  const cfg = loadConfig(configPath);
+  const kafka = new Kafka({ clientId: 'floe-demo', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: o.partitions, replicationFactor: 1 }], waitForLeaders: true });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+
+  const logDir = join(floeHome(), 'logs');
+  let workerN = 0;
+  const startWorker = () => spawnWorker(configPath, join(logDir, `${name}-worker-${++workerN}.log`), o.workerEnv ?? {});
+  let worker: WorkerProcess = startWorker();
+  log(`worker ${worker.pid} started; streaming ${o.ratePerS} events/s for ${o.durationS}s into topic ${topic} (${o.partitions} partitions)`);
+  const fc = await connectClient(cfg);
+  const t0 = Date.now();
+  let produced = 0, malformedCount = 0, kills = 0;
+  try {
+    await startIngest(fc, table);
+    const events = orderEvents();
+    const pending = [...o.kills].sort((a, b) => a.atS - b.atS);
+    const total = Math.round(o.ratePerS * o.durationS);
+    let restartAt: number | null = null;
+    // Produce in small batches on a fixed schedule so the rate holds whatever the broker latency.
+    const batchEvery = 100;
+    for (let tick = 0; produced < total; tick++) {
+      const due = Math.min(total, Math.round(((tick + 1) * batchEvery * o.ratePerS) / 1000));
+      const messages = [];
+      while (produced < due) {
+        const e = events.next().value!;
+        const good = JSON.stringify(e);
+        produced++;
+        let value = good;
+        if (o.malformedEvery && produced % o.malformedEvery === 0) {
+          value = malformed(produced / o.malformedEvery, good);
+          malformedCount++;
+        }
+        messages.push({ key: eventKey(e!), value });
+      }
+      if (messages.length) await producer.send({ topic, messages, compression: CompressionTypes.None });
+      const elapsed = (Date.now() - t0) / 1000;
+      if (pending.length && elapsed >= pending[0]!.atS) {
+        const k = pending.shift()!;
+        await worker.kill(k.signal ?? 'SIGKILL');
+        kills++;
+        log(`t=${elapsed.toFixed(1)}s: worker ${worker.pid} killed with ${k.signal ?? 'SIGKILL'}`);
+        restartAt = elapsed + k.restartAfterS;
+      }
+      if (restartAt !== null && elapsed >= restartAt) {
+        worker = startWorker();
+        restartAt = null;
+        log(`t=${elapsed.toFixed(1)}s: worker ${worker.pid} restarted`);
+      }
+      if (o.onTick) await o.onTick(elapsed);
+      const next = t0 + (tick + 1) * batchEvery;
+      await sleep(Math.max(0, next - Date.now()));
+    }
+    if (restartAt !== null) {
+      await sleep(Math.max(0, restartAt * 1000 - (Date.now() - t0)));
+      worker = startWorker();
+      log(`worker ${worker.pid} restarted`);
+    }
+    log(`produced ${produced} messages (${malformedCount} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
+    await signalIngest(fc, table, 'stop');
+    const status = await Promise.race([
+      waitForIngest(fc, table),
+      sleep((o.drainTimeoutS ?? 180) * 1000).then(async () => {
+        throw new Error(`ingest did not drain within ${o.drainTimeoutS ?? 180}s; status: ${JSON.stringify(await ingestStatus(fc, table))}`);
+      }),
+    ]);
+    log(`ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`);
+    const v = await verifyTable(cfg, table, topic);
+    return { ...v, table, topic, configPath, produced, malformed: malformedCount, kills, elapsedS: (Date.now() - t0) / 1000 };
+  } finally {
+    await worker.kill('SIGTERM').catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    await admin.disconnect().catch(() => undefined);
+    await fc.close().catch(() => undefined);
+  }
+}

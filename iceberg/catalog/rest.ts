@@ -1,0 +1,315 @@
+/**
+ * RestCatalog: the Iceberg REST catalog protocol (open-api/rest-catalog-open-api.yaml) for
+ * Polaris, Lakekeeper, Nessie, S3 Tables, Gravitino and SeaweedFS.
+ *
+ * The server owns metadata files and the pointer swap; `commitTable` sends `{requirements,
+ * updates}` and the server applies them atomically. JSON goes through lossless-json both ways so
+ * 64-bit snapshot ids never pass through `number`.
+ */
+import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
+import { IcebergError } from '../errors';
+import type { IcebergErrorKind } from '../errors';
+import { parseIcebergJson, parseTableMetadata, stringifyIcebergJson } from '../spec/metadata';
+import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
+import type { TableRequirement, TableUpdate } from '../transaction/updates';
+import type { Catalog } from './catalog';
+import { identToString } from './catalog';
+
+export interface RestCatalogOptions {
+  /** Base URI, e.g. http://127.0.0.1:8181 (the client appends /v1/...). */
+  uri: string;
+  /** Catalog name reported by `name` (default 'rest'). */
+  name?: string;
+  /** Sent as `?warehouse=` to GET /v1/config; servers answer with the `prefix` to use. */
+  warehouse?: string;
+  /** Bearer token for `Authorization`. */
+  token?: string;
+  /** Extra properties sent to /v1/config and merged like Java's RESTSessionCatalog. */
+  properties?: Record<string, string>;
+  /** Per-request timeout, ms (default 30 s). */
+  timeoutMs?: number;
+  /** Extra attempts for idempotent reads (GET/HEAD) on network errors and 5xx (default 2). */
+  readRetries?: number;
+  fetch?: typeof fetch;
+}
+
+/** Namespace levels in a path segment are joined by the unit separator (0x1F), then %-encoded. */
+export const encodeNamespace = (ns: string[]): string => encodeURIComponent(ns.join('\x1f'));
+
+interface RestErrorBody { error?: { message?: string; type?: string; code?: number } }
+
+class HttpStatusError extends Error {
+  constructor(readonly status: number, readonly body: RestErrorBody, message: string) { super(message); }
+}
+
+/** Extracts `metadata` / `metadata-location` from a LoadTableResult / CommitTableResponse. */
+const parseLoadResult = (id: TableIdentifier, text: string): LoadedTable & { config: Record<string, string> } => {
+  const raw = losslessParse(text) as Record<string, unknown>;
+  const metadataLocation = raw['metadata-location'];
+  if (typeof metadataLocation !== 'string' || raw['metadata'] === undefined) {
+    throw new IcebergError('DataInvalid', `REST response for ${identToString(id)} lacks "metadata-location" or "metadata"`, { retryable: false });
+  }
+  // Re-stringify the raw (LosslessNumber-preserving) subtree, so the metadata parser decides
+  // which fields are 64-bit exactly as it does for files.
+  const metadata = parseTableMetadata(losslessStringify(raw['metadata']) ?? 'null');
+  const config = (raw['config'] as Record<string, string> | undefined) ?? {};
+  return { identifier: id, metadataLocation, metadata, config };
+};
+
+export class RestCatalog implements Catalog {
+  readonly name: string;
+  private readonly baseUri: string;
+  private readonly opts: RestCatalogOptions;
+  private readonly doFetch: typeof fetch;
+  private configured: Promise<void> | undefined;
+  private prefix = '';
+  /** Server config merged as defaults < client properties < overrides. */
+  properties: Record<string, string> = {};
+  /** The `config` of the last LoadTableResult per table (vended storage credentials, endpoints). */
+  readonly tableConfig = new Map<string, Record<string, string>>();
+
+  constructor(opts: RestCatalogOptions) {
+    if (!/^https?:\/\//.test(opts.uri)) {
+      throw IcebergError.mismatch('DataInvalid', 'REST catalog "uri"', 'http(s)://host:port', opts.uri, false);
+    }
+    this.opts = opts;
+    this.name = opts.name ?? 'rest';
+    this.baseUri = opts.uri.replace(/\/+$/, '');
+    this.doFetch = opts.fetch ?? fetch;
+  }
+
+  /** GET /v1/config once: learns the path prefix (and overrides) for this warehouse. */
+  init(): Promise<void> {
+    this.configured ??= (async () => {
+      const q = this.opts.warehouse ? `?warehouse=${encodeURIComponent(this.opts.warehouse)}` : '';
+      const res = parseIcebergJson(await this.request('GET', `/v1/config${q}`, 'load catalog config')) as {
+        defaults?: Record<string, string>; overrides?: Record<string, string>;
+      };
+      this.properties = { ...(res.defaults ?? {}), ...(this.opts.properties ?? {}), ...(res.overrides ?? {}) };
+      const prefix = this.properties['prefix'];
+      this.prefix = prefix ? `/${prefix.replace(/^\/+|\/+$/g, '')}` : '';
+    })().catch((e: unknown) => {
+      this.configured = undefined;
+      throw e;
+    });
+    return this.configured;
+  }
+
+  private path(rest: string): string {
+    return `/v1${this.prefix}${rest}`;
+  }
+
+  private tablePath(id: TableIdentifier): string {
+    return this.path(`/namespaces/${encodeNamespace(id.namespace)}/tables/${encodeURIComponent(id.name)}`);
+  }
+
+  /** One HTTP exchange; resolves with the body text for 2xx, throws HttpStatusError otherwise. */
+  private async request(method: string, path: string, what: string, body?: unknown): Promise<string> {
+    const idempotent = method === 'GET' || method === 'HEAD';
+    const attempts = 1 + (idempotent ? this.opts.readRetries ?? 2 : 0);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.requestOnce(method, path, what, body);
+      } catch (e) {
+        const transient = !(e instanceof HttpStatusError) || e.status >= 500 || e.status === 429;
+        if (!transient || attempt >= attempts) throw e;
+        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+      }
+    }
+  }
+
+  private async requestOnce(method: string, path: string, what: string, body?: unknown): Promise<string> {
+    const headers: Record<string, string> = { Accept: 'application/json', 'X-Client-Version': 'floe' };
+    if (this.opts.token) headers['Authorization'] = `Bearer ${this.opts.token}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const res = await this.doFetch(`${this.baseUri}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : stringifyIcebergJson(body),
+      signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
+    });
+    const text = method === 'HEAD' ? '' : await res.text();
+    if (res.ok) return text;
+    let parsed: RestErrorBody = {};
+    try { parsed = JSON.parse(text) as RestErrorBody; } catch { /* not JSON: keep the text */ }
+    const msg = parsed.error?.message ?? (text.slice(0, 300) || res.statusText);
+    throw new HttpStatusError(res.status, parsed, `${what}: HTTP ${res.status}${parsed.error?.type ? ` ${parsed.error.type}` : ''}: ${msg}`);
+  }
+
+  /** Maps protocol errors to kinds for everything but commits (which need their own rules). */
+  private mapError(e: unknown, what: string, on404: IcebergErrorKind = 'NotFound'): IcebergError {
+    if (e instanceof IcebergError) return e;
+    if (e instanceof HttpStatusError) {
+      const s = e.status;
+      const kind: IcebergErrorKind = s === 404 ? on404 : s === 409 ? 'AlreadyExists' : s === 400 || s === 422 ? 'DataInvalid'
+        : s === 501 || s === 406 ? 'FeatureUnsupported' : 'Io';
+      return new IcebergError(kind, `REST catalog ${this.name}: ${e.message}`, {
+        retryable: kind === 'Io' && (s >= 500 || s === 429), context: { status: s, type: e.body.error?.type }, cause: e,
+      });
+    }
+    return new IcebergError('Io', `REST catalog ${this.name}: ${what} failed: ${(e as Error).message}`, { cause: e });
+  }
+
+  private async call(method: string, path: string, what: string, body?: unknown, on404?: IcebergErrorKind): Promise<string> {
+    await this.init();
+    try {
+      return await this.request(method, path, what, body);
+    } catch (e) {
+      throw this.mapError(e, what, on404);
+    }
+  }
+
+  /** HEAD for existence; servers without HEAD (405/501) get a GET. */
+  private async exists(path: string, what: string): Promise<boolean> {
+    await this.init();
+    for (const method of ['HEAD', 'GET']) {
+      try {
+        await this.request(method, path, what);
+        return true;
+      } catch (e) {
+        if (e instanceof HttpStatusError && e.status === 404) return false;
+        if (method === 'HEAD' && e instanceof HttpStatusError && (e.status === 405 || e.status === 501)) continue;
+        throw this.mapError(e, what);
+      }
+    }
+    return false;
+  }
+
+  // ---------------- namespaces ----------------
+
+  private async paged<T>(path: string, key: string, what: string): Promise<T[]> {
+    const out: T[] = [];
+    let token: string | undefined;
+    do {
+      const sep = path.includes('?') ? '&' : '?';
+      const page = parseIcebergJson(await this.call('GET', token ? `${path}${sep}pageToken=${encodeURIComponent(token)}` : path, what)) as Record<string, unknown>;
+      out.push(...((page[key] as T[] | undefined) ?? []));
+      const next = page['next-page-token'];
+      token = typeof next === 'string' && next.length > 0 ? next : undefined;
+    } while (token);
+    return out;
+  }
+
+  async listNamespaces(parent: string[] = []): Promise<string[][]> {
+    const q = parent.length > 0 ? `?parent=${encodeNamespace(parent)}` : '';
+    return this.paged<string[]>(this.path(`/namespaces${q}`), 'namespaces', 'list namespaces');
+  }
+
+  async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
+    await this.call('POST', this.path('/namespaces'), `create namespace ${namespace.join('.')}`, { namespace, properties });
+  }
+
+  namespaceExists(namespace: string[]): Promise<boolean> {
+    return this.exists(this.path(`/namespaces/${encodeNamespace(namespace)}`), `namespace ${namespace.join('.')} exists`);
+  }
+
+  async loadNamespaceProperties(namespace: string[]): Promise<Record<string, string>> {
+    const res = parseIcebergJson(await this.call('GET', this.path(`/namespaces/${encodeNamespace(namespace)}`), `load namespace ${namespace.join('.')}`)) as {
+      properties?: Record<string, string>;
+    };
+    return res.properties ?? {};
+  }
+
+  async dropNamespace(namespace: string[]): Promise<void> {
+    // 409 here means "not empty", not "already exists".
+    try {
+      await this.call('DELETE', this.path(`/namespaces/${encodeNamespace(namespace)}`), `drop namespace ${namespace.join('.')}`);
+    } catch (e) {
+      if (e instanceof IcebergError && e.context['status'] === 409) {
+        throw new IcebergError('DataInvalid', `cannot drop namespace ${namespace.join('.')}: it is not empty (${e.message})`, { retryable: false, cause: e });
+      }
+      throw e;
+    }
+  }
+
+  // ---------------- tables ----------------
+
+  async listTables(namespace: string[]): Promise<TableIdentifier[]> {
+    const ids = await this.paged<{ namespace: string[]; name: string }>(
+      this.path(`/namespaces/${encodeNamespace(namespace)}/tables`), 'identifiers', `list tables in ${namespace.join('.')}`);
+    return ids.map((i) => ({ namespace: i.namespace, name: i.name }));
+  }
+
+  tableExists(id: TableIdentifier): Promise<boolean> {
+    return this.exists(this.tablePath(id), `table ${identToString(id)} exists`);
+  }
+
+  /**
+   * POST /namespaces/{ns}/tables with the schema, spec, sort order, properties (and location,
+   * when set) of `metadata`. The server assigns the uuid and may re-assign ids: the returned
+   * metadata is authoritative.
+   */
+  async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadedTable> {
+    const schema = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
+    const spec = metadata['partition-specs'].find((s) => s['spec-id'] === metadata['default-spec-id']);
+    const order = metadata['sort-orders'].find((s) => s['order-id'] === metadata['default-sort-order-id']);
+    const body: Record<string, unknown> = {
+      name: id.name,
+      schema,
+      'partition-spec': spec,
+      'write-order': order,
+      'stage-create': false,
+      properties: { ...metadata.properties, 'format-version': String(metadata['format-version']) },
+    };
+    if (metadata.location) body['location'] = metadata.location;
+    const text = await this.call('POST', this.path(`/namespaces/${encodeNamespace(id.namespace)}/tables`), `create table ${identToString(id)}`, body);
+    return this.loaded(id, text);
+  }
+
+  private loaded(id: TableIdentifier, text: string): LoadedTable {
+    const { config, ...table } = parseLoadResult(id, text);
+    this.tableConfig.set(identToString(id), config);
+    return table;
+  }
+
+  async loadTable(id: TableIdentifier): Promise<LoadedTable> {
+    return this.loaded(id, await this.call('GET', this.tablePath(id), `load table ${identToString(id)}`));
+  }
+
+  async dropTable(id: TableIdentifier, opts: { purge?: boolean } = {}): Promise<void> {
+    const q = opts.purge ? '?purgeRequested=true' : '';
+    await this.call('DELETE', `${this.tablePath(id)}${q}`, `drop table ${identToString(id)}`);
+  }
+
+  /**
+   * POST /namespaces/{ns}/tables/{t} {identifier, requirements, updates}. The server checks and
+   * swaps atomically. 409 => 'CommitConflict' (retryable); 500/502/503/504, timeouts and lost
+   * connections => 'CommitStateUnknown' (the server may have applied it); 404 => 'NotFound'.
+   */
+  async commitTable(id: TableIdentifier, requirements: TableRequirement[], updates: TableUpdate[]): Promise<LoadedTable> {
+    await this.init();
+    const what = `commit to ${identToString(id)}`;
+    let text: string;
+    try {
+      text = await this.request('POST', this.tablePath(id), what, {
+        identifier: { namespace: id.namespace, name: id.name }, requirements, updates,
+      });
+    } catch (e) {
+      if (e instanceof HttpStatusError) {
+        if (e.status === 409) {
+          throw new IcebergError('CommitConflict', `REST catalog ${this.name}: ${e.message}`, { retryable: true, context: { status: 409 }, cause: e });
+        }
+        if (e.status >= 500) {
+          throw new IcebergError('CommitStateUnknown', `REST catalog ${this.name}: ${e.message}; the commit may or may not have been applied`, {
+            retryable: false, context: { status: e.status }, cause: e,
+          });
+        }
+        throw this.mapError(e, what);
+      }
+      const cause = (e as { cause?: { code?: string } }).cause;
+      if (cause?.code === 'ECONNREFUSED' || cause?.code === 'ENOTFOUND') {
+        // Never connected, so the server never saw the request.
+        throw new IcebergError('Io', `REST catalog ${this.name}: ${what}: cannot connect (${cause.code})`, { retryable: true, cause: e });
+      }
+      // Connection reset, timeout: the request may have reached the server.
+      throw new IcebergError('CommitStateUnknown', `REST catalog ${this.name}: ${what}: ${(e as Error).message}; the commit may or may not have been applied`, {
+        retryable: false, cause: e,
+      });
+    }
+    return this.loaded(id, text);
+  }
+
+  async close(): Promise<void> {
+    // fetch keeps no per-catalog connections to release.
+  }
+}

@@ -1,0 +1,6 @@
+export type { FileInfo, FileIO } from './file-io';
+export { LocalFileIO, localPath } from './local';
+export { S3FileIO, parseS3Location, s3OptionsFromProperties, DEFAULT_MULTIPART_THRESHOLD } from './s3';
+export type { S3Options } from './s3';
+export { ResolvingFileIO, resolveFileIO, schemeOf } from './resolve';
+export type { FileIOOptions, Scheme } from './resolve';

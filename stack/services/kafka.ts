@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { PORTS, stackEnv } from '../env';
+import { stackPaths } from '../paths';
+import { pidRuns, readPid, removeFile, runCommand, spawnDaemon, stopProcessGroup, tcpOpen, waitFor } from '../proc';
+import { StackError, markerMatches, writeMarker, type Health, type Service } from '../service';
+import { MAVEN, mavenProperties } from '../versions';
+
+// Apache Kafka 4 in KRaft mode (one process is broker and controller), jars from Maven Central.
+
+const p = () => stackPaths();
+const pidFile = () => join(p().run, 'kafka.pid');
+const markerFile = () => join(p().kafka, '.floe-installed.json');
+const dataDir = () => join(p().data, 'kafka');
+const java = () => process.env.FLOE_JAVA ?? 'java';
+
+function serverProperties(): string {
+  return [
+    '# Written by stack/services/kafka.ts on every start; edits are overwritten.',
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.bootstrap.servers=127.0.0.1:${PORTS.kafkaController}`,
+    `listeners=PLAINTEXT://127.0.0.1:${PORTS.kafka},CONTROLLER://127.0.0.1:${PORTS.kafkaController}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${PORTS.kafka},CONTROLLER://127.0.0.1:${PORTS.kafkaController}`,
+    'controller.listener.names=CONTROLLER',
+    'inter.broker.listener.name=PLAINTEXT',
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `log.dirs=${dataDir()}`,
+    'num.partitions=1',
+    'auto.create.topics.enable=true',
+    // Single node: every internal topic must accept a replication factor (and ISR) of 1.
+    'offsets.topic.replication.factor=1',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'share.coordinator.state.topic.replication.factor=1',
+    'share.coordinator.state.topic.min.isr=1',
+    // Tests start consumers right away; the default 3 s rebalance delay only slows them.
+    'group.initial.rebalance.delay.ms=0',
+    '',
+  ].join('\n');
+}
+
+/** Kafka's Uuid text form: 16 random bytes, base64url without padding, not starting with '-'. */
+function clusterId(): string {
+  const file = join(p().kafka, 'cluster-id');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  let id: string;
+  do id = randomBytes(16).toString('base64url'); while (id.startsWith('-'));
+  writeFileSync(file, `${id}\n`);
+  return id;
+}
+
+function javaArgs(mainClass: string, extra: string[]): string[] {
+  return [
+    '-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-Djava.awt.headless=true',
+    `-Dlog4j2.configurationFile=${join(p().stackDir, 'kafka', 'log4j2.properties')}`,
+    '-cp', `${p().kafkaLibs}/*`,
+    mainClass, ...extra,
+  ];
+}
+
+export const kafka: Service = {
+  name: 'kafka',
+  needs: [],
+  get logFile() { return join(p().logs, 'kafka.log'); },
+  endpoint: () => stackEnv().kafka.brokers.join(','),
+  external: () => stackEnv().kafka.external,
+  installed: () => markerMatches(markerFile(), MAVEN) && existsSync(p().kafkaLibs),
+  pid() {
+    const pid = readPid(pidFile());
+    return pidRuns(pid, 'kafka.Kafka') ? pid : undefined;
+  },
+
+  async install() {
+    if (this.installed()) return;
+    const tmp = `${p().kafkaLibs}.tmp`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(p().kafka, { recursive: true });
+    try {
+      await runCommand('mvn', [
+        '-B', '-q', '-f', join(p().stackDir, 'kafka', 'pom.xml'),
+        `-Dmaven.repo.local=${p().m2}`,
+        ...mavenProperties(),
+        'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`, '-DincludeScope=runtime',
+      ], { timeoutMs: 30 * 60_000 });
+    } catch (e) {
+      throw new StackError('kafka', 'maven dependency:copy-dependencies', (e as Error).message);
+    }
+    const jar = join(tmp, `kafka_2.13-${MAVEN['kafka.version']}.jar`);
+    if (!existsSync(jar)) throw new StackError('kafka', 'install', `expected ${jar} after maven, found nothing`);
+    // Swap the whole directory so an old version's jars never mix into the classpath.
+    rmSync(p().kafkaLibs, { recursive: true, force: true });
+    renameSync(tmp, p().kafkaLibs);
+    writeMarker(markerFile(), MAVEN);
+  },
+
+  async health(): Promise<Health> {
+    const brokers = stackEnv().kafka.brokers;
+    const first = brokers[0] ?? '';
+    const i = first.lastIndexOf(':');
+    if (!(await tcpOpen(first.slice(0, i), Number(first.slice(i + 1))))) return { ok: false, detail: `nothing listens on ${first}` };
+    const admin = new Kafka({
+      clientId: 'floe-stack-health', brokers, logLevel: logLevel.NOTHING,
+      connectionTimeout: 2000, requestTimeout: 5000, retry: { retries: 0 },
+    }).admin();
+    try {
+      await admin.connect();
+      const topics = await admin.listTopics();
+      return { ok: true, detail: `broker ${brokers.join(',')} answers (${topics.length} topics)` };
+    } catch (e) {
+      return { ok: false, detail: `broker ${first} open but not ready: ${(e as Error).message}` };
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  },
+
+  async start() {
+    if ((await this.health()).ok) return;
+    if (this.pid() === undefined) {
+      for (const port of [PORTS.kafka, PORTS.kafkaController]) {
+        if (await tcpOpen('127.0.0.1', port)) {
+          throw new StackError('kafka', `port ${port}`, 'the port is taken by a process this stack did not start', this.logFile);
+        }
+      }
+      const props = join(p().kafka, 'server.properties');
+      mkdirSync(dataDir(), { recursive: true });
+      writeFileSync(props, serverProperties());
+      if (!existsSync(join(dataDir(), 'meta.properties'))) {
+        // KRaft needs its log dir formatted once; --standalone makes this node the sole voter.
+        try {
+          await runCommand(java(), javaArgs('kafka.tools.StorageTool', ['format', '-t', clusterId(), '-c', props, '--standalone']), { timeoutMs: 120_000 });
+        } catch (e) {
+          throw new StackError('kafka', 'storage format', (e as Error).message, this.logFile);
+        }
+      }
+      spawnDaemon({ cmd: java(), args: javaArgs('kafka.Kafka', [props]), cwd: p().kafka, logFile: this.logFile, pidFile: pidFile() });
+    }
+    const ready = await waitFor(async () => (await this.health()).ok, {
+      timeoutMs: 120_000,
+      intervalMs: 1000,
+      abort: () => (this.pid() === undefined ? 'the broker process exited' : undefined),
+    });
+    if (!ready.ok) throw new StackError('kafka', `start on 127.0.0.1:${PORTS.kafka}`, ready.reason, this.logFile);
+  },
+
+  async stop() {
+    const pid = this.pid();
+    // SIGTERM runs a controlled shutdown that flushes logs; a clean stop avoids log recovery on start.
+    if (pid !== undefined) await stopProcessGroup(pid, 30_000);
+    removeFile(pidFile());
+  },
+};

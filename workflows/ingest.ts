@@ -1,0 +1,170 @@
+/**
+ * The ingest loop for one (table, ingest id): loadCursor -> pollAndWrite per partition group (in
+ * parallel) -> one idempotent, fenced commit. Deterministic orchestration only; every side effect
+ * is an activity. See DESIGN "Exactly-once protocol".
+ */
+import {
+  ActivityFailure, ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, log,
+  proxyActivities, setHandler, uuid4, workflowInfo,
+} from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { Offsets } from '../activities/cursor';
+import { STALE_CURSOR, type CyclePlan, type PollResult } from '../activities/types';
+
+type Activities = ReturnType<typeof createActivities>;
+
+const { loadCursor } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumInterval: '30s' },
+});
+// Polls run for a commit interval; heartbeats let a killed worker's attempt be retried quickly.
+const { pollAndWrite } = proxyActivities<Activities>({
+  startToCloseTimeout: '15 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: ['DataInvalid'] },
+});
+const { commit } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '500ms', maximumInterval: '20s', nonRetryableErrorTypes: [STALE_CURSOR, 'DataInvalid'] },
+});
+
+export interface IngestInput {
+  table: string;
+  ingestId: string;
+  /** carried across continueAsNew */
+  carry?: IngestStatus;
+}
+
+export type IngestState = 'running' | 'paused' | 'draining' | 'stopped';
+
+export interface IngestStatus {
+  table: string;
+  ingestId: string;
+  state: IngestState;
+  cursor: Offsets;
+  /** high watermark - cursor, per partition (decimal strings) */
+  lag: Record<string, string>;
+  lastCommitId: string | null;
+  lastSnapshotId: string | null;
+  lastCommitTimeMs: number | null;
+  cycles: number;
+  commits: number;
+  fencedCommits: number;
+  totalRows: number;
+  totalDeadLetters: number;
+  /** rows/s over the last committed cycle */
+  rowsPerSecond: number;
+  filesPerCommit: number;
+}
+
+export const pauseSignal = defineSignal('pause');
+export const resumeSignal = defineSignal('resume');
+export const drainAndStopSignal = defineSignal('drainAndStop');
+export const statusQuery = defineQuery<IngestStatus>('status');
+
+export const ingestWorkflowId = (table: string, ingestId: string): string => `floe-ingest/${table}/${ingestId}`;
+
+const lagOf = (cursor: Offsets, high: Offsets): Record<string, string> => {
+  const out: Record<string, string> = {};
+  for (const [p, h] of Object.entries(high)) {
+    const c = BigInt(cursor[p] ?? '0');
+    const d = BigInt(h) - c;
+    out[p] = (d > 0n ? d : 0n).toString();
+  }
+  return out;
+};
+
+export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
+  const status: IngestStatus = input.carry ?? {
+    table: input.table, ingestId: input.ingestId, state: 'running', cursor: {}, lag: {},
+    lastCommitId: null, lastSnapshotId: null, lastCommitTimeMs: null, cycles: 0, commits: 0,
+    fencedCommits: 0, totalRows: 0, totalDeadLetters: 0, rowsPerSecond: 0, filesPerCommit: 0,
+  };
+  let paused = status.state === 'paused';
+  let draining = status.state === 'draining';
+  setHandler(pauseSignal, () => { paused = true; });
+  setHandler(resumeSignal, () => { paused = false; });
+  setHandler(drainAndStopSignal, () => { draining = true; });
+  setHandler(statusQuery, () => ({ ...status, state: draining ? 'draining' : paused ? 'paused' : status.state }));
+
+  let cyclesThisRun = 0;
+  for (;;) {
+    if (paused && !draining) {
+      status.state = 'paused';
+      await condition(() => !paused || draining);
+    }
+    status.state = draining ? 'draining' : 'running';
+
+    const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId });
+    status.cursor = plan.startOffsets;
+    status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
+
+    const commitId = uuid4();
+    const started = Date.now();
+    const results: PollResult[] = await Promise.all(
+      plan.groups.map((partitions, groupIndex) =>
+        pollAndWrite({
+          table: input.table, ingestId: input.ingestId, commitId, groupIndex, partitions,
+          startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
+          // Draining: take what is there now without waiting out a full interval.
+          maxWaitMs: draining ? 1000 : plan.commitIntervalMs,
+          maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
+          maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
+        })),
+    );
+    status.cycles++;
+    cyclesThisRun++;
+
+    const endOffsets: Offsets = { ...plan.startOffsets };
+    const high: Offsets = { ...plan.highWatermarks };
+    let records = 0, deadLetters = 0;
+    const files = results.flatMap((r) => r.files);
+    const deadLetterFiles = results.flatMap((r) => r.deadLetterFiles);
+    for (const r of results) {
+      Object.assign(endOffsets, r.endOffsets);
+      Object.assign(high, r.highWatermarks);
+      records += r.records;
+      deadLetters += r.deadLetters;
+    }
+
+    const advanced = Object.keys(endOffsets).some((p) => endOffsets[p] !== plan.startOffsets[p]);
+    if (advanced) {
+      try {
+        const res = await commit({
+          table: input.table, ingestId: input.ingestId, commitId, baseSnapshotId: plan.baseSnapshotId,
+          startOffsets: plan.startOffsets, endOffsets, files, deadLetterFiles, records, deadLetters,
+        });
+        status.commits++;
+        status.lastCommitId = commitId;
+        status.lastSnapshotId = res.snapshotId;
+        status.lastCommitTimeMs = res.committedAtMs;
+        status.totalRows += records;
+        status.totalDeadLetters += deadLetters;
+        status.filesPerCommit = files.length;
+        status.rowsPerSecond = Math.round((records * 1000) / Math.max(1, Date.now() - started));
+        status.cursor = endOffsets;
+      } catch (err) {
+        // Fenced: another writer moved this ingest's cursor. Our files are orphans; start over from the table.
+        if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === STALE_CURSOR) {
+          status.fencedCommits++;
+          log.warn('commit fenced: cursor moved since this cycle began; reloading', { commitId });
+          continue;
+        }
+        throw err;
+      }
+    }
+    status.lag = lagOf(status.cursor, high);
+
+    if (draining) {
+      // Drain finishes when a cycle finds nothing more to read.
+      if (!advanced) {
+        status.state = 'stopped';
+        return status;
+      }
+      continue;
+    }
+    if (cyclesThisRun >= plan.cyclesPerRun || workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof ingestWorkflow>({ table: input.table, ingestId: input.ingestId, carry: { ...status, state: paused ? 'paused' : 'running' } });
+    }
+  }
+}
