@@ -27,7 +27,8 @@ export interface ScenarioOptions {
   commitInterval?: string;
   /** Extra env for the worker processes (e.g. FLOE_TEST_KILL_AT). */
   workerEnv?: Record<string, string>;
-  /** Second worker process running all along (chaos with two workers). */
+  /** Restart a worker that died on its own (a crash point, a lost server) after 1 s, as a supervisor would. */
+  supervise?: boolean;
   log?: (msg: string) => void;
   /** How long to wait for the drain to finish. */
   drainTimeoutS?: number;
@@ -42,6 +43,8 @@ export interface ScenarioResult extends Verification {
   produced: number;
   malformed: number;
   kills: number;
+  /** worker exits the supervisor restarted (crash points, lost servers) */
+  selfExits: number;
   elapsedS: number;
 }
 
@@ -82,12 +85,24 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({ topics: [{ topic, numPartitions: o.partitions, replicationFactor: 1 }], waitForLeaders: true });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 30, maxRetryTime: 5000 } });
   await producer.connect();
 
   const logDir = join(floeHome(), 'logs');
   let workerN = 0;
-  const startWorker = () => spawnWorker(configPath, join(logDir, `${name}-worker-${++workerN}.log`), o.workerEnv ?? {});
+  let stopping = false;
+  let selfExits = 0;
+  let killing = false;
+  const startWorker = (): WorkerProcess => {
+    const w = spawnWorker(configPath, join(logDir, `${name}-worker-${++workerN}.log`), o.workerEnv ?? {});
+    void w.exited.then(({ code, signal }) => {
+      if (stopping || killing || !o.supervise || w !== worker) return;
+      selfExits++;
+      log(`worker ${w.pid} exited by itself (code ${code}, signal ${signal}); restarting in 1 s`);
+      setTimeout(() => { if (!stopping && w === worker) worker = startWorker(); }, 1000);
+    });
+    return w;
+  };
   let worker: WorkerProcess = startWorker();
   log(`worker ${worker.pid} started; streaming ${o.ratePerS} events/s for ${o.durationS}s into topic ${topic} (${o.partitions} partitions)`);
   const fc = await connectClient(cfg);
@@ -119,7 +134,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       const elapsed = (Date.now() - t0) / 1000;
       if (pending.length && elapsed >= pending[0]!.atS) {
         const k = pending.shift()!;
+        killing = true;
         await worker.kill(k.signal ?? 'SIGKILL');
+        killing = false;
         kills++;
         log(`t=${elapsed.toFixed(1)}s: worker ${worker.pid} killed with ${k.signal ?? 'SIGKILL'}`);
         restartAt = elapsed + k.restartAfterS;
@@ -148,8 +165,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     ]);
     log(`ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`);
     const v = await verifyTable(cfg, table, topic);
-    return { ...v, table, topic, configPath, produced, malformed: malformedCount, kills, elapsedS: (Date.now() - t0) / 1000 };
+    return { ...v, table, topic, configPath, produced, malformed: malformedCount, kills, selfExits, elapsedS: (Date.now() - t0) / 1000 };
   } finally {
+    stopping = true;
     await worker.kill('SIGTERM').catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
     await admin.disconnect().catch(() => undefined);

@@ -5,6 +5,9 @@
 import { Command } from 'commander';
 import { registerStackCommands } from '../cli/stack';
 
+// The SDK warns on every run that future releases need Node 22; floe pins its SDK version.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 const program = new Command().name('floe-stack');
 registerStackCommands(program);
 program.parseAsync(process.argv).catch((err: Error) => {

@@ -95,12 +95,13 @@ export class RestCatalog implements Catalog {
     return this.configured;
   }
 
-  private path(rest: string): string {
-    return `/v1${this.prefix}${rest}`;
+  /** Paths below are relative to `/v1/{prefix}`, which is known only after `init`. */
+  private url(rel: string): string {
+    return `/v1${this.prefix}${rel}`;
   }
 
   private tablePath(id: TableIdentifier): string {
-    return this.path(`/namespaces/${encodeNamespace(id.namespace)}/tables/${encodeURIComponent(id.name)}`);
+    return `/namespaces/${encodeNamespace(id.namespace)}/tables/${encodeURIComponent(id.name)}`;
   }
 
   /** One HTTP exchange; resolves with the body text for 2xx, throws HttpStatusError otherwise. */
@@ -150,21 +151,21 @@ export class RestCatalog implements Catalog {
     return new IcebergError('Io', `REST catalog ${this.name}: ${what} failed: ${(e as Error).message}`, { cause: e });
   }
 
-  private async call(method: string, path: string, what: string, body?: unknown, on404?: IcebergErrorKind): Promise<string> {
+  private async call(method: string, rel: string, what: string, body?: unknown, on404?: IcebergErrorKind): Promise<string> {
     await this.init();
     try {
-      return await this.request(method, path, what, body);
+      return await this.request(method, this.url(rel), what, body);
     } catch (e) {
       throw this.mapError(e, what, on404);
     }
   }
 
   /** HEAD for existence; servers without HEAD (405/501) get a GET. */
-  private async exists(path: string, what: string): Promise<boolean> {
+  private async exists(rel: string, what: string): Promise<boolean> {
     await this.init();
     for (const method of ['HEAD', 'GET']) {
       try {
-        await this.request(method, path, what);
+        await this.request(method, this.url(rel), what);
         return true;
       } catch (e) {
         if (e instanceof HttpStatusError && e.status === 404) return false;
@@ -192,19 +193,19 @@ export class RestCatalog implements Catalog {
 
   async listNamespaces(parent: string[] = []): Promise<string[][]> {
     const q = parent.length > 0 ? `?parent=${encodeNamespace(parent)}` : '';
-    return this.paged<string[]>(this.path(`/namespaces${q}`), 'namespaces', 'list namespaces');
+    return this.paged<string[]>(`/namespaces${q}`, 'namespaces', 'list namespaces');
   }
 
   async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
-    await this.call('POST', this.path('/namespaces'), `create namespace ${namespace.join('.')}`, { namespace, properties });
+    await this.call('POST', '/namespaces', `create namespace ${namespace.join('.')}`, { namespace, properties });
   }
 
   namespaceExists(namespace: string[]): Promise<boolean> {
-    return this.exists(this.path(`/namespaces/${encodeNamespace(namespace)}`), `namespace ${namespace.join('.')} exists`);
+    return this.exists(`/namespaces/${encodeNamespace(namespace)}`, `namespace ${namespace.join('.')} exists`);
   }
 
   async loadNamespaceProperties(namespace: string[]): Promise<Record<string, string>> {
-    const res = parseIcebergJson(await this.call('GET', this.path(`/namespaces/${encodeNamespace(namespace)}`), `load namespace ${namespace.join('.')}`)) as {
+    const res = parseIcebergJson(await this.call('GET', `/namespaces/${encodeNamespace(namespace)}`, `load namespace ${namespace.join('.')}`)) as {
       properties?: Record<string, string>;
     };
     return res.properties ?? {};
@@ -213,7 +214,7 @@ export class RestCatalog implements Catalog {
   async dropNamespace(namespace: string[]): Promise<void> {
     // 409 here means "not empty", not "already exists".
     try {
-      await this.call('DELETE', this.path(`/namespaces/${encodeNamespace(namespace)}`), `drop namespace ${namespace.join('.')}`);
+      await this.call('DELETE', `/namespaces/${encodeNamespace(namespace)}`, `drop namespace ${namespace.join('.')}`);
     } catch (e) {
       if (e instanceof IcebergError && e.context['status'] === 409) {
         throw new IcebergError('DataInvalid', `cannot drop namespace ${namespace.join('.')}: it is not empty (${e.message})`, { retryable: false, cause: e });
@@ -226,7 +227,7 @@ export class RestCatalog implements Catalog {
 
   async listTables(namespace: string[]): Promise<TableIdentifier[]> {
     const ids = await this.paged<{ namespace: string[]; name: string }>(
-      this.path(`/namespaces/${encodeNamespace(namespace)}/tables`), 'identifiers', `list tables in ${namespace.join('.')}`);
+      `/namespaces/${encodeNamespace(namespace)}/tables`, 'identifiers', `list tables in ${namespace.join('.')}`);
     return ids.map((i) => ({ namespace: i.namespace, name: i.name }));
   }
 
@@ -252,7 +253,7 @@ export class RestCatalog implements Catalog {
       properties: { ...metadata.properties, 'format-version': String(metadata['format-version']) },
     };
     if (metadata.location) body['location'] = metadata.location;
-    const text = await this.call('POST', this.path(`/namespaces/${encodeNamespace(id.namespace)}/tables`), `create table ${identToString(id)}`, body);
+    const text = await this.call('POST', `/namespaces/${encodeNamespace(id.namespace)}/tables`, `create table ${identToString(id)}`, body);
     return this.loaded(id, text);
   }
 
@@ -281,7 +282,7 @@ export class RestCatalog implements Catalog {
     const what = `commit to ${identToString(id)}`;
     let text: string;
     try {
-      text = await this.request('POST', this.tablePath(id), what, {
+      text = await this.request('POST', this.url(this.tablePath(id)), what, {
         identifier: { namespace: id.namespace, name: id.name }, requirements, updates,
       });
     } catch (e) {

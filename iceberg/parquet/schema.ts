@@ -40,7 +40,8 @@ export function icebergToArrowType(type: IcebergType): arrow.DataType {
     case 'map': {
       const key = new arrow.Field('key', icebergToArrowType(type.key), false, idMeta(type['key-id']));
       const value = new arrow.Field('value', icebergToArrowType(type.value), !type['value-required'], idMeta(type['value-id']));
-      return new arrow.Map_(new arrow.Field('key_value', new arrow.Struct([key, value]), false));
+      // parquet-rs names the repeated group after this field: "key_value" as the spec's Parquet maps
+      return new arrow.Map_(new arrow.Field('key_value', new arrow.Struct([key, value]), false) as never);
     }
   }
 }

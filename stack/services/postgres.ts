@@ -130,7 +130,7 @@ export const postgres: Service = {
     const e = stackEnv().postgres;
     if (!(await tcpOpen(e.host, e.port))) return { ok: false, detail: `nothing listens on ${e.host}:${e.port}` };
     try {
-      const v = await query(e.database, async (c) => (await c.query<{ v: string }>('SHOW server_version')).rows[0]?.v);
+      const v = await query(e.database, async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v);
       return { ok: true, detail: `PostgreSQL ${v} accepts ${e.user}@${e.host}:${e.port}/${e.database}` };
     } catch (err) {
       return { ok: false, detail: `${e.host}:${e.port} open but login as ${e.user} to ${e.database} failed: ${(err as Error).message}` };

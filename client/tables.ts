@@ -1,0 +1,45 @@
+/**
+ * Table inspection for the CLI and programmatic users: commit history and column reads, straight
+ * from the catalog and object store (no Temporal involved).
+ */
+import type { FloeConfig } from '../config';
+import { openTables, type Tables } from '../activities/tables';
+import { ancestry } from '../activities/cursor';
+import { planFiles } from '../iceberg/scan';
+import { readParquetBatches } from '../iceberg/parquet';
+
+/** One row per snapshot on main, oldest first: what `floe table commits` prints. */
+export async function tableCommitRows(cfg: FloeConfig, table: string): Promise<Record<string, string>[]> {
+  const tables = await openTables(cfg);
+  try {
+    const { metadata } = await tables.load(table);
+    return [...ancestry(metadata)].reverse().map((s) => ({
+      time: new Date(Number(s['timestamp-ms'])).toISOString(),
+      snapshot_id: s['snapshot-id'].toString(),
+      operation: s.summary.operation,
+      rows: s.summary['added-records'] ?? '0',
+      files: s.summary['added-data-files'] ?? '0',
+      removed_files: s.summary['deleted-data-files'] ?? '0',
+      total_rows: s.summary['total-records'] ?? '',
+      total_files: s.summary['total-data-files'] ?? '',
+      commit_id: s.summary['floe.commit-id'] ?? '',
+    }));
+  } finally {
+    await tables.close();
+  }
+}
+
+/** Every value of one column in the table's current snapshot, read through floe's Parquet reader. */
+export async function readColumnValues(tables: Tables, table: string, column: string): Promise<unknown[]> {
+  const loaded = await tables.load(table);
+  const files = await planFiles(loaded.metadata, tables.io);
+  const out: unknown[] = [];
+  for (const f of files) {
+    for await (const batch of readParquetBatches(tables.io, f.filePath, { columns: [column] })) {
+      const col = batch.getChild(column);
+      if (!col) throw new Error(`${f.filePath}: no column ${column}`);
+      for (const v of col) out.push(v);
+    }
+  }
+  return out;
+}

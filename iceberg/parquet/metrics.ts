@@ -1,0 +1,344 @@
+/**
+ * Iceberg column metrics computed from the Arrow data being written (spec "Manifests" data_file
+ * fields 108-111, 125, 128; table properties `write.metadata.metrics.*`).
+ *
+ * Counts follow Parquet's column-chunk semantics, as Iceberg Java and pyiceberg do (they read
+ * them from the footer): a leaf's value count is its number of level entries — nulls included,
+ * and a null or empty list/map counts as one null entry of each leaf below it. Bounds are kept
+ * only for leaves not under a list or map, exclude nulls and NaNs, and are truncated for string
+ * and binary per the metrics mode (strings by code point, upper bound incremented so it still
+ * bounds every value; when no valid increment exists the upper bound is dropped).
+ */
+import type * as arrow from 'apache-arrow';
+import { IcebergError } from '../errors';
+import { compareUnsignedBytes, parseDecimalType, toBytes, type PrimitiveValue } from '../spec/conversions';
+import type { IcebergType, PrimitiveType, Schema } from '../spec/types';
+
+export type MetricsMode =
+  | { kind: 'none' }
+  | { kind: 'counts' }
+  | { kind: 'truncate'; length: number }
+  | { kind: 'full' };
+
+export const DEFAULT_METRICS_MODE: MetricsMode = { kind: 'truncate', length: 16 };
+/** Iceberg's `write.metadata.metrics.max-inferred-column-defaults` default. */
+export const MAX_INFERRED_COLUMN_DEFAULTS = 100;
+
+export function parseMetricsMode(s: string): MetricsMode {
+  const v = s.trim().toLowerCase();
+  if (v === 'none' || v === 'counts' || v === 'full') return { kind: v };
+  const m = /^truncate\((\d+)\)$/.exec(v);
+  if (m && Number(m[1]) > 0) return { kind: 'truncate', length: Number(m[1]) };
+  throw IcebergError.mismatch('DataInvalid', 'metrics mode', 'none | counts | truncate(N>0) | full', s);
+}
+
+/** Metrics mode per leaf field id. */
+export type MetricsConfig = (fieldId: number) => MetricsMode;
+
+/**
+ * The table-property rules: `write.metadata.metrics.default` (default truncate(16)),
+ * `write.metadata.metrics.column.<dotted name>` overrides, and — when no default is set — only
+ * the first `write.metadata.metrics.max-inferred-column-defaults` (100) leaves get the default,
+ * the rest `none` (keeps manifests small for very wide tables).
+ */
+export function metricsConfigFromProperties(schema: Schema, properties: Record<string, string> = {}): MetricsConfig {
+  const explicitDefault = properties['write.metadata.metrics.default'];
+  const dflt = explicitDefault === undefined ? DEFAULT_METRICS_MODE : parseMetricsMode(explicitDefault);
+  const limit = Number(properties['write.metadata.metrics.max-inferred-column-defaults'] ?? MAX_INFERRED_COLUMN_DEFAULTS);
+  const modes = new Map<number, MetricsMode>();
+  const leaves = leafNames(schema);
+  leaves.forEach(({ id, name }, idx) => {
+    const override = properties[`write.metadata.metrics.column.${name}`];
+    if (override !== undefined) modes.set(id, parseMetricsMode(override));
+    else modes.set(id, explicitDefault === undefined && idx >= limit ? { kind: 'none' } : dflt);
+  });
+  return (id) => modes.get(id) ?? dflt;
+}
+
+function leafNames(schema: Schema): Array<{ id: number; name: string }> {
+  const out: Array<{ id: number; name: string }> = [];
+  const visit = (id: number, type: IcebergType, name: string): void => {
+    if (typeof type === 'string') out.push({ id, name });
+    else if (type.type === 'struct') for (const f of type.fields) visit(f.id, f.type, `${name}.${f.name}`);
+    else if (type.type === 'list') visit(type['element-id'], type.element, `${name}.element`);
+    else {
+      visit(type['key-id'], type.key, `${name}.key`);
+      visit(type['value-id'], type.value, `${name}.value`);
+    }
+  };
+  for (const f of schema.fields) visit(f.id, f.type, f.name);
+  return out;
+}
+
+// ---------- truncation (Iceberg UnicodeUtil / BinaryUtil) ----------
+/** First `length` code points. */
+export function truncateStringLower(s: string, length: number): string {
+  const cps = Array.from(s);
+  return cps.length <= length ? s : cps.slice(0, length).join('');
+}
+
+/** Smallest string of <= `length` code points that is >= s; undefined when none exists. */
+export function truncateStringUpper(s: string, length: number): string | undefined {
+  const cps = Array.from(s);
+  if (cps.length <= length) return s;
+  const kept = cps.slice(0, length).map((c) => c.codePointAt(0)!);
+  for (let i = kept.length - 1; i >= 0; i--) {
+    let next = kept[i]! + 1;
+    if (next >= 0xd800 && next <= 0xdfff) next = 0xe000; // surrogates are not code points
+    if (next <= 0x10ffff) return String.fromCodePoint(...kept.slice(0, i), next);
+  }
+  return undefined;
+}
+
+export function truncateBinaryLower(b: Uint8Array, length: number): Uint8Array {
+  return b.length <= length ? b : b.slice(0, length);
+}
+
+export function truncateBinaryUpper(b: Uint8Array, length: number): Uint8Array | undefined {
+  if (b.length <= length) return b;
+  for (let i = length - 1; i >= 0; i--) {
+    if (b[i]! < 0xff) {
+      const out = b.slice(0, i + 1);
+      out[i]! += 1;
+      return out;
+    }
+  }
+  return undefined;
+}
+
+// ---------- collection ----------
+/** Per-slot state for a leaf's level entries: 1 live, 0 null because an ancestor is null, 2 not an entry. */
+const LIVE = 1, NULL = 0, ABSENT = 2;
+
+type Bound = number | bigint | boolean | Uint8Array;
+
+interface LeafStats {
+  fieldId: number;
+  type: PrimitiveType;
+  mode: MetricsMode;
+  repeated: boolean;
+  values: number;
+  nulls: number;
+  nans: number;
+  min?: Bound;
+  max?: Bound;
+}
+
+export interface ColumnMetrics {
+  valueCounts: Map<number, number>;
+  nullValueCounts: Map<number, number>;
+  nanValueCounts: Map<number, number>;
+  lowerBounds: Map<number, Uint8Array>;
+  upperBounds: Map<number, Uint8Array>;
+}
+
+const utf8 = new TextDecoder('utf-8');
+
+function isValid(data: arrow.Data, i: number): boolean {
+  if (data.nullCount === 0 || !data.nullBitmap || data.nullBitmap.length === 0) return true;
+  const pos = data.offset + i;
+  return (data.nullBitmap[pos >> 3]! & (1 << (pos & 7))) !== 0;
+}
+
+/**
+ * Accumulates metrics over the record batches of one data file. Batches must have the Arrow
+ * layout of `icebergToArrowSchema(schema)` (the writer conforms them first).
+ */
+export class MetricsCollector {
+  private readonly leaves = new Map<number, LeafStats>();
+
+  constructor(private readonly schema: Schema, private readonly config: MetricsConfig = metricsConfigFromProperties(schema)) {}
+
+  add(batch: arrow.RecordBatch): void {
+    const root = batch.data;
+    this.schema.fields.forEach((f, k) => {
+      const child = root.children[k];
+      if (!child) throw IcebergError.mismatch('DataInvalid', `record batch column count`, this.schema.fields.length, root.children.length);
+      this.visit(f.id, f.type, child, 0, batch.numRows, null, 0, false);
+    });
+  }
+
+  private leaf(fieldId: number, type: PrimitiveType, repeated: boolean): LeafStats {
+    let s = this.leaves.get(fieldId);
+    if (!s) {
+      s = { fieldId, type, mode: this.config(fieldId), repeated, values: 0, nulls: 0, nans: 0 };
+      this.leaves.set(fieldId, s);
+    }
+    return s;
+  }
+
+  /** Visits slots [start, end) of `data`; `mask` (indexed i - start) and `extra` carry ancestor nulls. */
+  private visit(id: number, type: IcebergType, data: arrow.Data, start: number, end: number, mask: Uint8Array | null, extra: number, repeated: boolean): void {
+    if (typeof type === 'string') {
+      this.visitLeaf(this.leaf(id, type, repeated), data, start, end, mask, extra);
+      return;
+    }
+    if (type.type === 'struct') {
+      let childMask = mask;
+      if (data.nullCount > 0) {
+        childMask = new Uint8Array(end - start);
+        for (let i = start; i < end; i++) {
+          const m = mask ? mask[i - start]! : LIVE;
+          childMask[i - start] = m === LIVE && !isValid(data, i) ? NULL : m;
+        }
+      }
+      type.fields.forEach((f, k) => this.visit(f.id, f.type, data.children[k]!, start, end, childMask, extra, repeated));
+      return;
+    }
+    // list or map: one level entry per element; a null/empty/ancestor-null slot is one null entry
+    const offsets = data.valueOffsets as Int32Array;
+    const cStart = offsets[start]!, cEnd = offsets[end]!;
+    const childMask = new Uint8Array(cEnd - cStart).fill(ABSENT);
+    let childExtra = extra;
+    for (let i = start; i < end; i++) {
+      const m = mask ? mask[i - start]! : LIVE;
+      if (m === ABSENT) continue;
+      const a = offsets[i]!, b = offsets[i + 1]!;
+      if (m === NULL || !isValid(data, i) || a === b) childExtra++;
+      else childMask.fill(LIVE, a - cStart, b - cStart);
+    }
+    const child = data.children[0]!;
+    if (type.type === 'list') {
+      this.visit(type['element-id'], type.element, child, cStart, cEnd, childMask, childExtra, true);
+    } else {
+      this.visit(type['key-id'], type.key, child.children[0]!, cStart, cEnd, childMask, childExtra, true);
+      this.visit(type['value-id'], type.value, child.children[1]!, cStart, cEnd, childMask, childExtra, true);
+    }
+  }
+
+  private visitLeaf(s: LeafStats, data: arrow.Data, start: number, end: number, mask: Uint8Array | null, extra: number): void {
+    s.values += extra;
+    s.nulls += extra;
+    const wantBounds = !s.repeated && (s.mode.kind === 'truncate' || s.mode.kind === 'full');
+    const live = (i: number): boolean => {
+      const m = mask ? mask[i - start]! : LIVE;
+      if (m === ABSENT) return false;
+      s.values++;
+      if (m === NULL || !isValid(data, i)) {
+        s.nulls++;
+        return false;
+      }
+      return true;
+    };
+    const t = s.type;
+    if (t === 'string' || t === 'binary') {
+      const offs = data.valueOffsets as Int32Array | BigInt64Array;
+      const bytes = data.values as Uint8Array;
+      let minA = -1, minB = -1, maxA = -1, maxB = -1;
+      for (let i = start; i < end; i++) {
+        if (!live(i) || !wantBounds) continue;
+        const a = Number(offs[i]!), b = Number(offs[i + 1]!);
+        if (minA < 0 || compareRange(bytes, a, b, minA, minB) < 0) { minA = a; minB = b; }
+        if (maxA < 0 || compareRange(bytes, a, b, maxA, maxB) > 0) { maxA = a; maxB = b; }
+      }
+      if (minA >= 0) {
+        const lo = bytes.slice(minA, minB), hi = bytes.slice(maxA, maxB);
+        if (s.min === undefined || compareUnsignedBytes(lo, s.min as Uint8Array) < 0) s.min = lo;
+        if (s.max === undefined || compareUnsignedBytes(hi, s.max as Uint8Array) > 0) s.max = hi;
+      }
+      return;
+    }
+    if (t === 'uuid' || t.startsWith('fixed')) {
+      const w = (data.type as arrow.FixedSizeBinary).byteWidth;
+      const bytes = data.values as Uint8Array;
+      for (let i = start; i < end; i++) {
+        if (!live(i) || !wantBounds) continue;
+        const v = bytes.subarray(i * w, (i + 1) * w);
+        if (s.min === undefined || compareUnsignedBytes(v, s.min as Uint8Array) < 0) s.min = v.slice();
+        if (s.max === undefined || compareUnsignedBytes(v, s.max as Uint8Array) > 0) s.max = v.slice();
+      }
+      return;
+    }
+    if (t === 'boolean') {
+      const bits = data.values as Uint8Array;
+      for (let i = start; i < end; i++) {
+        if (!live(i) || !wantBounds) continue;
+        const pos = data.offset + i;
+        const v = (bits[pos >> 3]! & (1 << (pos & 7))) !== 0;
+        if (s.min === undefined || (s.min && !v)) s.min = v;
+        if (s.max === undefined || (!s.max && v)) s.max = v;
+      }
+      return;
+    }
+    if (parseDecimalType(t)) {
+      const words = data.values as Uint32Array;
+      for (let i = start; i < end; i++) {
+        if (!live(i) || !wantBounds) continue;
+        const o = i * 4;
+        const v = BigInt.asIntN(128,
+          (BigInt(words[o + 3]!) << 96n) | (BigInt(words[o + 2]!) << 64n) | (BigInt(words[o + 1]!) << 32n) | BigInt(words[o]!));
+        if (s.min === undefined || v < (s.min as bigint)) s.min = v;
+        if (s.max === undefined || v > (s.max as bigint)) s.max = v;
+      }
+      return;
+    }
+    if (t === 'float' || t === 'double') {
+      const vals = data.values as Float32Array | Float64Array;
+      let min = s.min as number | undefined, max = s.max as number | undefined;
+      for (let i = start; i < end; i++) {
+        if (!live(i)) continue;
+        const v = vals[i]!;
+        if (v !== v) { s.nans++; continue; }
+        if (!wantBounds) continue;
+        // Java Float.compare order: -0.0 < 0.0
+        if (min === undefined || v < min || (v === 0 && min === 0 && Object.is(v, -0))) min = v;
+        if (max === undefined || v > max || (v === 0 && max === 0 && Object.is(max, -0))) max = v;
+      }
+      if (min !== undefined) s.min = min;
+      if (max !== undefined) s.max = max;
+      return;
+    }
+    // int, date (Int32Array) and the 64-bit ones (BigInt64Array): both compare with < directly
+    const vals = data.values as Int32Array | BigInt64Array;
+    let min = s.min as number | bigint | undefined, max = s.max as number | bigint | undefined;
+    for (let i = start; i < end; i++) {
+      if (!live(i) || !wantBounds) continue;
+      const v = vals[i]!;
+      if (min === undefined || v < min) min = v;
+      if (max === undefined || v > max) max = v;
+    }
+    if (min !== undefined) s.min = min;
+    if (max !== undefined) s.max = max;
+  }
+
+  result(): ColumnMetrics {
+    const out: ColumnMetrics = {
+      valueCounts: new Map(), nullValueCounts: new Map(), nanValueCounts: new Map(), lowerBounds: new Map(), upperBounds: new Map(),
+    };
+    for (const s of [...this.leaves.values()].sort((a, b) => a.fieldId - b.fieldId)) {
+      if (s.mode.kind === 'none') continue;
+      out.valueCounts.set(s.fieldId, s.values);
+      out.nullValueCounts.set(s.fieldId, s.nulls);
+      if (s.type === 'float' || s.type === 'double') out.nanValueCounts.set(s.fieldId, s.nans);
+      if (s.min === undefined || s.max === undefined) continue;
+      const bounds = encodeBounds(s);
+      if (bounds.lower) out.lowerBounds.set(s.fieldId, bounds.lower);
+      if (bounds.upper) out.upperBounds.set(s.fieldId, bounds.upper);
+    }
+    return out;
+  }
+}
+
+function compareRange(b: Uint8Array, a0: number, a1: number, c0: number, c1: number): number {
+  const n = Math.min(a1 - a0, c1 - c0);
+  for (let k = 0; k < n; k++) {
+    const d = b[a0 + k]! - b[c0 + k]!;
+    if (d !== 0) return d;
+  }
+  return (a1 - a0) - (c1 - c0);
+}
+
+function encodeBounds(s: LeafStats): { lower?: Uint8Array; upper?: Uint8Array } {
+  const limit = s.mode.kind === 'truncate' ? s.mode.length : Infinity;
+  if (s.type === 'string') {
+    const lo = utf8.decode(s.min as Uint8Array), hi = utf8.decode(s.max as Uint8Array);
+    if (limit === Infinity) return { lower: toBytes('string', lo), upper: toBytes('string', hi) };
+    const upper = truncateStringUpper(hi, limit);
+    return { lower: toBytes('string', truncateStringLower(lo, limit)), upper: upper === undefined ? undefined : toBytes('string', upper) };
+  }
+  if (s.type === 'binary') {
+    if (limit === Infinity) return { lower: s.min as Uint8Array, upper: s.max as Uint8Array };
+    return { lower: truncateBinaryLower(s.min as Uint8Array, limit), upper: truncateBinaryUpper(s.max as Uint8Array, limit) };
+  }
+  return { lower: toBytes(s.type, s.min as PrimitiveValue), upper: toBytes(s.type, s.max as PrimitiveValue) };
+}

@@ -1,0 +1,350 @@
+/**
+ * Manifest files (spec: "Manifests"): Avro container files of manifest_entry records, v2 schema,
+ * every field carrying its spec `field-id`, plus the header metadata Java and PyIceberg write
+ * (`schema`, `schema-id`, `partition-spec`, `partition-spec-id`, `format-version`, `content`).
+ *
+ * Reading resolves fields by field id, not name (Java names field 3 `sequence_number`, PyIceberg
+ * `data_sequence_number`), accepts v1 files, and applies sequence-number inheritance.
+ */
+import { IcebergError } from '../errors';
+import type { FileIO } from '../io/file-io';
+import {
+  type AvroCodec, type AvroSchemaJson, type AvroSchemaObject, avroSafeName, fieldNamesById, fieldSchemaById,
+  primitiveToAvro, readAvroFile, unwrapOptional, writeAvroFile,
+} from './avro';
+import { type PrimitiveValue, compareValues, decimalFromBytes, decimalToBytes, parseDecimalType, toBytes } from './conversions';
+import { stringifyIcebergJson } from './metadata';
+import { partitionType } from './partition';
+import {
+  type DataFile, DataFileContent, type FieldSummary, type FileFormat, ManifestContent, type ManifestEntry,
+  ManifestEntryStatus, type ManifestFile, type PartitionField, type PartitionRecord, type PartitionSpec,
+  type PartitionValue, type PrimitiveType, type Schema,
+} from './types';
+
+/** Marks a sequence number the manifest list writer assigns (the commit's), as PyIceberg's -1. */
+export const UNASSIGNED_SEQ = -1n;
+
+const opt = (name: string, type: AvroSchemaJson, id: number, doc?: string): object =>
+  ({ name, type: ['null', type], default: null, ...(doc ? { doc } : {}), 'field-id': id });
+const req = (name: string, type: AvroSchemaJson, id: number, doc?: string): object =>
+  ({ name, type, ...(doc ? { doc } : {}), 'field-id': id });
+const intMap = (keyId: number, valueId: number, value: 'long' | 'bytes'): AvroSchemaObject => ({
+  type: 'array', logicalType: 'map',
+  items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [req('key', 'int', keyId), req('value', value, valueId)] },
+});
+
+/** The partition struct (r102) for a spec: optional fields named (Avro-safe) after partition fields. */
+export function partitionAvroSchema(spec: PartitionSpec, schema: Schema): AvroSchemaObject {
+  const st = partitionType(spec, schema);
+  return {
+    type: 'record', name: 'r102',
+    fields: st.fields.map((f) => opt(avroSafeName(f.name), primitiveToAvro(f.type as PrimitiveType), f.id)),
+  };
+}
+
+/** The v2 manifest_entry Avro schema (spec "Manifests" table; names and docs as Java writes them). */
+export function manifestEntrySchema(partition: AvroSchemaObject): AvroSchemaObject {
+  return {
+    type: 'record', name: 'manifest_entry',
+    fields: [
+      req('status', 'int', 0),
+      opt('snapshot_id', 'long', 1),
+      opt('sequence_number', 'long', 3),
+      opt('file_sequence_number', 'long', 4),
+      req('data_file', {
+        type: 'record', name: 'r2',
+        fields: [
+          req('content', 'int', 134, 'Contents of the file: 0=data, 1=position deletes, 2=equality deletes'),
+          req('file_path', 'string', 100, 'Location URI with FS scheme'),
+          req('file_format', 'string', 101, 'File format name: avro, orc, or parquet'),
+          req('partition', partition, 102, 'Partition data tuple, schema based on the partition spec'),
+          req('record_count', 'long', 103, 'Number of records in the file'),
+          req('file_size_in_bytes', 'long', 104, 'Total file size in bytes'),
+          opt('column_sizes', intMap(117, 118, 'long'), 108, 'Map of column id to total size on disk'),
+          opt('value_counts', intMap(119, 120, 'long'), 109, 'Map of column id to total count, including null and NaN'),
+          opt('null_value_counts', intMap(121, 122, 'long'), 110, 'Map of column id to null value count'),
+          opt('nan_value_counts', intMap(138, 139, 'long'), 137, 'Map of column id to number of NaN values in the column'),
+          opt('lower_bounds', intMap(126, 127, 'bytes'), 125, 'Map of column id to lower bound'),
+          opt('upper_bounds', intMap(129, 130, 'bytes'), 128, 'Map of column id to upper bound'),
+          opt('key_metadata', 'bytes', 131, 'Encryption key metadata blob'),
+          opt('split_offsets', { type: 'array', items: 'long', 'element-id': 133 }, 132, 'Splittable offsets'),
+          opt('equality_ids', { type: 'array', items: 'int', 'element-id': 136 }, 135, 'Equality comparison field IDs'),
+          opt('sort_order_id', 'int', 140, 'Sort order ID'),
+        ],
+      }, 2),
+    ],
+  };
+}
+
+// ---------- value conversion between PartitionValue and Avro ----------
+const buf = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+const u8 = (b: Buffer): Uint8Array => new Uint8Array(b); // copy: never alias a decoded block
+const checkedNumber = (what: string, v: bigint | number): number => {
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (!Number.isSafeInteger(n)) throw IcebergError.mismatch('DataInvalid', what, 'a count <= 2^53-1', v, false);
+  return n;
+};
+
+function partitionValueToAvro(type: PrimitiveType, v: PartitionValue, avro: AvroSchemaJson): unknown {
+  if (v === null) return null;
+  switch (type) {
+    case 'long': case 'time': case 'timestamp': case 'timestamptz': case 'timestamp_ns': case 'timestamptz_ns':
+      return typeof v === 'bigint' ? v : BigInt(v as number);
+    case 'binary': return buf(v as Uint8Array);
+    case 'uuid': return buf(toBytes('uuid', v as Uint8Array));
+    default: {
+      if (parseDecimalType(type)) {
+        // fixed(N): sign-extend the minimal two's-complement bytes to the fixed size
+        const size = (avro as unknown as { size: number }).size;
+        const u = decimalFromBytes(v as Uint8Array);
+        const out = Buffer.alloc(size, u < 0n ? 0xff : 0);
+        const min = decimalToBytes(u);
+        if (min.length > size) throw IcebergError.mismatch('DataInvalid', `decimal partition value for ${type}`, `<= ${size} bytes`, min.length, false);
+        out.set(min, size - min.length);
+        return out;
+      }
+      if (v instanceof Uint8Array) return buf(v);
+      return v;
+    }
+  }
+}
+
+function partitionValueFromAvro(avro: AvroSchemaJson, v: unknown): PartitionValue {
+  if (v === null || v === undefined) return null;
+  if (Buffer.isBuffer(v)) {
+    const s = unwrapOptional(avro) as { logicalType?: string };
+    if (typeof s === 'object' && s.logicalType === 'decimal') return decimalToBytes(decimalFromBytes(v));
+    return u8(v);
+  }
+  return v as PartitionValue;
+}
+
+// ---------- write ----------
+export interface ManifestWriteArgs {
+  location: string;
+  spec: PartitionSpec;
+  /** the table schema the spec binds to (written into the header, drives partition types) */
+  schema: Schema;
+  /** the snapshot writing this manifest: `added_snapshot_id` in the manifest list */
+  snapshotId: bigint;
+  entries: ManifestEntry[];
+  content?: ManifestContent;
+  codec?: AvroCodec;
+}
+
+const mapToAvro = <V, W>(m: Map<number, V> | undefined, f: (v: V) => W): Array<{ key: number; value: W }> | null =>
+  m === undefined ? null : [...m].map(([key, value]) => ({ key, value: f(value) }));
+
+/** Encodes a manifest; returns the bytes and its manifest-list entry (sequence numbers may be UNASSIGNED_SEQ). */
+export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manifest: ManifestFile } {
+  const partSchema = partitionAvroSchema(a.spec, a.schema);
+  const ptype = partitionType(a.spec, a.schema);
+  const schema = manifestEntrySchema(partSchema);
+  const partFields = partSchema['fields'] as Array<{ name: string; type: AvroSchemaJson }>;
+  const stats = ptype.fields.map(() => ({ containsNull: false, containsNan: false, min: undefined as PartitionValue | undefined, max: undefined as PartitionValue | undefined }));
+  let added = 0, existing = 0, deleted = 0, addedRows = 0, existingRows = 0, deletedRows = 0;
+  let minSeq: bigint | undefined;
+
+  const records = a.entries.map((e) => {
+    const df = e.dataFile;
+    if (df.specId !== a.spec['spec-id']) {
+      throw IcebergError.mismatch('DataInvalid', `data file ${df.filePath} spec id`, a.spec['spec-id'], df.specId, false);
+    }
+    if (e.status === ManifestEntryStatus.Added) { added++; addedRows += df.recordCount; }
+    else if (e.status === ManifestEntryStatus.Existing) { existing++; existingRows += df.recordCount; }
+    else { deleted++; deletedRows += df.recordCount; }
+    if (e.status !== ManifestEntryStatus.Deleted && e.sequenceNumber !== null && (minSeq === undefined || e.sequenceNumber < minSeq)) minSeq = e.sequenceNumber;
+    if (e.sequenceNumber === null && e.status !== ManifestEntryStatus.Added) {
+      throw new IcebergError('DataInvalid', `manifest entry for ${df.filePath}: only ADDED entries may inherit the data sequence number`);
+    }
+    const partition: Record<string, unknown> = {};
+    ptype.fields.forEach((f, i) => {
+      const v = df.partition[f.name] ?? null;
+      const st = stats[i]!;
+      const t = f.type as PrimitiveType;
+      if (v === null) st.containsNull = true;
+      else if (typeof v === 'number' && Number.isNaN(v)) st.containsNan = true;
+      else {
+        if (st.min === undefined || compareValues(t, v, st.min as PrimitiveValue) < 0) st.min = v;
+        if (st.max === undefined || compareValues(t, v, st.max as PrimitiveValue) > 0) st.max = v;
+      }
+      partition[partFields[i]!.name] = partitionValueToAvro(t, v, unwrapOptional(partFields[i]!.type));
+    });
+    return {
+      status: e.status,
+      snapshot_id: e.snapshotId,
+      sequence_number: e.sequenceNumber,
+      file_sequence_number: e.fileSequenceNumber,
+      data_file: {
+        content: df.content,
+        file_path: df.filePath,
+        file_format: df.fileFormat,
+        partition,
+        record_count: BigInt(df.recordCount),
+        file_size_in_bytes: BigInt(df.fileSizeInBytes),
+        column_sizes: mapToAvro(df.columnSizes, BigInt),
+        value_counts: mapToAvro(df.valueCounts, BigInt),
+        null_value_counts: mapToAvro(df.nullValueCounts, BigInt),
+        nan_value_counts: mapToAvro(df.nanValueCounts, BigInt),
+        lower_bounds: mapToAvro(df.lowerBounds, buf),
+        upper_bounds: mapToAvro(df.upperBounds, buf),
+        key_metadata: null,
+        split_offsets: df.splitOffsets ? df.splitOffsets.map(BigInt) : null,
+        equality_ids: df.equalityIds ?? null,
+        sort_order_id: df.sortOrderId ?? null,
+      },
+    };
+  });
+
+  const content = a.content ?? ManifestContent.Data;
+  const bytes = writeAvroFile(schema, records, {
+    schema: stringifyIcebergJson(a.schema),
+    'schema-id': String(a.schema['schema-id']),
+    'partition-spec': stringifyIcebergJson(a.spec.fields),
+    'partition-spec-id': String(a.spec['spec-id']),
+    'format-version': '2',
+    content: content === ManifestContent.Data ? 'data' : 'deletes',
+  }, a.codec ?? 'deflate');
+
+  const partitions: FieldSummary[] = ptype.fields.map((f, i) => {
+    const st = stats[i]!;
+    const t = f.type as PrimitiveType;
+    const s: FieldSummary = { containsNull: st.containsNull };
+    if (t === 'float' || t === 'double') s.containsNan = st.containsNan;
+    if (st.min !== undefined) s.lowerBound = toBytes(t, st.min as never);
+    if (st.max !== undefined) s.upperBound = toBytes(t, st.max as never);
+    return s;
+  });
+  return {
+    bytes,
+    manifest: {
+      manifestPath: a.location,
+      manifestLength: bytes.length,
+      partitionSpecId: a.spec['spec-id'],
+      content,
+      sequenceNumber: UNASSIGNED_SEQ,
+      minSequenceNumber: minSeq ?? UNASSIGNED_SEQ,
+      addedSnapshotId: a.snapshotId,
+      addedFilesCount: added,
+      existingFilesCount: existing,
+      deletedFilesCount: deleted,
+      addedRowsCount: addedRows,
+      existingRowsCount: existingRows,
+      deletedRowsCount: deletedRows,
+      partitions,
+    },
+  };
+}
+
+/** Writes a manifest through `io`; concurrency: none (a fresh, uniquely named file). */
+export async function writeManifest(io: FileIO, a: ManifestWriteArgs): Promise<ManifestFile> {
+  const { bytes, manifest } = encodeManifest(a);
+  await io.write(a.location, bytes);
+  return manifest;
+}
+
+// ---------- read ----------
+export interface DecodedManifest {
+  /** entries as stored (null snapshot id / sequence numbers = inherit) */
+  entries: ManifestEntry[];
+  metadata: Record<string, string>;
+  formatVersion: number;
+  specId: number | undefined;
+  partitionFields: PartitionField[] | undefined;
+}
+
+type Rec = Record<string, unknown>;
+
+/** Decodes a manifest written by any v1/v2 writer, resolving fields by id. */
+export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specIdHint?: number): DecodedManifest {
+  const file = readAvroFile(bytes, location);
+  const md = file.metadata;
+  const formatVersion = Number(md['format-version'] ?? '1');
+  const partitionFields = md['partition-spec'] ? (JSON.parse(md['partition-spec']) as PartitionField[]) : undefined;
+  const specId = md['partition-spec-id'] !== undefined ? Number(md['partition-spec-id']) : specIdHint;
+
+  const eNames = fieldNamesById(file.schema);
+  const dfSchema = fieldSchemaById(file.schema, 2);
+  if (!dfSchema) throw new IcebergError('DataInvalid', `${location}: manifest schema has no data_file (field id 2)`);
+  const dNames = fieldNamesById(dfSchema);
+  const partSchema = fieldSchemaById(dfSchema, 102);
+  const pNames = partSchema ? fieldNamesById(partSchema) : new Map<number, string>();
+  const nameOfPartitionField = new Map((partitionFields ?? []).map((f) => [f['field-id'], f.name]));
+
+  const get = (r: Rec, names: Map<number, string>, id: number): unknown => {
+    const n = names.get(id);
+    return n === undefined ? undefined : r[n];
+  };
+  const numMap = (v: unknown, what: string): Map<number, number> | undefined =>
+    v === null || v === undefined ? undefined
+      : new Map((v as Array<{ key: number; value: bigint }>).map((kv) => [kv.key, checkedNumber(what, kv.value)]));
+  const bytesMap = (v: unknown): Map<number, Uint8Array> | undefined =>
+    v === null || v === undefined ? undefined : new Map((v as Array<{ key: number; value: Buffer }>).map((kv) => [kv.key, u8(kv.value)]));
+  const optBig = (v: unknown): bigint | null => (v === null || v === undefined ? null : BigInt(v as bigint));
+
+  const entries = file.records.map((raw): ManifestEntry => {
+    const r = raw as Rec;
+    const d = get(r, eNames, 2) as Rec;
+    const p = (get(d, dNames, 102) ?? {}) as Rec;
+    const partition: PartitionRecord = {};
+    for (const [fid, avroName] of pNames) {
+      const name = nameOfPartitionField.get(fid) ?? avroName;
+      partition[name] = partitionValueFromAvro(fieldSchemaById(partSchema!, fid)!, p[avroName]);
+    }
+    const path = get(d, dNames, 100) as string;
+    const df: DataFile = {
+      content: (get(d, dNames, 134) as DataFileContent | undefined) ?? DataFileContent.Data,
+      filePath: path,
+      fileFormat: String(get(d, dNames, 101)).toUpperCase() as FileFormat,
+      specId: specId ?? 0,
+      partition,
+      recordCount: checkedNumber(`${path} record_count`, get(d, dNames, 103) as bigint),
+      fileSizeInBytes: checkedNumber(`${path} file_size_in_bytes`, get(d, dNames, 104) as bigint),
+    };
+    const set = <K extends keyof DataFile>(k: K, v: DataFile[K] | undefined): void => { if (v !== undefined) df[k] = v; };
+    set('columnSizes', numMap(get(d, dNames, 108), `${path} column_sizes`));
+    set('valueCounts', numMap(get(d, dNames, 109), `${path} value_counts`));
+    set('nullValueCounts', numMap(get(d, dNames, 110), `${path} null_value_counts`));
+    set('nanValueCounts', numMap(get(d, dNames, 137), `${path} nan_value_counts`));
+    set('lowerBounds', bytesMap(get(d, dNames, 125)));
+    set('upperBounds', bytesMap(get(d, dNames, 128)));
+    const so = get(d, dNames, 132);
+    if (so) set('splitOffsets', (so as bigint[]).map((x) => checkedNumber(`${path} split_offsets`, x)));
+    const eq = get(d, dNames, 135);
+    if (eq) set('equalityIds', (eq as Array<number | bigint>).map(Number));
+    const sid = get(d, dNames, 140);
+    if (sid !== null && sid !== undefined) set('sortOrderId', sid as number);
+    return {
+      status: get(r, eNames, 0) as ManifestEntryStatus,
+      snapshotId: optBig(get(r, eNames, 1)),
+      sequenceNumber: optBig(get(r, eNames, 3)),
+      fileSequenceNumber: optBig(get(r, eNames, 4)),
+      dataFile: df,
+    };
+  });
+  return { entries, metadata: md, formatVersion, specId, partitionFields };
+}
+
+/**
+ * Spec "Sequence Number Inheritance": a null snapshot id inherits the manifest's
+ * added_snapshot_id; null sequence numbers inherit the manifest's sequence number for ADDED
+ * entries (and for v1 manifests, whose sequence number is 0).
+ */
+export function inheritFromManifest(e: ManifestEntry, m: ManifestFile): ManifestEntry {
+  const inherit = e.status === ManifestEntryStatus.Added || m.sequenceNumber === 0n;
+  return {
+    ...e,
+    snapshotId: e.snapshotId ?? m.addedSnapshotId,
+    sequenceNumber: e.sequenceNumber ?? (inherit ? m.sequenceNumber : null),
+    fileSequenceNumber: e.fileSequenceNumber ?? (inherit ? m.sequenceNumber : null),
+    dataFile: { ...e.dataFile, specId: m.partitionSpecId },
+  };
+}
+
+/** Reads a manifest's entries with inheritance applied; DELETED entries only when asked. */
+export async function readManifest(io: FileIO, m: ManifestFile, opts: { includeDeleted?: boolean } = {}): Promise<ManifestEntry[]> {
+  const decoded = decodeManifest(await io.read(m.manifestPath), m.manifestPath, m.partitionSpecId);
+  return decoded.entries
+    .filter((e) => opts.includeDeleted || e.status !== ManifestEntryStatus.Deleted)
+    .map((e) => inheritFromManifest(e, m));
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `npm test`: bring the local stack up (installs on first use under $FLOE_HOME), typecheck,
+# lint, then every unit and integration test with node's runner. Exits non-zero if any step
+# fails; all steps run so one report shows every failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
+status=0
+step() {
+  local name=$1; shift
+  local t0=$SECONDS
+  echo "=== $name"
+  if "$@"; then
+    echo "=== $name: ok ($((SECONDS - t0)) s)"
+  else
+    local rc=$?
+    echo "=== $name: FAILED (exit $rc, $((SECONDS - t0)) s)"
+    status=1
+    return $rc
+  fi
+}
+
+# Without a stack the integration tests cannot run; stop here with the stack's own error.
+step "stack up" npx tsx stack/cli.ts stack up || exit 1
+step "typecheck" npx tsc --noEmit -p .
+step "lint" npx eslint .
+
+# find, not a shell glob: new test files are picked up without editing this script, and the
+# list is sorted so runs are repeatable.
+mapfile -t tests < <(find test/unit test/integration -name '*.test.ts' -type f 2>/dev/null | LC_ALL=C sort)
+if [ "${#tests[@]}" -eq 0 ]; then
+  echo "=== tests: FAILED (no test files found under test/unit or test/integration)"
+  exit 1
+fi
+step "tests (${#tests[@]} files)" node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${tests[@]}"
+
+exit $status
