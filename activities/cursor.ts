@@ -10,6 +10,8 @@ export const SUMMARY_OFFSETS = 'floe.offsets';
 export const SUMMARY_COMMIT_ID = 'floe.commit-id';
 export const SUMMARY_TOPIC = 'floe.topic';
 export const SUMMARY_DEAD_LETTERS = 'floe.dead-letters';
+/** Backfills only: the offset range {from, to} the ingest id covers. */
+export const SUMMARY_RANGE = 'floe.range';
 
 /** Partition number (as a decimal string) -> next offset to read (decimal string, 64-bit safe). */
 export type Offsets = Record<string, string>;

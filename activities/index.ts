@@ -11,7 +11,7 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
 import {
   SUMMARY_COMMIT_ID, SUMMARY_DEAD_LETTERS, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_TOPIC,
-  findCommit, formatOffsets, readCursor, type Offsets,
+  SUMMARY_RANGE, findCommit, formatOffsets, readCursor, type Offsets,
 } from './cursor';
 import { DecodeError, decodeRecord, type Row } from './decode';
 import { crashPoint } from './hooks';
@@ -22,6 +22,7 @@ import {
   type PollResult, type TableRef,
 } from './types';
 import { createMaintenanceActivities } from './maintenance';
+import { createBackfillActivities } from './backfill';
 
 export interface Deps {
   cfg: FloeConfig;
@@ -64,22 +65,24 @@ export const createActivities = (deps: Deps) => {
       const loaded = await deps.tables.load(t.table);
       const cursor = readCursor(loaded.metadata, ref.ingestId);
       const wm = await topicWatermarks(deps.admin, t.topic);
-      const partitions = Object.keys(wm.high).map(Number).sort((a, b) => a - b);
+      // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
+      const partitions = Object.keys(ref.range?.to ?? wm.high).map(Number).sort((a, b) => a - b);
       const startOffsets: Offsets = {};
       for (const p of partitions) {
         const k = String(p);
-        // A partition the cursor lacks starts at the earliest retained offset.
-        startOffsets[k] = cursor.offsets[k] ?? wm.low[k] ?? '0';
+        // A partition the cursor lacks starts at the range start, or else the earliest retained offset.
+        startOffsets[k] = cursor.offsets[k] ?? ref.range?.from[k] ?? wm.low[k] ?? '0';
         if (BigInt(startOffsets[k]!) < BigInt(wm.low[k] ?? '0')) {
           // Retention deleted records the table never got: that is data loss upstream, not ours to hide.
           Context.current().log.warn(`partition ${k}: cursor ${startOffsets[k]} is below the earliest retained offset ${wm.low[k]}; records were lost to retention`);
           startOffsets[k] = wm.low[k]!;
         }
       }
+      const highWatermarks = ref.range ? ref.range.to : wm.high;
       const groups: number[][] = Array.from({ length: Math.min(t.parallelism, partitions.length) || 1 }, () => []);
       partitions.forEach((p, i) => groups[i % groups.length]!.push(p));
       return {
-        baseSnapshotId: cursor.snapshotId, startOffsets, highWatermarks: wm.high, groups,
+        baseSnapshotId: cursor.snapshotId, startOffsets, highWatermarks, groups,
         commitIntervalMs: t.commitIntervalMs, maxRecordsPerCycle: t.maxRecordsPerCycle,
         maxBytesPerCycle: t.maxBytesPerCycle, cyclesPerRun: t.cyclesPerRun,
       };
@@ -102,7 +105,8 @@ export const createActivities = (deps: Deps) => {
         deps.kafka, t.topic, input.partitions, allPartitions, input.startOffsets,
         {
           maxWaitMs: input.maxWaitMs, maxRecords: input.maxRecords, maxBytes: input.maxBytes,
-          stopAt: input.maxWaitMs <= 5000 ? wm.high : undefined,
+          stopAt: input.stopAt ?? (input.maxWaitMs <= 5000 ? wm.high : undefined),
+          limit: input.limit,
         },
         (rec) => {
           try {
@@ -149,6 +153,7 @@ export const createActivities = (deps: Deps) => {
         [SUMMARY_COMMIT_ID]: input.commitId,
         [SUMMARY_TOPIC]: t.topic,
         [SUMMARY_DEAD_LETTERS]: String(input.deadLetters),
+        ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
       };
       const fence = (metadata: Parameters<typeof readCursor>[0]) => {
         const cur = readCursor(metadata, input.ingestId);
@@ -181,6 +186,7 @@ export const createActivities = (deps: Deps) => {
       };
     },
 
+    ...createBackfillActivities(deps),
     ...createMaintenanceActivities(deps),
   };
 };

@@ -28,6 +28,8 @@ export interface PollBounds {
   maxBytes: number;
   /** End as soon as every partition reached `stopAt` (the high watermark when the poll began). */
   stopAt?: Offsets;
+  /** Exclusive upper bound per partition: records at or past it are never delivered (backfills). */
+  limit?: Offsets;
 }
 
 export interface PollOutcome {
@@ -89,6 +91,7 @@ export async function pollPartitions(
           if (done || !isRunning() || isStale()) return;
           // A fetch issued before our seek took effect may start earlier: skip what the table has.
           if (BigInt(m.offset) < BigInt(next[key] ?? '0')) continue;
+          if (bounds.limit?.[key] !== undefined && BigInt(m.offset) >= BigInt(bounds.limit[key]!)) break;
           const size = (m.value?.length ?? 0) + (m.key?.length ?? 0);
           if (outcome.records >= bounds.maxRecords || (outcome.records > 0 && outcome.bytes + size > bounds.maxBytes)) {
             stop();
@@ -102,7 +105,8 @@ export async function pollPartitions(
         }
         // Transaction markers and compacted gaps: the batch tells where the partition continues.
         if (!done && batch.messages.length > 0) {
-          const last = BigInt(batch.lastOffset()) + 1n;
+          let last = BigInt(batch.lastOffset()) + 1n;
+          if (bounds.limit?.[key] !== undefined && last > BigInt(bounds.limit[key]!)) last = BigInt(bounds.limit[key]!);
           if (last > BigInt(next[key] ?? '0') && outcome.records < bounds.maxRecords) next[key] = last.toString();
         }
         await heartbeat();

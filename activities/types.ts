@@ -7,7 +7,14 @@ import type { Offsets } from './cursor';
 /** A DataFile in its JSON wire form; opaque to workflows. */
 export type WireDataFile = Record<string, unknown>;
 
-export interface TableRef { table: string; ingestId: string }
+export interface TableRef {
+  table: string;
+  ingestId: string;
+  /** Backfills: the bounded offset range [from, to) this ingest id loads, then stops. */
+  range?: OffsetRange;
+}
+
+export interface OffsetRange { from: Offsets; to: Offsets }
 
 export interface CyclePlan {
   /** Snapshot carrying this ingest's cursor when the cycle began (null: never committed). Fencing token. */
@@ -32,6 +39,10 @@ export interface PollInput extends TableRef {
   maxWaitMs: number;
   maxRecords: number;
   maxBytes: number;
+  /** End when every partition reached these offsets (drain, backfill). */
+  stopAt?: Offsets;
+  /** Never read at or past these offsets (backfill upper bound). */
+  limit?: Offsets;
 }
 
 export interface PollResult {
@@ -55,6 +66,7 @@ export interface CommitInput extends TableRef {
   deadLetterFiles: WireDataFile[];
   records: number;
   deadLetters: number;
+  range?: OffsetRange;
 }
 
 export interface CommitResult {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { connectClient, ingestStatus, signalIngest, startIngest, type IngestSignal } from '../client';
+import { connectClient, ingestStatus, parseBackfillBound, runBackfill, signalIngest, startIngest, type IngestSignal } from '../client';
 import { runWorker } from '../workers';
 import { configOf, printTable } from './common';
 
@@ -38,6 +38,22 @@ export function registerIngestCommands(program: Command): void {
         console.log(`ingest ${s.table}/${s.ingestId}: ${s.state}; ${s.commits} commits, ${s.totalRows} rows, ${s.totalDeadLetters} dead letters, ${s.fencedCommits} fenced`);
         console.log(`last commit ${s.lastCommitId ?? '-'} snapshot ${s.lastSnapshotId ?? '-'} at ${s.lastCommitTimeMs ? new Date(s.lastCommitTimeMs).toISOString() : '-'}; ${s.rowsPerSecond} rows/s; ${s.filesPerCommit} files/commit`);
         printTable(Object.keys(s.cursor).map((p) => ({ partition: p, next_offset: s.cursor[p], lag: s.lag[p] ?? '' })));
+      } finally { await fc.close(); }
+    });
+}
+
+export function registerBackfillCommand(program: Command): void {
+  program.command('backfill <table>')
+    .description('load a bounded range of the topic into the table exactly once (re-runs add nothing)')
+    .requiredOption('--from <bound>', 'ISO time, "partition:offset,..." or one offset for all partitions')
+    .requiredOption('--to <bound>', 'exclusive end: ISO time, "partition:offset,..." or one offset')
+    .option('--force', 'load even if the range overlaps what the table already holds from the topic')
+    .action(async (table: string, o: { from: string; to: string; force?: boolean }, cmd: Command) => {
+      const fc = await connectClient(configOf(cmd));
+      try {
+        const r = await runBackfill(fc, table, parseBackfillBound(o.from, '--from'), parseBackfillBound(o.to, '--to'), o.force ?? false);
+        console.log(`backfill ${r.prepared.ingestId} of ${table}: ${r.prepared.records} offsets in range; ${r.status.commits} commits, ${r.status.totalRows} rows, ${r.status.totalDeadLetters} dead letters this run`);
+        printTable(Object.keys(r.prepared.range.to).map((p) => ({ partition: p, from: r.prepared.range.from[p], to: r.prepared.range.to[p], cursor: r.status.cursor[p] ?? '' })));
       } finally { await fc.close(); }
     });
 }

@@ -3,7 +3,7 @@
  * The `floe` command. Every subcommand is a thin layer over the typed API (client/, stack/).
  */
 import { Command } from 'commander';
-import { registerIngestCommands } from './ingest';
+import { registerBackfillCommand, registerIngestCommands } from './ingest';
 import { registerTableCommands } from './table';
 
 const program = new Command();
@@ -20,6 +20,7 @@ function tryRegister(mod: string, fn: string): void {
 }
 
 registerIngestCommands(program);
+registerBackfillCommand(program);
 registerTableCommands(program);
 tryRegister('./stack', 'registerStackCommands');
 tryRegister('./demo', 'registerDemoCommand');

@@ -6,7 +6,9 @@
 import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { FloeConfig } from '../config';
 import { findTable } from '../config';
+import type { BackfillBound } from '../activities/backfill';
 import {
+  backfillWorkflow, backfillWorkflowId, type BackfillResult,
   drainAndStopSignal, ingestWorkflow, ingestWorkflowId, pauseSignal, resumeSignal, statusQuery,
   type IngestStatus,
 } from '../workflows';
@@ -61,4 +63,28 @@ export async function ingestStatus(fc: FloeClient, table: string): Promise<Inges
 export async function waitForIngest(fc: FloeClient, table: string): Promise<IngestStatus> {
   const t = findTable(fc.cfg, table);
   return fc.client.workflow.getHandle<typeof ingestWorkflow>(ingestWorkflowId(t.table, t.ingestId)).result();
+}
+
+/** Parses a backfill bound: an ISO time, `p:offset,p:offset`, or one offset for every partition. */
+export function parseBackfillBound(s: string, flag: string): BackfillBound {
+  if (/^\d+$/.test(s)) return { offset: s };
+  if (/^\d+:\d+(,\d+:\d+)*$/.test(s)) return { offsets: Object.fromEntries(s.split(',').map((kv) => kv.split(':') as [string, string])) };
+  if (!Number.isNaN(Date.parse(s)) && /^\d{4}-\d{2}-\d{2}/.test(s)) return { time: new Date(Date.parse(s)).toISOString() };
+  throw new Error(`${flag}: expected an ISO time (2026-07-01T00:00:00Z), offsets "0:100,1:250" or one offset, found ${JSON.stringify(s)}`);
+}
+
+/**
+ * Loads [from, to) of the table's topic exactly once. Idempotent: the same arguments map to the same
+ * workflow id and ingest id, so a re-run adds nothing. Overlap with what the table holds is refused
+ * unless `force`. Resolves when the backfill is complete.
+ */
+export async function runBackfill(fc: FloeClient, table: string, from: BackfillBound, to: BackfillBound, force = false): Promise<BackfillResult> {
+  findTable(fc.cfg, table);
+  const handle = await fc.client.workflow.start(backfillWorkflow, {
+    taskQueue: fc.cfg.temporal.taskQueue,
+    workflowId: backfillWorkflowId(table, from, to),
+    args: [{ table, from, to, force }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+  return handle.result();
 }

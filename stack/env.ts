@@ -43,6 +43,7 @@ export const WORKER_ENV_VARS = [
 
 /** Variables with a sensible default that compose may leave unset. */
 export const OPTIONAL_ENV_VARS = [
+  'FLOE_CONFIG',
   'FLOE_HOME',
   'FLOE_PG_URL',
   'FLOE_TEMPORAL_NAMESPACE',

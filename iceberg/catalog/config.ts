@@ -3,7 +3,7 @@
  * holds), validating it up front so a typo fails at startup naming the key, not at first commit.
  *
  *   {type: 'sql', name, uri: 'sqlite:///rel.db' | 'sqlite:////abs.db' | 'postgresql://u:p@h:5433/db', warehouse}
- *   {type: 'rest', uri: 'http://127.0.0.1:8181', warehouse?, token?, name?}
+ *   {type: 'rest', uri: 'http://127.0.0.1:8181', warehouse?, token? | credential?: 'id:secret', name?}
  *
  * SQLite URIs follow SQLAlchemy (three slashes + relative path, four for an absolute one), so the
  * string from a PyIceberg `.pyiceberg.yaml` opens the same file.
@@ -40,17 +40,19 @@ export interface RestCatalogConfig extends CommonConfig {
   name?: string;
   warehouse?: string;
   token?: string;
+  /** OAuth2 client credentials `id:secret` (PyIceberg's `credential`). */
+  credential?: string;
   timeoutMs?: number;
 }
 export type CatalogConfig = SqlCatalogConfig | RestCatalogConfig;
 
 const ALLOWED: Record<CatalogConfig['type'], readonly string[]> = {
   sql: ['type', 'name', 'uri', 'warehouse', 's3', 'properties', 'busyTimeoutMs'],
-  rest: ['type', 'name', 'uri', 'warehouse', 'token', 's3', 'properties', 'timeoutMs'],
+  rest: ['type', 'name', 'uri', 'warehouse', 'token', 'credential', 's3', 'properties', 'timeoutMs'],
 };
 const S3_KEYS: readonly string[] = [
   'endpoint', 'region', 'forcePathStyle', 'accessKeyId', 'secretAccessKey', 'sessionToken', 'maxAttempts',
-  'multipartThresholdBytes', 'partSizeBytes',
+  'multipartThresholdBytes', 'partSizeBytes', 'listPageSize',
 ];
 
 const bad = (key: string, expected: string, found: unknown): IcebergError =>
@@ -95,6 +97,8 @@ export function validateCatalogConfig(raw: unknown): CatalogConfig {
     str(o, 'name', false);
     str(o, 'warehouse', false);
     str(o, 'token', false);
+    str(o, 'credential', false);
+    if (o['token'] !== undefined && o['credential'] !== undefined) throw bad('credential', 'either "token" or "credential", not both', 'both');
     if (o['timeoutMs'] !== undefined && (typeof o['timeoutMs'] !== 'number' || o['timeoutMs'] <= 0)) throw bad('timeoutMs', 'a positive number', o['timeoutMs']);
   }
   return o as unknown as CatalogConfig;
@@ -138,7 +142,8 @@ export async function catalogFromConfig(raw: unknown): Promise<{ catalog: Catalo
     return { catalog, io };
   }
   const catalog = new RestCatalog({
-    uri: cfg.uri, name: cfg.name, warehouse: cfg.warehouse, token: cfg.token, timeoutMs: cfg.timeoutMs, properties: cfg.properties,
+    uri: cfg.uri, name: cfg.name, warehouse: cfg.warehouse, token: cfg.token, credential: cfg.credential,
+    timeoutMs: cfg.timeoutMs, properties: cfg.properties,
   });
   try {
     await catalog.init();

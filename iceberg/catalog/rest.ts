@@ -24,6 +24,15 @@ export interface RestCatalogOptions {
   warehouse?: string;
   /** Bearer token for `Authorization`. */
   token?: string;
+  /**
+   * OAuth2 client credentials `client_id:client_secret` (PyIceberg's `credential`): exchanged at
+   * the token endpoint for a bearer token, refreshed before it expires and after a 401.
+   */
+  credential?: string;
+  /** Token endpoint for `credential` (default `${uri}/v1/oauth/tokens`, the protocol's). */
+  oauthServerUri?: string;
+  /** OAuth2 scope (default 'catalog'). */
+  scope?: string;
   /** Extra properties sent to /v1/config and merged like Java's RESTSessionCatalog. */
   properties?: Record<string, string>;
   /** Per-request timeout, ms (default 30 s). */
@@ -62,6 +71,7 @@ export class RestCatalog implements Catalog {
   private readonly opts: RestCatalogOptions;
   private readonly doFetch: typeof fetch;
   private configured: Promise<void> | undefined;
+  private bearer: { token: string; expiresAtMs: number } | undefined;
   private prefix = '';
   /** Server config merged as defaults < client properties < overrides. */
   properties: Record<string, string> = {};
@@ -104,14 +114,59 @@ export class RestCatalog implements Catalog {
     return `/namespaces/${encodeNamespace(id.namespace)}/tables/${encodeURIComponent(id.name)}`;
   }
 
+  /** OAuth2 client_credentials grant (REST spec: POST /v1/oauth/tokens, form-encoded). */
+  private async fetchToken(): Promise<string> {
+    const cred = this.opts.credential!;
+    const sep = cred.indexOf(':');
+    const form = new URLSearchParams({ grant_type: 'client_credentials', scope: this.opts.scope ?? 'catalog' });
+    if (sep >= 0) {
+      form.set('client_id', cred.slice(0, sep));
+      form.set('client_secret', cred.slice(sep + 1));
+    } else {
+      form.set('client_secret', cred);
+    }
+    const url = this.opts.oauthServerUri ?? `${this.baseUri}/v1/oauth/tokens`;
+    const res = await this.doFetch(url, {
+      method: 'POST', body: form.toString(),
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+      signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
+    });
+    const text = await res.text();
+    if (!res.ok) {
+      throw new IcebergError('Io', `REST catalog ${this.name}: OAuth2 token request to ${url} failed: HTTP ${res.status}: ${text.slice(0, 300)}`, {
+        retryable: res.status >= 500, context: { status: res.status },
+      });
+    }
+    const body = JSON.parse(text) as { access_token?: string; expires_in?: number };
+    if (!body.access_token) throw new IcebergError('Io', `REST catalog ${this.name}: OAuth2 response from ${url} has no access_token`, { retryable: false });
+    this.bearer = { token: body.access_token, expiresAtMs: Date.now() + (body.expires_in ?? 3600) * 1000 };
+    return body.access_token;
+  }
+
+  private async authorization(): Promise<string | undefined> {
+    if (this.opts.token) return `Bearer ${this.opts.token}`;
+    if (!this.opts.credential) return undefined;
+    // Refresh a minute early so a token never expires between here and the server.
+    if (!this.bearer || this.bearer.expiresAtMs - Date.now() < 60_000) await this.fetchToken();
+    return `Bearer ${this.bearer!.token}`;
+  }
+
   /** One HTTP exchange; resolves with the body text for 2xx, throws HttpStatusError otherwise. */
   private async request(method: string, path: string, what: string, body?: unknown): Promise<string> {
     const idempotent = method === 'GET' || method === 'HEAD';
     const attempts = 1 + (idempotent ? this.opts.readRetries ?? 2 : 0);
+    let refreshed = false;
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.requestOnce(method, path, what, body);
       } catch (e) {
+        // A 401 means the token was rejected before anything ran: refetch once and resend.
+        if (e instanceof HttpStatusError && e.status === 401 && this.opts.credential && !refreshed) {
+          refreshed = true;
+          this.bearer = undefined;
+          attempt--;
+          continue;
+        }
         const transient = !(e instanceof HttpStatusError) || e.status >= 500 || e.status === 429;
         if (!transient || attempt >= attempts) throw e;
         await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
@@ -121,7 +176,8 @@ export class RestCatalog implements Catalog {
 
   private async requestOnce(method: string, path: string, what: string, body?: unknown): Promise<string> {
     const headers: Record<string, string> = { Accept: 'application/json', 'X-Client-Version': 'floe' };
-    if (this.opts.token) headers['Authorization'] = `Bearer ${this.opts.token}`;
+    const auth = await this.authorization();
+    if (auth) headers['Authorization'] = auth;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await this.doFetch(`${this.baseUri}${path}`, {
       method,

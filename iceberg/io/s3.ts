@@ -26,6 +26,8 @@ export interface S3Options {
   multipartThresholdBytes?: number;
   /** Part size for multipart upload (S3 minimum is 5 MiB). */
   partSizeBytes?: number;
+  /** Keys per ListObjectsV2 page (S3 caps it at 1000; small values exercise pagination). */
+  listPageSize?: number;
 }
 
 export const DEFAULT_MULTIPART_THRESHOLD = 16 * 1024 * 1024;
@@ -77,6 +79,7 @@ export class S3FileIO implements FileIO {
   readonly client: S3Client;
   private readonly threshold: number;
   private readonly partSize: number;
+  private readonly listPageSize: number | undefined;
 
   constructor(opts: S3Options = {}, client?: S3Client) {
     const config: S3ClientConfig = {
@@ -95,6 +98,7 @@ export class S3FileIO implements FileIO {
     this.client = client ?? new S3Client(config);
     this.threshold = opts.multipartThresholdBytes ?? DEFAULT_MULTIPART_THRESHOLD;
     this.partSize = Math.max(5 * 1024 * 1024, opts.partSizeBytes ?? DEFAULT_PART_SIZE);
+    this.listPageSize = opts.listPageSize;
   }
 
   async read(location: string): Promise<Uint8Array> {
@@ -192,7 +196,9 @@ export class S3FileIO implements FileIO {
     do {
       let res;
       try {
-        res = await this.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: dirKey, ContinuationToken: token }));
+        res = await this.client.send(new ListObjectsV2Command({
+          Bucket: bucket, Prefix: dirKey, ContinuationToken: token, MaxKeys: this.listPageSize,
+        }));
       } catch (e) {
         throw mapError(e, 'list', prefix);
       }

@@ -26,16 +26,24 @@ export function stackS3Client(): S3Client {
   });
 }
 
-function writeIdentities(): string {
-  const file = join(p().home, 'seaweed', 's3.json');
-  mkdirSync(join(p().home, 'seaweed'), { recursive: true });
-  writeFileSync(file, JSON.stringify({
+/**
+ * SeaweedFS's S3 identities file (`-s3.config`). docker-compose.yml mounts the committed copy,
+ * stack/seaweedfs/s3.json, which test/unit/compose.test.ts compares with this.
+ */
+export function s3Identities() {
+  return {
     identities: [{
       name: 'floe',
       credentials: [{ accessKey: S3_DEFAULTS.accessKeyId, secretKey: S3_DEFAULTS.secretAccessKey }],
       actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'],
     }],
-  }, null, 2));
+  };
+}
+
+function writeIdentities(): string {
+  const file = join(p().home, 'seaweed', 's3.json');
+  mkdirSync(join(p().home, 'seaweed'), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(s3Identities(), null, 2)}\n`);
   return file;
 }
 

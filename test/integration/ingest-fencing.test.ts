@@ -11,7 +11,7 @@ import { ensureStack } from '../../stack/stack';
 import { scenarioConfig } from '../../demo/scenario';
 import { loadConfig, type FloeConfig } from '../../config';
 import { createActivities, createDeps, type Deps } from '../../activities';
-import type { CyclePlan, PollInput } from '../../activities/types';
+import type { CommitResult, CyclePlan, PollInput, PollResult } from '../../activities/types';
 import { tableCommitRows } from '../../client/tables';
 import { orderEvents } from '../../demo/generator';
 
@@ -47,12 +47,12 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
       table, ingestId: 'main', commitId, groupIndex: 0, partitions: plan.groups[0]!, startOffsets: plan.startOffsets,
       maxWaitMs: 3000, maxRecords: 1000, maxBytes: 1 << 24,
     };
-    return env.run(acts.pollAndWrite, input);
+    return env.run(acts.pollAndWrite, input) as Promise<PollResult>;
   };
 
   it('the second writer from the same cursor is fenced and commits nothing; a retried commit is idempotent', async () => {
     const acts = createActivities(deps);
-    const plan = await env.run(acts.loadCursor, { table, ingestId: 'main' });
+    const plan = (await env.run(acts.loadCursor, { table, ingestId: "main" })) as CyclePlan;
     assert.equal(plan.baseSnapshotId, null);
     assert.deepEqual(plan.startOffsets, { 0: '0' });
     const a = await poll(acts, plan, 'commit-a');
@@ -63,7 +63,7 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
       table, ingestId: 'main', commitId: id, baseSnapshotId: plan.baseSnapshotId, startOffsets: plan.startOffsets,
       endOffsets: r.endOffsets, files: r.files, deadLetterFiles: r.deadLetterFiles, records: r.records, deadLetters: r.deadLetters,
     });
-    const first = await env.run(acts.commit, commitOf('commit-b', b));
+    const first = (await env.run(acts.commit, commitOf("commit-b", b))) as CommitResult;
     assert.equal(first.alreadyCommitted, false);
     assert.equal(first.totalRecords, '50');
 
@@ -74,7 +74,7 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
       return true;
     });
     // A retry of the commit that landed finds it instead of landing twice.
-    const again = await env.run(acts.commit, commitOf('commit-b', b));
+    const again = (await env.run(acts.commit, commitOf("commit-b", b))) as CommitResult;
     assert.equal(again.alreadyCommitted, true);
     assert.equal(again.snapshotId, first.snapshotId);
 
@@ -82,7 +82,7 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
     assert.deepEqual(commits.map((c) => c.commit_id), ['commit-b']);
     assert.equal(commits.at(-1)!.total_rows, '50');
 
-    const next = await env.run(acts.loadCursor, { table, ingestId: 'main' });
+    const next = (await env.run(acts.loadCursor, { table, ingestId: "main" })) as CyclePlan;
     assert.equal(next.baseSnapshotId, first.snapshotId);
     assert.deepEqual(next.startOffsets, { 0: '50' });
   });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Client as PgClient } from 'pg';
 import { Field, Int64, Schema, Table, Utf8, makeData, tableToIPC, vectorFromArray, Struct } from 'apache-arrow';
@@ -27,7 +27,11 @@ const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
 
 describe('local stack', () => {
   let env: StackEnv;
-  before(async () => { env = await ensureStack(); });
+  before(async () => {
+    // Worker INFO lines would bury the test report; the runtime is per process (one per file).
+    try { Runtime.install({ logger: new DefaultLogger('WARN') }); } catch { /* already installed */ }
+    env = await ensureStack();
+  });
 
   it('kafka: a produced message is consumed back from a new topic', async () => {
     const kafka = new Kafka({ clientId: 'floe-stack-test', brokers: env.kafka.brokers, logLevel: logLevel.NOTHING });

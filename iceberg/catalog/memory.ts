@@ -1,0 +1,84 @@
+/**
+ * In-memory Catalog for unit tests. Commits behave like the SQL catalog's: check requirements
+ * against the current metadata, apply updates, write a new metadata.json through the FileIO and
+ * swap the pointer; all synchronous between awaits on one event loop, so the swap is atomic.
+ * `beforeCommit` lets tests inject a concurrent commit or a failure at the CAS point.
+ */
+import { randomUUID } from 'node:crypto';
+import { IcebergError } from '../errors';
+import type { FileIO } from '../io/file-io';
+import { metadataFileLocation, parseMetadataVersion, parseTableMetadata, serializeTableMetadata } from '../spec/metadata';
+import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
+import { applyUpdates, checkRequirements } from '../transaction/apply';
+import type { TableRequirement, TableUpdate } from '../transaction/updates';
+import { type Catalog, identToString } from './catalog';
+
+export class MemoryCatalog implements Catalog {
+  private readonly namespaces = new Map<string, Record<string, string>>();
+  private readonly tables = new Map<string, { identifier: TableIdentifier; metadataLocation: string }>();
+  /** Called inside commitTable after requirements pass, before the swap (tests inject races here). */
+  beforeCommit?: (id: TableIdentifier, attempt: { requirements: TableRequirement[]; updates: TableUpdate[] }) => Promise<void> | void;
+  commits = 0;
+
+  constructor(readonly name: string, private readonly io: FileIO, private readonly now: () => bigint = () => BigInt(Date.now())) {}
+
+  async listNamespaces(parent: string[] = []): Promise<string[][]> {
+    return [...this.namespaces.keys()].map((k) => k.split('\u0000'))
+      .filter((ns) => ns.length === parent.length + 1 && parent.every((p, i) => ns[i] === p));
+  }
+  async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
+    const k = namespace.join('\u0000');
+    if (this.namespaces.has(k)) throw new IcebergError('AlreadyExists', `namespace ${namespace.join('.')} already exists`, { retryable: false });
+    this.namespaces.set(k, { ...properties });
+  }
+  async namespaceExists(namespace: string[]): Promise<boolean> {
+    return this.namespaces.has(namespace.join('\u0000'));
+  }
+  async dropNamespace(namespace: string[]): Promise<void> {
+    if ((await this.listTables(namespace)).length > 0) throw new IcebergError('DataInvalid', `namespace ${namespace.join('.')} is not empty`, { retryable: false });
+    this.namespaces.delete(namespace.join('\u0000'));
+  }
+  async listTables(namespace: string[]): Promise<TableIdentifier[]> {
+    return [...this.tables.values()].map((t) => t.identifier)
+      .filter((id) => id.namespace.length === namespace.length && id.namespace.every((p, i) => p === namespace[i]));
+  }
+  async tableExists(id: TableIdentifier): Promise<boolean> {
+    return this.tables.has(identToString(id));
+  }
+  async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadedTable> {
+    if (!(await this.namespaceExists(id.namespace))) throw new IcebergError('NotFound', `namespace ${id.namespace.join('.')} does not exist`, { retryable: false });
+    if (this.tables.has(identToString(id))) throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false });
+    const metadataLocation = metadataFileLocation(metadata.location, 0, randomUUID());
+    await this.io.write(metadataLocation, Buffer.from(serializeTableMetadata(metadata)));
+    this.tables.set(identToString(id), { identifier: id, metadataLocation });
+    return { identifier: id, metadataLocation, metadata };
+  }
+  async loadTable(id: TableIdentifier): Promise<LoadedTable> {
+    const t = this.tables.get(identToString(id));
+    if (!t) throw new IcebergError('NotFound', `table ${identToString(id)} does not exist`, { retryable: false });
+    const metadata = parseTableMetadata(Buffer.from(await this.io.read(t.metadataLocation)).toString('utf8'));
+    return { identifier: id, metadataLocation: t.metadataLocation, metadata };
+  }
+  async dropTable(id: TableIdentifier): Promise<void> {
+    this.tables.delete(identToString(id));
+  }
+  async commitTable(id: TableIdentifier, requirements: TableRequirement[], updates: TableUpdate[]): Promise<LoadedTable> {
+    const base = await this.loadTable(id);
+    checkRequirements(base.metadata, requirements);
+    await this.beforeCommit?.(id, { requirements, updates });
+    const next = applyUpdates(base.metadata, updates, this.now());
+    next['metadata-log'] = [...next['metadata-log'], { 'timestamp-ms': base.metadata['last-updated-ms'], 'metadata-file': base.metadataLocation }];
+    const metadataLocation = metadataFileLocation(next.location, parseMetadataVersion(base.metadataLocation) + 1, randomUUID());
+    await this.io.write(metadataLocation, Buffer.from(serializeTableMetadata(next)));
+    // The CAS: the pointer must still be the one we loaded (a beforeCommit hook may have moved it).
+    const cur = this.tables.get(identToString(id));
+    if (!cur || cur.metadataLocation !== base.metadataLocation) {
+      await this.io.delete(metadataLocation);
+      throw IcebergError.mismatch('CommitConflict', `commit ${identToString(id)}: metadata location`, base.metadataLocation, cur?.metadataLocation, true);
+    }
+    this.tables.set(identToString(id), { identifier: id, metadataLocation });
+    this.commits++;
+    return { identifier: id, metadataLocation, metadata: next };
+  }
+  async close(): Promise<void> {}
+}

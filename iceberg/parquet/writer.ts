@@ -1,0 +1,205 @@
+/**
+ * Arrow record batches -> one Parquet data file (bytes) + its Iceberg DataFile facts.
+ *
+ * Encoding is parquet-rs compiled to wasm (parquet-wasm): the batches cross into wasm memory as
+ * an Arrow IPC stream, come back as Parquet bytes. Field ids travel as `PARQUET:field_id` Arrow
+ * metadata (schema.ts). Value/null/NaN counts and bounds are computed from the Arrow data in JS
+ * (metrics.ts); column sizes and split offsets come from the written footer, read back through
+ * parquet-wasm's own metadata API (no hand-written Thrift).
+ */
+import * as arrow from 'apache-arrow';
+import { IcebergError } from '../errors';
+import { DataFileContent, type DataFile, type Schema } from '../spec/types';
+import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
+import { conformBatch } from './conform';
+import { MetricsCollector, metricsConfigFromProperties, type MetricsConfig } from './metrics';
+import { icebergToArrowSchema, leafColumns } from './schema';
+import { parquetWasm, using } from './wasm';
+
+export type ParquetCodec = 'zstd' | 'snappy' | 'gzip' | 'lz4' | 'brotli' | 'uncompressed';
+
+export interface ParquetWriteOptions {
+  /** Iceberg `write.parquet.compression-codec`; default zstd (Iceberg's default since 1.4). */
+  codec?: ParquetCodec;
+  /** Max rows per row group (parquet-rs default 1Mi rows). */
+  rowGroupRows?: number;
+  /** Iceberg `write.parquet.row-group-size-bytes` (default 128 MiB). */
+  rowGroupBytes?: number;
+  /** Iceberg `write.parquet.page-size-bytes` (default 1 MiB). */
+  pageSizeBytes?: number;
+  /** Iceberg `write.parquet.dict-size-bytes` (default 2 MiB). */
+  dictSizeBytes?: number;
+  /** Metrics mode per field id; default from the table properties rules (truncate(16)). */
+  metrics?: MetricsConfig;
+}
+
+/** Facts about a written data file; the caller adds filePath, specId and partition. */
+export type DataFileStats = Omit<DataFile, 'filePath' | 'specId' | 'partition'>;
+
+export interface WrittenParquet {
+  bytes: Uint8Array;
+  stats: DataFileStats;
+  /** Arrow bytes that went in (for compression-ratio estimates). */
+  arrowBytes: number;
+}
+
+const CODECS: Record<ParquetCodec, number> = {
+  zstd: parquetWasm.Compression.ZSTD,
+  snappy: parquetWasm.Compression.SNAPPY,
+  gzip: parquetWasm.Compression.GZIP,
+  lz4: parquetWasm.Compression.LZ4_RAW,
+  brotli: parquetWasm.Compression.BROTLI,
+  uncompressed: parquetWasm.Compression.UNCOMPRESSED,
+};
+
+export function parseCodec(name: string): ParquetCodec {
+  const n = name.trim().toLowerCase();
+  if (n === 'none') return 'uncompressed';
+  if (n in CODECS) return n as ParquetCodec;
+  throw IcebergError.mismatch('DataInvalid', 'write.parquet.compression-codec', Object.keys(CODECS).join(' | '), name);
+}
+
+/** Writer options from Iceberg table properties (`write.parquet.*`, `write.metadata.metrics.*`). */
+export function parquetWriteOptionsFromProperties(schema: Schema, properties: Record<string, string> = {}): ParquetWriteOptions {
+  const num = (k: string): number | undefined => (properties[k] === undefined ? undefined : Number(properties[k]));
+  return {
+    codec: parseCodec(properties['write.parquet.compression-codec'] ?? 'zstd'),
+    rowGroupBytes: num('write.parquet.row-group-size-bytes'),
+    pageSizeBytes: num('write.parquet.page-size-bytes'),
+    dictSizeBytes: num('write.parquet.dict-size-bytes'),
+    metrics: metricsConfigFromProperties(schema, properties),
+  };
+}
+
+function writerProperties(o: ParquetWriteOptions): import('parquet-wasm').WriterProperties {
+  let b = new parquetWasm.WriterPropertiesBuilder().setCompression(CODECS[o.codec ?? 'zstd']);
+  if (o.rowGroupRows !== undefined) b = b.setMaxRowGroupSize(o.rowGroupRows);
+  if (o.rowGroupBytes !== undefined) b = b.setMaxRowGroupBytes(o.rowGroupBytes);
+  if (o.pageSizeBytes !== undefined) b = b.setDataPageSizeLimit(o.pageSizeBytes);
+  if (o.dictSizeBytes !== undefined) b = b.setDictionaryPageSizeLimit(o.dictSizeBytes);
+  return b.build(); // build() consumes the builder
+}
+
+/** Bytes held by an Arrow Data tree (buffers only; what compression works on). */
+export function arrowByteLength(data: arrow.Data): number {
+  let n = 0;
+  for (const b of [data.valueOffsets, data.values, data.nullBitmap]) if (b) n += (b as ArrayBufferView).byteLength;
+  for (const c of data.children) n += arrowByteLength(c);
+  return n;
+}
+
+/** Input for one file: Arrow (any layout conformBatch accepts), row objects or columns. */
+export type WriteInput =
+  | { batches: readonly arrow.RecordBatch[] }
+  | { table: arrow.Table }
+  | { rows: readonly Row[] }
+  | { columns: Columns; numRows: number };
+
+export function toRecordBatches(schema: Schema, input: WriteInput, arrowSchema = icebergToArrowSchema(schema)): arrow.RecordBatch[] {
+  if ('rows' in input) return [rowsToRecordBatch(schema, input.rows, arrowSchema)];
+  if ('columns' in input) return [columnsToRecordBatch(schema, input.columns, input.numRows, arrowSchema)];
+  const batches = 'table' in input ? input.table.batches : input.batches;
+  return batches.map((b) => (b.schema === arrowSchema ? b : conformBatch(schema, b, arrowSchema)));
+}
+
+/**
+ * Encodes already-conformed batches (layout of `arrowSchema`) as one Parquet file and computes
+ * its DataFile facts. Pure CPU + wasm memory; no I/O.
+ */
+export async function encodeParquet(
+  schema: Schema, arrowSchema: arrow.Schema, batches: readonly arrow.RecordBatch[], options: ParquetWriteOptions = {},
+): Promise<WrittenParquet> {
+  const metrics = new MetricsCollector(schema, options.metrics ?? metricsConfigFromProperties(schema));
+  let recordCount = 0, arrowBytes = 0;
+  for (const b of batches) {
+    metrics.add(b);
+    recordCount += b.numRows;
+    arrowBytes += arrowByteLength(b.data);
+  }
+  const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, batches as arrow.RecordBatch[]), 'stream');
+  // writeParquet consumes (frees) the wasm table and the properties, even when it throws
+  const bytes = parquetWasm.writeParquet(parquetWasm.Table.fromIPCStream(ipc), writerProperties(options));
+  const footer = await readFooterFacts(schema, bytes);
+  if (footer.numRows !== recordCount) {
+    throw IcebergError.mismatch('Unexpected', 'rows in written Parquet footer', recordCount, footer.numRows);
+  }
+  const m = metrics.result();
+  return {
+    bytes,
+    arrowBytes,
+    stats: {
+      content: DataFileContent.Data,
+      fileFormat: 'PARQUET',
+      recordCount,
+      fileSizeInBytes: bytes.length,
+      columnSizes: footer.columnSizes,
+      valueCounts: m.valueCounts,
+      nullValueCounts: m.nullValueCounts,
+      nanValueCounts: m.nanValueCounts,
+      lowerBounds: m.lowerBounds,
+      upperBounds: m.upperBounds,
+      splitOffsets: footer.splitOffsets,
+    },
+  };
+}
+
+/** One Parquet file from rows, columns or Arrow data; nothing is written anywhere. */
+export async function writeParquetFile(schema: Schema, input: WriteInput, options: ParquetWriteOptions = {}): Promise<WrittenParquet> {
+  const arrowSchema = icebergToArrowSchema(schema);
+  return encodeParquet(schema, arrowSchema, toRecordBatches(schema, input, arrowSchema), options);
+}
+
+export interface FooterFacts {
+  numRows: number;
+  /** field id -> compressed bytes of its column chunks, all row groups */
+  columnSizes: Map<number, number>;
+  /** byte offset where each row group starts (spec: split_offsets, ascending) */
+  splitOffsets: number[];
+}
+
+/**
+ * Column sizes and row-group offsets of a Parquet file floe wrote. parquet-wasm does not expose
+ * a chunk's data/dictionary page offsets (its `fileOffset()` is the deprecated Thrift field,
+ * 0 from parquet-rs), so row-group starts are recovered from the layout parquet-rs always
+ * writes: "PAR1", then row groups back to back, each the sum of its chunks' compressed sizes.
+ */
+export async function readFooterFacts(schema: Schema, bytes: Uint8Array): Promise<FooterFacts> {
+  // leaf column chunks are in schema depth-first order, the order leafColumns() yields; names
+  // of list/map wrapper groups differ between writers (Arrow JS renames map entries), ids do not
+  const leaves = leafColumns(schema);
+  const file = await parquetWasm.ParquetFile.fromFile(new Blob([bytes]));
+  try {
+    return using(file.metadata(), (meta) => {
+      const numRows = using(meta.fileMetadata(), (fm) => fm.numRows());
+      const columnSizes = new Map<number, number>();
+      const splitOffsets: number[] = [];
+      let offset = 4;
+      for (const rg of meta.rowGroups()) {
+        using(rg, () => {
+          splitOffsets.push(offset);
+          const cols = rg.columns();
+          if (cols.length !== leaves.length) {
+            cols.forEach((c) => c.free());
+            throw IcebergError.mismatch('Unexpected', 'leaf columns in written Parquet row group', leaves.length, cols.length);
+          }
+          cols.forEach((col, k) => {
+            using(col, () => {
+              const leaf = leaves[k]!;
+              const path = col.columnPath();
+              if (path[0] !== leaf.parquetPath[0] || path[path.length - 1] !== leaf.parquetPath[leaf.parquetPath.length - 1]) {
+                throw IcebergError.mismatch('Unexpected', `Parquet leaf column ${k}`, leaf.parquetPath.join('.'), path.join('.'));
+              }
+              const id = leaf.fieldId;
+              const size = col.compressedSize();
+              columnSizes.set(id, (columnSizes.get(id) ?? 0) + size);
+              offset += size;
+            });
+          });
+        });
+      }
+      return { numRows, columnSizes, splitOffsets };
+    });
+  } finally {
+    file.free();
+  }
+}

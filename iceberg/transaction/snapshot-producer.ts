@@ -1,0 +1,304 @@
+/**
+ * Snapshot producers (after PyIceberg's _SnapshotProducer / Java's MergingSnapshotProducer): a
+ * template that, for one commit attempt against a given base, writes manifests and a manifest
+ * list and returns the REST `{updates, requirements}`. Subclasses say which files are added and
+ * which are deleted; the template handles sequence numbers, merging, summaries and cleanup.
+ *
+ * The snapshot id is fixed at construction, before the first attempt, so it is stable across
+ * retries (a caller that lost a response can find its snapshot). Manifests of newly added files
+ * do not depend on the base and are written once; everything else is rebuilt per attempt.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { IcebergError } from '../errors';
+import type { FileIO } from '../io/file-io';
+import { decodeManifest, inheritFromManifest, writeManifest } from '../spec/manifest';
+import { readManifestList, writeManifestList } from '../spec/manifest-list';
+import { MAIN_BRANCH, currentSchema, currentSnapshot, specById } from '../spec/metadata';
+import {
+  type DataFile, DataFileContent, ManifestContent, type ManifestEntry, ManifestEntryStatus, type ManifestFile,
+  type LoadedTable, type Snapshot, type SnapshotOperation, type TableMetadata,
+} from '../spec/types';
+import {
+  MANIFEST_MERGE_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT, MANIFEST_TARGET_SIZE_BYTES,
+  MANIFEST_TARGET_SIZE_BYTES_DEFAULT, planMerge,
+} from './merge';
+import { buildSummary } from './summary';
+import type { TableRequirement, TableUpdate } from './updates';
+
+/** A random positive 63-bit id, as Java/PyIceberg generate (never 0, never negative). */
+export function newSnapshotId(): bigint {
+  for (;;) {
+    const id = randomBytes(8).readBigUInt64BE(0) & ((1n << 63n) - 1n);
+    if (id !== 0n) return id;
+  }
+}
+
+/** What one attempt produced: the commit payload and the files written only for it. */
+export interface PendingCommit {
+  updates: TableUpdate[];
+  requirements: TableRequirement[];
+  /** files written for this attempt only: safe to delete if this attempt provably did not land */
+  attemptFiles: string[];
+  /** files a successful commit references (manifest list + manifests in it) */
+  referencedFiles: string[];
+}
+
+/** An action a Transaction can run: builds its commit against the freshly loaded base. */
+export interface TableAction {
+  prepare(base: TableMetadata, io: FileIO, attempt: number): Promise<PendingCommit>;
+  /** Every file this action wrote over all attempts (cleanup after a definite failure). */
+  writtenFiles(): string[];
+}
+
+const metadataDir = (m: TableMetadata): string =>
+  (m.properties['write.metadata.path'] ?? `${m.location}/metadata`).replace(/\/+$/, '');
+
+const intProp = (m: TableMetadata, key: string, def: number): number => {
+  const v = m.properties[key];
+  const n = v === undefined ? NaN : Number(v);
+  return Number.isFinite(n) && n > 0 ? n : def;
+};
+
+export abstract class SnapshotProducer implements TableAction {
+  readonly snapshotId: bigint = newSnapshotId();
+  readonly commitUuid: string = randomUUID();
+  private manifestCounter = 0;
+  private readonly written: string[] = [];
+  /** new-file manifests by spec id, written on the first attempt and reused */
+  private newManifests?: ManifestFile[];
+
+  protected constructor(
+    protected readonly added: DataFile[],
+    protected readonly summaryProps: Record<string, string>,
+  ) {
+    for (const f of added) {
+      if (f.content !== DataFileContent.Data) {
+        throw new IcebergError('FeatureUnsupported', `adding ${f.filePath}: only data files are supported, found content ${f.content}`);
+      }
+    }
+  }
+
+  abstract operation(): SnapshotOperation;
+  /**
+   * Filters the parent's manifests for this attempt (rewrite: marks deleted files, validates that
+   * they are still live). Returns the manifests to keep and the deleted files, for the summary.
+   */
+  protected abstract filterManifests(base: TableMetadata, io: FileIO, parent: ManifestFile[]): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }>;
+
+  writtenFiles(): string[] {
+    return [...this.written];
+  }
+
+  protected newManifestLocation(base: TableMetadata): string {
+    const loc = `${metadataDir(base)}/${this.commitUuid}-m${this.manifestCounter++}.avro`;
+    this.written.push(loc);
+    return loc;
+  }
+
+  /** Writes a manifest for this snapshot; entries keep explicit sequence numbers except ADDED-by-us. */
+  protected async writeEntries(base: TableMetadata, io: FileIO, specId: number, entries: ManifestEntry[]): Promise<ManifestFile> {
+    return writeManifest(io, {
+      location: this.newManifestLocation(base), spec: specById(base, specId), schema: currentSchema(base),
+      snapshotId: this.snapshotId, entries,
+    });
+  }
+
+  /**
+   * Reads entries of a manifest, inheriting from the manifest list except for manifests this
+   * snapshot wrote (their sequence number is not assigned yet: entries stay "inherit").
+   */
+  protected async entriesOf(io: FileIO, m: ManifestFile): Promise<ManifestEntry[]> {
+    const raw = decodeManifest(await io.read(m.manifestPath), m.manifestPath, m.partitionSpecId).entries;
+    if (m.addedSnapshotId === this.snapshotId) return raw.map((e) => ({ ...e, dataFile: { ...e.dataFile, specId: m.partitionSpecId } }));
+    return raw.map((e) => inheritFromManifest(e, m));
+  }
+
+  private async writeNewManifests(base: TableMetadata, io: FileIO): Promise<ManifestFile[]> {
+    if (this.newManifests) return this.newManifests;
+    const bySpec = new Map<number, DataFile[]>();
+    for (const f of this.added) {
+      specById(base, f.specId); // the spec must exist in the table
+      let l = bySpec.get(f.specId);
+      if (!l) bySpec.set(f.specId, (l = []));
+      l.push(f);
+    }
+    const out: ManifestFile[] = [];
+    for (const [specId, files] of bySpec) {
+      out.push(await this.writeEntries(base, io, specId, files.map((dataFile) => ({
+        status: ManifestEntryStatus.Added, snapshotId: this.snapshotId, sequenceNumber: null, fileSequenceNumber: null, dataFile,
+      }))));
+    }
+    this.newManifests = out;
+    return out;
+  }
+
+  /** Merges one bin into a single manifest (Java ManifestMergeManager.createManifest). */
+  private async mergeBin(base: TableMetadata, io: FileIO, specId: number, bin: ManifestFile[]): Promise<ManifestFile> {
+    const entries: ManifestEntry[] = [];
+    for (const m of bin) {
+      for (const e of await this.entriesOf(io, m)) {
+        const ours = e.snapshotId === this.snapshotId;
+        if (e.status === ManifestEntryStatus.Deleted) {
+          if (ours) entries.push(e); // deletes are kept only in the snapshot that made them
+        } else if (e.status === ManifestEntryStatus.Added && ours) {
+          entries.push(e);
+        } else {
+          entries.push({ ...e, status: ManifestEntryStatus.Existing });
+        }
+      }
+    }
+    return this.writeEntries(base, io, specId, entries);
+  }
+
+  private async mergeManifests(base: TableMetadata, io: FileIO, manifests: ManifestFile[]): Promise<ManifestFile[]> {
+    if (manifests.length === 0 || base.properties[MANIFEST_MERGE_ENABLED] === 'false') return manifests;
+    const target = intProp(base, MANIFEST_TARGET_SIZE_BYTES, MANIFEST_TARGET_SIZE_BYTES_DEFAULT);
+    const minCount = intProp(base, MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT);
+    const first = manifests[0];
+    const groups = new Map<string, ManifestFile[]>();
+    for (const m of manifests) {
+      // delete manifests are never merged with data manifests
+      const k = `${m.content}:${m.partitionSpecId}`;
+      let g = groups.get(k);
+      if (!g) groups.set(k, (g = []));
+      g.push(m);
+    }
+    const out: ManifestFile[] = [];
+    for (const group of groups.values()) {
+      for (const bin of planMerge(group, first, (m) => m.manifestLength, target, minCount)) {
+        if (bin.merge && bin.items[0]!.content === ManifestContent.Data) out.push(await this.mergeBin(base, io, bin.items[0]!.partitionSpecId, bin.items));
+        else out.push(...bin.items);
+      }
+    }
+    return out;
+  }
+
+  async prepare(base: TableMetadata, io: FileIO, attempt: number): Promise<PendingCommit> {
+    if (base['format-version'] !== 2) {
+      throw IcebergError.mismatch('FeatureUnsupported', 'commit to table format-version', 2, base['format-version'], false);
+    }
+    const writtenBefore = this.written.length;
+    const parent = currentSnapshot(base);
+    const parentManifests = parent ? await readManifestList(io, parent['manifest-list']) : [];
+    const newManifests = await this.writeNewManifests(base, io);
+    const { manifests: kept, deleted } = await this.filterManifests(base, io, parentManifests);
+    // Java: a manifest with no live files that an older snapshot wrote is dropped from the list.
+    const live = kept.filter((m) => m.addedSnapshotId === this.snapshotId
+      || m.addedFilesCount > 0 || m.existingFilesCount > 0 || m.deletedFilesCount === 0);
+    const manifests = await this.mergeManifests(base, io, [...newManifests, ...live]);
+
+    const sequenceNumber = base['last-sequence-number'] + 1n;
+    const manifestList = `${metadataDir(base)}/snap-${this.snapshotId}-${attempt}-${this.commitUuid}.avro`;
+    this.written.push(manifestList);
+    await writeManifestList(io, {
+      location: manifestList, snapshotId: this.snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null,
+      sequenceNumber, manifests,
+    });
+    const snapshot: Snapshot = {
+      'snapshot-id': this.snapshotId,
+      ...(parent ? { 'parent-snapshot-id': parent['snapshot-id'] } : {}),
+      'sequence-number': sequenceNumber,
+      'timestamp-ms': nowAfter(base),
+      'manifest-list': manifestList,
+      summary: buildSummary(this.operation(), { added: this.added, deleted }, parent, this.summaryProps),
+      'schema-id': base['current-schema-id'],
+    };
+    const reused = new Set(this.newManifests ?? []);
+    const attemptFiles = this.written.slice(writtenBefore).filter((p) => ![...reused].some((m) => m.manifestPath === p));
+    return {
+      updates: [
+        { action: 'add-snapshot', snapshot },
+        { action: 'set-snapshot-ref', 'ref-name': MAIN_BRANCH, type: 'branch', 'snapshot-id': this.snapshotId },
+      ],
+      requirements: [
+        { type: 'assert-table-uuid', uuid: base['table-uuid'] },
+        { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': parent?.['snapshot-id'] ?? null },
+      ],
+      attemptFiles,
+      referencedFiles: [manifestList, ...manifests.map((m) => m.manifestPath)],
+    };
+  }
+}
+
+/** Snapshot timestamps must not go backwards relative to the table (Java rejects large skews). */
+function nowAfter(base: TableMetadata): bigint {
+  const now = BigInt(Date.now());
+  return now > base['last-updated-ms'] ? now : base['last-updated-ms'] + 1n;
+}
+
+/**
+ * Appends data files in a new `append` snapshot. Concurrency: appends never conflict logically;
+ * a lost CAS is retried against the new base with the same snapshot id.
+ */
+export class FastAppend extends SnapshotProducer {
+  constructor(files: DataFile[], summaryProps: Record<string, string> = {}) {
+    super(files, summaryProps);
+  }
+  operation(): SnapshotOperation { return 'append'; }
+  protected async filterManifests(_base: TableMetadata, _io: FileIO, parent: ManifestFile[]): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+    return { manifests: parent, deleted: [] };
+  }
+}
+
+/**
+ * Replaces `deleted` data files with `added` ones in a `replace` snapshot (compaction).
+ * Concurrency: on every attempt each deleted file must still be live in the current snapshot, or
+ * the commit fails with IcebergError('CommitFailed', not retryable) naming the missing files;
+ * files appended concurrently are untouched and do not conflict.
+ * Sequence numbers: added files get this commit's; surviving entries keep theirs; deleted entries
+ * keep their original data sequence number (spec "Sequence Numbers").
+ */
+export class RewriteFiles extends SnapshotProducer {
+  private readonly deletedPaths: Set<string>;
+  constructor(private readonly deletedFiles: DataFile[], added: DataFile[], summaryProps: Record<string, string> = {}) {
+    super(added, summaryProps);
+    this.deletedPaths = new Set(deletedFiles.map((f) => f.filePath));
+    if (this.deletedPaths.size === 0) throw new IcebergError('DataInvalid', 'rewriteFiles needs at least one file to replace', { retryable: false });
+    const rowsOut = deletedFiles.reduce((a, f) => a + f.recordCount, 0);
+    const rowsIn = added.reduce((a, f) => a + f.recordCount, 0);
+    if (rowsIn !== rowsOut) {
+      throw IcebergError.mismatch('DataInvalid', 'rewriteFiles record count (added vs replaced)', rowsOut, rowsIn, false);
+    }
+  }
+  operation(): SnapshotOperation { return 'replace'; }
+
+  protected async filterManifests(base: TableMetadata, io: FileIO, parent: ManifestFile[]): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+    const found = new Map<string, DataFile>();
+    const out: ManifestFile[] = [];
+    for (const m of parent) {
+      if (m.content !== ManifestContent.Data || (m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0)) {
+        out.push(m);
+        continue;
+      }
+      const entries = await this.entriesOf(io, m);
+      const hits = entries.filter((e) => e.status !== ManifestEntryStatus.Deleted && this.deletedPaths.has(e.dataFile.filePath));
+      if (hits.length === 0) {
+        out.push(m);
+        continue;
+      }
+      const rewritten: ManifestEntry[] = [];
+      for (const e of entries) {
+        if (e.status === ManifestEntryStatus.Deleted) continue; // old deletes do not carry forward
+        if (this.deletedPaths.has(e.dataFile.filePath)) {
+          found.set(e.dataFile.filePath, e.dataFile);
+          rewritten.push({ ...e, status: ManifestEntryStatus.Deleted, snapshotId: this.snapshotId });
+        } else {
+          rewritten.push({ ...e, status: ManifestEntryStatus.Existing });
+        }
+      }
+      out.push(await this.writeEntries(base, io, m.partitionSpecId, rewritten));
+    }
+    const missing = [...this.deletedPaths].filter((p) => !found.has(p));
+    if (missing.length > 0) {
+      throw new IcebergError('CommitFailed',
+        `rewrite: ${missing.length} of ${this.deletedPaths.size} replaced files are no longer live in the current snapshot: expected live, found missing: ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}`,
+        { retryable: false, context: { missing, expected: 'live', found: 'missing' } });
+    }
+    return { manifests: out, deleted: [...found.values()] };
+  }
+
+  /** The files this rewrite replaces (as given). */
+  replaced(): DataFile[] { return this.deletedFiles; }
+}
+
+export type { LoadedTable };

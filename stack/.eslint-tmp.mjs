@@ -1,0 +1,38 @@
+// Lint: floating promises are errors everywhere; workflow code may not import Node builtins or
+// anything that does I/O (Temporal replays workflows, so they must be deterministic).
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
+const ioPackages = ['kafkajs', '@aws-sdk/*', 'better-sqlite3', 'pg', 'parquet-wasm', 'apache-arrow',
+  '@temporalio/client', '@temporalio/worker', '@temporalio/activity', '../activities', '../activities/*',
+  '../iceberg', '../iceberg/*', '../stack', '../stack/*'];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', '.floe/**', 'eslint.config.mjs'] },
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-require-imports': 'off',
+    },
+  },
+  {
+    files: ['workflows/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code must be deterministic: no Node builtins' })),
+        patterns: [{ group: ioPackages, allowTypeImports: true, message: 'workflows import activity *types* only; side effects live in activities' }],
+      }],
+      'no-restricted-globals': ['error', { name: 'setTimeout', message: 'use sleep() from @temporalio/workflow' }],
+      'no-restricted-properties': ['error',
+        { object: 'Math', property: 'random', message: 'use uuid4() / the SDK-seeded random' }],
+    },
+  },
+  { files: ["test/**/*.ts"], rules: { "@typescript-eslint/no-floating-promises": ["error", { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["describe", "it", "test", "suite", "before", "after", "beforeEach", "afterEach"] }] }] } },
+);
