@@ -13,8 +13,8 @@ import type { FileIO } from '../iceberg/io/file-io';
 import { currentSchema, defaultSpec, newTableMetadata } from '../iceberg/spec/metadata';
 import { partitionKey, partitionPath, partitionRecord } from '../iceberg/spec/partition';
 import type { DataFile, LoadedTable, NestedField, PartitionRecord, Schema, Snapshot, TableMetadata } from '../iceberg/spec/types';
-import { writeDataFile } from '../iceberg/parquet';
-import { fastAppend } from '../iceberg/transaction';
+import { parquetWriteOptionsFromProperties, writeDataFile } from '../iceberg/parquet';
+import { FastAppend } from '../iceberg/transaction/snapshot-producer';
 import { findCommit } from './cursor';
 import type { Row } from './decode';
 
@@ -118,6 +118,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       for (const { partition, rows: part } of groups.values()) {
         const dir = spec.fields.length ? `${metadata.location}/data/${partitionPath(spec, schema, partition)}` : `${metadata.location}/data`;
         const files = await writeDataFile(io, {
+          ...parquetWriteOptionsFromProperties(schema, metadata.properties),
           schema, rows: part, targetFileSizeBytes,
           location: () => `${dir}/${prefix}-${String(n++).padStart(5, '0')}.parquet`,
         });
@@ -128,21 +129,28 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
 
     async appendOnce(table, commitId, files, summary, validate) {
       const id = parseIdentifier(table);
+      // One action for all attempts: its snapshot id and new-file manifests are fixed up front.
+      const action = new FastAppend(files, summary);
       for (let attempt = 1; ; attempt++) {
         const loaded = await catalog.loadTable(id);
         const existing = findCommit(loaded.metadata, commitId);
         if (existing) return { snapshot: existing, alreadyCommitted: true, metadata: loaded.metadata };
         await validate(loaded.metadata);
+        const pending = await action.prepare(loaded.metadata, io, attempt);
         try {
-          const after = await fastAppend(catalog, io, loaded, files, summary);
+          const after = await catalog.commitTable(id, pending.requirements, pending.updates);
           const snap = findCommit(after.metadata, commitId);
           if (!snap) throw new IcebergError('Unexpected', `append of commit ${commitId} landed but its snapshot is not on main`);
           return { snapshot: snap, alreadyCommitted: false, metadata: after.metadata };
         } catch (e) {
-          if (isIcebergError(e, 'CommitConflict') && attempt < 20) {
-            await sleep(Math.min(2000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
+          if (isIcebergError(e, 'CommitConflict') && attempt < 30) {
+            // This attempt's manifest list provably did not land; the next attempt writes its own.
+            await Promise.all(pending.attemptFiles.map((f) => io.delete(f).catch(() => undefined)));
+            await sleep(Math.min(2000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
             continue;
           }
+          // CommitStateUnknown and everything else keep the files: the commit may have landed, and
+          // the activity retry will find it by commit id.
           throw e;
         }
       }

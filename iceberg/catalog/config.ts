@@ -87,7 +87,7 @@ export function validateCatalogConfig(raw: unknown): CatalogConfig {
   if (type === 'sql') {
     str(o, 'name', true);
     const warehouse = str(o, 'warehouse', true)!;
-    try { schemeOf(warehouse); } catch (e) { throw bad('warehouse', 'a location like s3://bucket/prefix or file:///abs/path', warehouse); }
+    try { schemeOf(warehouse); } catch { throw bad('warehouse', 'a location like s3://bucket/prefix or file:///abs/path', warehouse); }
     if (!/^(sqlite|postgres(ql)?)(\+[a-z0-9]+)?:\/\//.test(uri)) throw bad('uri', 'sqlite:///path or postgresql://user:pass@host:port/db', uri);
     if (o['busyTimeoutMs'] !== undefined && (typeof o['busyTimeoutMs'] !== 'number' || o['busyTimeoutMs'] < 0)) {
       throw bad('busyTimeoutMs', 'a non-negative number', o['busyTimeoutMs']);

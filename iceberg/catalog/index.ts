@@ -1,5 +1,6 @@
 export type { Catalog } from './catalog';
 export { identToString, parseIdentifier } from './catalog';
+export { MemoryCatalog } from './memory';
 export {
   SqlCatalog, namespaceToString, newMetadataLocation, withPreviousMetadata,
   METADATA_PREVIOUS_VERSIONS_MAX, METADATA_DELETE_AFTER_COMMIT, WRITE_METADATA_PATH,

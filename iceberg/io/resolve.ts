@@ -42,15 +42,9 @@ export function resolveFileIO(location: string, options: FileIOOptions = {}): Fi
       const { LocalFileIO } = require('./local') as typeof import('./local');
       return new LocalFileIO();
     }
-    case 'memory': {
-      // memory.ts keeps one process-wide store, so every memory:// FileIO sees the same files.
-      const mod = require('./memory') as Record<string, unknown>;
-      const Ctor = (mod['MemoryFileIO'] ?? mod['default']) as (new () => FileIO) | undefined;
-      const shared = mod['memoryFileIO'] as FileIO | undefined;
-      if (shared) return shared;
-      if (!Ctor) throw new IcebergError('Unexpected', 'iceberg/io/memory.ts exports no MemoryFileIO');
-      return new Ctor();
-    }
+    case 'memory':
+      // One process-wide store, so every memory:// FileIO sees the same files.
+      return (require('./memory') as typeof import('./memory')).memoryFileIO;
   }
 }
 

@@ -80,12 +80,30 @@ function writerProperties(o: ParquetWriteOptions): import('parquet-wasm').Writer
   return b.build(); // build() consumes the builder
 }
 
-/** Bytes held by an Arrow Data tree (buffers only; what compression works on). */
-export function arrowByteLength(data: arrow.Data): number {
-  let n = 0;
-  for (const b of [data.valueOffsets, data.values, data.nullBitmap]) if (b) n += (b as ArrayBufferView).byteLength;
-  for (const c of data.children) n += arrowByteLength(c);
-  return n;
+/**
+ * Bytes of Arrow data in slots [from, to) of `data` (what compression works on). Slice-aware:
+ * a sliced batch shares its parent's string bytes and list children, so buffer lengths alone
+ * would count the whole parent again for every slice.
+ */
+export function arrowByteLength(data: arrow.Data, from = 0, to = data.length): number {
+  const n = to - from;
+  if (n <= 0) return 0;
+  let bytes = data.nullCount > 0 ? Math.ceil(n / 8) : 0;
+  const offsets = data.valueOffsets as Int32Array | BigInt64Array | undefined;
+  if (offsets) {
+    bytes += (n + 1) * offsets.BYTES_PER_ELEMENT;
+    const a = Number(offsets[from]!), b = Number(offsets[to]!);
+    if (data.children.length > 0) for (const c of data.children) bytes += arrowByteLength(c, a, b); // list, map
+    else bytes += b - a; // string, binary
+    return bytes;
+  }
+  if (data.children.length > 0) {
+    for (const c of data.children) bytes += arrowByteLength(c, from, to); // struct
+    return bytes;
+  }
+  const values = data.values as ArrayBufferView | undefined;
+  if (values && data.length > 0) bytes += (values.byteLength * n) / data.length; // fixed width: sliced already
+  return bytes;
 }
 
 /** Input for one file: Arrow (any layout conformBatch accepts), row objects or columns. */

@@ -16,7 +16,7 @@ import { readManifestList, writeManifestList } from '../spec/manifest-list';
 import { MAIN_BRANCH, currentSchema, currentSnapshot, specById } from '../spec/metadata';
 import {
   type DataFile, DataFileContent, ManifestContent, type ManifestEntry, ManifestEntryStatus, type ManifestFile,
-  type LoadedTable, type Snapshot, type SnapshotOperation, type TableMetadata,
+  type Snapshot, type SnapshotOperation, type TableMetadata,
 } from '../spec/types';
 import {
   MANIFEST_MERGE_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT, MANIFEST_TARGET_SIZE_BYTES,
@@ -301,4 +301,3 @@ export class RewriteFiles extends SnapshotProducer {
   replaced(): DataFile[] { return this.deletedFiles; }
 }
 
-export type { LoadedTable };

@@ -52,7 +52,7 @@ const snap = (id: bigint, parent: bigint | null, seq: bigint, m: TableMetadata):
   'timestamp-ms': BigInt(Date.now()), 'manifest-list': `${m.location}/metadata/snap-${id}.avro`, summary: { operation: 'append' },
 });
 
-test('DDL on Postgres matches the JDBC/PyIceberg schema', async () => {
+void test('DDL on Postgres matches the JDBC/PyIceberg schema', async () => {
   await open().init();
   const pg = new Client({ connectionString: env.postgres.url });
   await pg.connect();
@@ -82,7 +82,7 @@ test('DDL on Postgres matches the JDBC/PyIceberg schema', async () => {
   ]);
 });
 
-test('namespaces, create/load/list/drop on Postgres + S3', async () => {
+void test('namespaces, create/load/list/drop on Postgres + S3', async () => {
   const cat = open();
   await cat.createNamespace(['db', 'inner']);
   assert.deepEqual(await cat.listNamespaces(), [['db']]);
@@ -100,7 +100,7 @@ test('namespaces, create/load/list/drop on Postgres + S3', async () => {
   assert.deepEqual(await cat.listNamespaces(), []);
 });
 
-test('CAS on Postgres: concurrent commits from 3 catalog instances (separate pools) all land with retry', async () => {
+void test('CAS on Postgres: concurrent commits from 3 catalog instances (separate pools) all land with retry', async () => {
   const cats = [open(), open(), open()];
   await cats[0]!.createNamespace(['cas']);
   const id = { namespace: ['cas'], name: 't' };
@@ -136,7 +136,7 @@ test('CAS on Postgres: concurrent commits from 3 catalog instances (separate poo
   assert.deepEqual(files.map(parseMetadataVersion).sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
 });
 
-test('catalogFromConfig with a postgresql:// uri', async () => {
+void test('catalogFromConfig with a postgresql:// uri', async () => {
   const { catalog } = await catalogFromConfig({
     type: 'sql', name: catalogName, uri: env.postgres.url, warehouse,
     s3: { endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey },

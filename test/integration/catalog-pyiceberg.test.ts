@@ -55,7 +55,7 @@ else:
     print(json.dumps({"rows": t.scan().to_arrow().num_rows, "props": t.properties, "metadata_location": t.metadata_location}))
 `;
 
-test('PyIceberg SqlCatalog loads a table we created and committed to', { skip }, async () => {
+void test('PyIceberg SqlCatalog loads a table we created and committed to', { skip }, async () => {
   const dbPath = join(root, 'catalog.db');
   const warehouse = pathToFileURL(join(root, 'warehouse')).href;
   const cat = new SqlCatalog({ name: 'floe', dialect: new SqliteDialect({ path: dbPath }), io: new LocalFileIO(), warehouse });
@@ -104,7 +104,7 @@ test('PyIceberg SqlCatalog loads a table we created and committed to', { skip },
   assert.deepEqual(py['ns_props'], { owner: 'floe' });
 });
 
-test('we load and commit to a table PyIceberg wrote; PyIceberg still reads all rows', { skip }, async () => {
+void test('we load and commit to a table PyIceberg wrote; PyIceberg still reads all rows', { skip }, async () => {
   const dbPath = join(root, 'catalog2.db');
   const warehouse = pathToFileURL(join(root, 'warehouse2')).href;
   const written = await runPythonJson<{ metadata_location: string; snapshot_id: string }>(PY, [dbPath, warehouse, 'write']);

@@ -36,7 +36,7 @@ const runChild = (args: string[]): Promise<ChildResult> => new Promise((resolve,
   });
 });
 
-test('two processes commit 25 snapshots each to one SQLite catalog table; all 50 land', async () => {
+void test('two processes commit 25 snapshots each to one SQLite catalog table; all 50 land', async () => {
   const dbPath = join(root, 'catalog.db');
   const warehouse = pathToFileURL(join(root, 'warehouse')).href;
   const cat = new SqlCatalog({ name: 'floe', dialect: new SqliteDialect({ path: dbPath }), io: new LocalFileIO(), warehouse });

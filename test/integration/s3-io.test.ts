@@ -36,7 +36,7 @@ const collect = async (it: AsyncIterable<FileInfo>): Promise<FileInfo[]> => {
   return out;
 };
 
-test('put/get/stat/exists/readRange round-trip', async () => {
+void test('put/get/stat/exists/readRange round-trip', async () => {
   const loc = `${base}/small/obj.bin`;
   const data = new TextEncoder().encode('hello, iceberg on seaweedfs');
   await io.write(loc, data);
@@ -49,7 +49,7 @@ test('put/get/stat/exists/readRange round-trip', async () => {
   assert.equal(await io.exists(`${base}/small/missing.bin`), false);
 });
 
-test('missing objects: NotFound for read/stat/readRange; delete is idempotent', async () => {
+void test('missing objects: NotFound for read/stat/readRange; delete is idempotent', async () => {
   const loc = `${base}/missing/${randomUUID()}`;
   for (const op of [() => io.read(loc), () => io.stat(loc), () => io.readRange(loc, 0, 4)]) {
     await assert.rejects(op(), (e: unknown) => isIcebergError(e, 'NotFound') && !e.retryable && e.message.includes(loc));
@@ -62,7 +62,7 @@ test('missing objects: NotFound for read/stat/readRange; delete is idempotent', 
   assert.equal(await io.exists(real), false);
 });
 
-test('list: paginates (2 keys per page), recursive, directory semantics, sizes', async () => {
+void test('list: paginates (2 keys per page), recursive, directory semantics, sizes', async () => {
   const dir = `${base}/tbl`;
   const names = ['data/a.parquet', 'data/p=1/b.parquet', 'data/p=2/c.parquet', 'metadata/00000-x.metadata.json', 'metadata/snap.avro'];
   await Promise.all(names.map((n, i) => io.write(`${dir}/${n}`, new Uint8Array(i + 1))));
@@ -75,7 +75,7 @@ test('list: paginates (2 keys per page), recursive, directory semantics, sizes',
   assert.equal((await collect(io.list(`${base}/empty-dir`))).length, 0);
 });
 
-test('multipart upload above the threshold; ranged reads across part boundaries', async () => {
+void test('multipart upload above the threshold; ranged reads across part boundaries', async () => {
   const loc = `${base}/big/blob.bin`;
   const data = randomBytes(11 * 1024 * 1024 + 123); // 3 parts of 5 MiB
   await io.write(loc, data);
@@ -87,7 +87,7 @@ test('multipart upload above the threshold; ranged reads across part boundaries'
   assert.equal(Buffer.compare(Buffer.from(back), data), 0);
 });
 
-test('bad credentials are a non-retryable Io error, not NotFound', async () => {
+void test('bad credentials are a non-retryable Io error, not NotFound', async () => {
   const bad = new S3FileIO({
     endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true,
     accessKeyId: env.s3.accessKeyId, secretAccessKey: 'wrong-secret', maxAttempts: 1,

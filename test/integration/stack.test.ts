@@ -13,14 +13,14 @@ import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Client as PgClient } from 'pg';
-import { Field, Int64, Schema, Table, Utf8, makeData, tableToIPC, vectorFromArray, Struct } from 'apache-arrow';
+import { Field, Int64, RecordBatch, Schema, Struct, Table, Utf8, makeData, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { ensureStack } from '../../stack/stack';
 import { runPythonJson } from '../../stack/python';
 import { stackS3Client } from '../../stack/services';
 import type { StackEnv } from '../../stack/env';
 import { stackProbe } from './fixtures/stack-workflow';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// The Node build of parquet-wasm (sync wasm init); see iceberg/parquet/wasm.ts.
 const parquetWasm = require('parquet-wasm') as typeof import('parquet-wasm');
 
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
@@ -136,7 +136,7 @@ describe('local stack', () => {
     const ids = vectorFromArray([1n, 2n, 3n], new Int64());
     const names = vectorFromArray(['a', null, 'c'], new Utf8());
     const data = makeData({ type: new Struct(schema.fields), length: 3, nullCount: 0, children: [ids.data[0]!, names.data[0]!] });
-    const table = new Table(schema, data);
+    const table = new Table([new RecordBatch(schema, data)]);
     const wasmTable = parquetWasm.Table.fromIPCStream(tableToIPC(table, 'stream'));
     const bytes = parquetWasm.writeParquet(wasmTable);
 

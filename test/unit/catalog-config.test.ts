@@ -15,7 +15,7 @@ const rejectsKey = (cfg: unknown, key: string): void => {
     isIcebergError(e, 'DataInvalid') && e.message.includes(`"${key}"`), `config ${JSON.stringify(cfg)} should fail naming "${key}"`);
 };
 
-test('validation fails fast naming the offending key', () => {
+void test('validation fails fast naming the offending key', () => {
   rejectsKey(undefined, '(root)');
   rejectsKey({ uri: 'x' }, 'type');
   rejectsKey({ type: 'hive', uri: 'x' }, 'type');
@@ -33,14 +33,14 @@ test('validation fails fast naming the offending key', () => {
   assert.equal(validateCatalogConfig({ type: 'rest', uri: 'http://h:8181', warehouse: 'w' }).type, 'rest');
 });
 
-test('sqlite URIs follow SQLAlchemy: three slashes relative, four absolute', () => {
+void test('sqlite URIs follow SQLAlchemy: three slashes relative, four absolute', () => {
   assert.equal(sqlitePathFromUri('sqlite:////tmp/a.db'), '/tmp/a.db');
   assert.equal(sqlitePathFromUri('sqlite:///rel/a.db'), resolve('rel/a.db'));
   assert.equal(sqlitePathFromUri('sqlite:///:memory:'), ':memory:');
   assert.throws(() => sqlitePathFromUri('sqlite:///'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
 });
 
-test('catalogFromConfig opens a SQLite catalog and its FileIO writes to the warehouse', async () => {
+void test('catalogFromConfig opens a SQLite catalog and its FileIO writes to the warehouse', async () => {
   const dbPath = join(root, 'sub', 'catalog.db');
   const warehouse = pathToFileURL(join(root, 'wh')).href;
   const { catalog, io } = await catalogFromConfig({ type: 'sql', name: 'floe', uri: `sqlite:///${dbPath}`, warehouse });
@@ -52,7 +52,7 @@ test('catalogFromConfig opens a SQLite catalog and its FileIO writes to the ware
   await catalog.close();
 });
 
-test('catalogFromConfig fails fast on an unreachable catalog, naming "uri" and hiding the password', async () => {
+void test('catalogFromConfig fails fast on an unreachable catalog, naming "uri" and hiding the password', async () => {
   await assert.rejects(
     catalogFromConfig({ type: 'sql', name: 'c', uri: 'postgresql://u:secret@127.0.0.1:1/db', warehouse: 'file:///w' }),
     (e: unknown) => isIcebergError(e, 'Io') && e.message.includes('"uri"') && !e.message.includes('secret') && e.message.includes('u:***@'),

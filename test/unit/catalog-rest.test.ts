@@ -75,7 +75,7 @@ after(async () => {
 
 const catalog = (): RestCatalog => new RestCatalog({ uri, warehouse: 'my wh', token: 'tok', timeoutMs: 500, readRetries: 0 });
 
-test('config: warehouse is sent, prefix is used, properties merge; bearer token on every call', async () => {
+void test('config: warehouse is sent, prefix is used, properties merge; bearer token on every call', async () => {
   const c = catalog();
   assert.deepEqual(await c.listNamespaces(), [['db'], ['db2']]);
   assert.equal(seen[0]!.url, '/v1/config?warehouse=my%20wh');
@@ -83,7 +83,7 @@ test('config: warehouse is sent, prefix is used, properties merge; bearer token 
   assert.ok(seen.every((s) => s.auth === 'Bearer tok'));
 });
 
-test('namespaces and tables: 0x1F-joined levels, HEAD existence, 409 on create is AlreadyExists', async () => {
+void test('namespaces and tables: 0x1F-joined levels, HEAD existence, 409 on create is AlreadyExists', async () => {
   const c = catalog();
   assert.equal(await c.namespaceExists(['a', 'b']), true);
   assert.equal(await c.namespaceExists(['zz']), false);
@@ -92,7 +92,7 @@ test('namespaces and tables: 0x1F-joined levels, HEAD existence, 409 on create i
   await assert.rejects(c.loadTable({ namespace: ['db'], name: 'missing' }), (e: unknown) => isIcebergError(e, 'NotFound') && /NoSuchTableException/.test(e.message));
 });
 
-test('create/load: request carries schema, spec, location; metadata parses with 64-bit ids; config is kept', async () => {
+void test('create/load: request carries schema, spec, location; metadata parses with 64-bit ids; config is kept', async () => {
   const c = catalog();
   const created = await c.createTable({ namespace: ['db'], name: 't' }, table);
   const req = JSON.parse(seen.at(-1)!.body) as Record<string, unknown>;
@@ -104,7 +104,7 @@ test('create/load: request carries schema, spec, location; metadata parses with 
   assert.deepEqual(c.tableConfig.get('db.t'), { 's3.endpoint': 'http://s3' });
 });
 
-test('commit: bigint ids go out and come back exactly', async () => {
+void test('commit: bigint ids go out and come back exactly', async () => {
   commitMode = 'ok';
   const c = catalog();
   const out = await c.commitTable({ namespace: ['db'], name: 't' }, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], [
@@ -118,7 +118,7 @@ test('commit: bigint ids go out and come back exactly', async () => {
   assert.equal(out.metadata['current-snapshot-id'], BIG);
 });
 
-test('commit errors: 409 CommitConflict (retryable), 5xx and timeout CommitStateUnknown, 400 DataInvalid', async () => {
+void test('commit errors: 409 CommitConflict (retryable), 5xx and timeout CommitStateUnknown, 400 DataInvalid', async () => {
   const c = catalog();
   const id = { namespace: ['db'], name: 't' };
   commitMode = '409';
@@ -132,7 +132,7 @@ test('commit errors: 409 CommitConflict (retryable), 5xx and timeout CommitState
   commitMode = 'ok';
 });
 
-test('commit to an unreachable server is a retryable Io error (nothing was sent)', async () => {
+void test('commit to an unreachable server is a retryable Io error (nothing was sent)', async () => {
   const probe = createServer();
   await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
   const closedPort = (probe.address() as AddressInfo).port;
@@ -143,7 +143,7 @@ test('commit to an unreachable server is a retryable Io error (nothing was sent)
   await assert.rejects(c.commitTable({ namespace: ['db'], name: 't' }, [], []), (e: unknown) => isIcebergError(e, 'Io') && e.retryable);
 });
 
-test('drop with purge sends purgeRequested=true', async () => {
+void test('drop with purge sends purgeRequested=true', async () => {
   await catalog().dropTable({ namespace: ['db'], name: 't' }, { purge: true });
   assert.equal(seen.at(-1)!.url, '/v1/wh1/namespaces/db/tables/t?purgeRequested=true');
   assert.equal(seen.at(-1)!.method, 'DELETE');

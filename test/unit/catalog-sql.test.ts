@@ -46,7 +46,7 @@ const appendUpdates = (s: Snapshot): TableUpdate[] => [
 ];
 const mainIs = (id: bigint | null): TableRequirement => ({ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': id });
 
-test('schema matches the JDBC/PyIceberg DDL: columns, nullability, primary keys', async () => {
+void test('schema matches the JDBC/PyIceberg DDL: columns, nullability, primary keys', async () => {
   const path = freshDb();
   const cat = open(path);
   await cat.init();
@@ -66,7 +66,7 @@ test('schema matches the JDBC/PyIceberg DDL: columns, nullability, primary keys'
   db.close();
 });
 
-test('namespaces: create, exists, nested listing, properties, drop rules', async () => {
+void test('namespaces: create, exists, nested listing, properties, drop rules', async () => {
   const cat = open(freshDb());
   await cat.createNamespace(['db']);
   await cat.createNamespace(['db', 'sub', 'leaf'], { owner: 'floe', location: 's3://b/custom' });
@@ -92,7 +92,7 @@ test('namespaces: create, exists, nested listing, properties, drop rules', async
   await cat.close();
 });
 
-test('tables: create writes 00000-<uuid>.metadata.json; load, list, exists; duplicate create is AlreadyExists', async () => {
+void test('tables: create writes 00000-<uuid>.metadata.json; load, list, exists; duplicate create is AlreadyExists', async () => {
   const path = freshDb();
   const cat = open(path);
   await cat.createNamespace(['db']);
@@ -118,7 +118,7 @@ test('tables: create writes 00000-<uuid>.metadata.json; load, list, exists; dupl
   await cat.close();
 });
 
-test('commit: CAS chain of versions, metadata-log, previous_metadata_location, 64-bit ids', async () => {
+void test('commit: CAS chain of versions, metadata-log, previous_metadata_location, 64-bit ids', async () => {
   const path = freshDb();
   const cat = open(path);
   await cat.createNamespace(['db']);
@@ -149,7 +149,7 @@ test('commit: CAS chain of versions, metadata-log, previous_metadata_location, 6
   await cat.close();
 });
 
-test('commit: a failed requirement is a retryable CommitConflict naming expected vs found, and writes nothing', async () => {
+void test('commit: a failed requirement is a retryable CommitConflict naming expected vs found, and writes nothing', async () => {
   const cat = open(freshDb());
   await cat.createNamespace(['db']);
   const id = { namespace: ['db'], name: 't' };
@@ -171,7 +171,7 @@ test('commit: a failed requirement is a retryable CommitConflict naming expected
   await cat.close();
 });
 
-test('commit: two catalog instances on one SQLite file race; the loser gets CommitConflict and its file is deleted', async () => {
+void test('commit: two catalog instances on one SQLite file race; the loser gets CommitConflict and its file is deleted', async () => {
   const path = freshDb();
   const a = open(path);
   const b = open(path);
@@ -213,7 +213,7 @@ test('commit: two catalog instances on one SQLite file race; the loser gets Comm
   for (const c of [a, b, spying]) await c.close();
 });
 
-test('commit: interleaved commits from two instances all land with reload-and-retry', async () => {
+void test('commit: interleaved commits from two instances all land with reload-and-retry', async () => {
   const path = freshDb();
   const a = open(path);
   const b = open(path);
@@ -246,7 +246,7 @@ test('commit: interleaved commits from two instances all land with reload-and-re
   await b.close();
 });
 
-test('metadata-log is bounded by write.metadata.previous-versions-max; delete-after-commit removes old files', async () => {
+void test('metadata-log is bounded by write.metadata.previous-versions-max; delete-after-commit removes old files', async () => {
   const cat = open(freshDb());
   await cat.createNamespace(['db']);
   const id = { namespace: ['db'], name: 't' };
@@ -268,7 +268,7 @@ test('metadata-log is bounded by write.metadata.previous-versions-max; delete-af
   await cat.close();
 });
 
-test('dropTable: NotFound when missing; purge deletes metadata files', async () => {
+void test('dropTable: NotFound when missing; purge deletes metadata files', async () => {
   const cat = open(freshDb());
   await cat.createNamespace(['db']);
   const keep = { namespace: ['db'], name: 'keep' };
@@ -286,7 +286,7 @@ test('dropTable: NotFound when missing; purge deletes metadata files', async () 
   await cat.close();
 });
 
-test('opens a catalog created by PyIceberg (no iceberg_type column) and leaves its schema alone', async () => {
+void test('opens a catalog created by PyIceberg (no iceberg_type column) and leaves its schema alone', async () => {
   const path = freshDb();
   const db = new Database(path);
   db.exec(`CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT NULL,

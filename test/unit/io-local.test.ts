@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { isIcebergError } from '../../iceberg/errors';
-import { LocalFileIO, ResolvingFileIO, resolveFileIO, schemeOf, S3FileIO } from '../../iceberg/io';
+import { LocalFileIO, memoryFileIO, ResolvingFileIO, resolveFileIO, schemeOf, S3FileIO } from '../../iceberg/io';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-io-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -13,7 +13,7 @@ const url = (p: string): string => pathToFileURL(join(dir, p)).href;
 const io = new LocalFileIO();
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-test('write creates parent directories; read, readRange, stat, exists round-trip', async () => {
+void test('write creates parent directories; read, readRange, stat, exists round-trip', async () => {
   const loc = url('a/b/c/file.bin');
   await io.write(loc, bytes('0123456789'));
   assert.deepEqual(await io.read(loc), bytes('0123456789'));
@@ -28,7 +28,7 @@ test('write creates parent directories; read, readRange, stat, exists round-trip
   assert.equal(await io.exists(url('a/b')), false);
 });
 
-test('write replaces atomically and leaves no temp files behind', async () => {
+void test('write replaces atomically and leaves no temp files behind', async () => {
   const loc = url('atomic/x.json');
   await io.write(loc, bytes('first'));
   await io.write(loc, bytes('second, longer'));
@@ -36,7 +36,7 @@ test('write replaces atomically and leaves no temp files behind', async () => {
   assert.deepEqual(readdirSync(join(dir, 'atomic')), ['x.json']);
 });
 
-test('missing files: read/stat/readRange throw NotFound, delete is idempotent', async () => {
+void test('missing files: read/stat/readRange throw NotFound, delete is idempotent', async () => {
   const loc = url('nope/missing.bin');
   for (const op of [() => io.read(loc), () => io.stat(loc), () => io.readRange(loc, 0, 1)]) {
     await assert.rejects(op(), (e: unknown) => isIcebergError(e, 'NotFound') && e.message.includes(loc));
@@ -49,14 +49,14 @@ test('missing files: read/stat/readRange throw NotFound, delete is idempotent', 
   assert.equal(await io.exists(real), false);
 });
 
-test('readRange past the end is a short-read Io error naming expected vs found', async () => {
+void test('readRange past the end is a short-read Io error naming expected vs found', async () => {
   const loc = url('short.bin');
   await io.write(loc, bytes('abc'));
   await assert.rejects(io.readRange(loc, 1, 10), (e: unknown) =>
     isIcebergError(e, 'Io') && /expected 10 bytes, found 2 bytes/.test(e.message));
 });
 
-test('list is recursive, treats the prefix as a directory, hides temp files, returns file:// URIs', async () => {
+void test('list is recursive, treats the prefix as a directory, hides temp files, returns file:// URIs', async () => {
   await io.write(url('tbl/data/p=1/a.parquet'), bytes('aa'));
   await io.write(url('tbl/data/p=2/b.parquet'), bytes('bbb'));
   await io.write(url('tbl/metadata/v1.json'), bytes('{}'));
@@ -73,17 +73,18 @@ test('list is recursive, treats the prefix as a directory, hides temp files, ret
   assert.equal(none.length, 0);
 });
 
-test('plain absolute paths work; relative paths are rejected', async () => {
+void test('plain absolute paths work; relative paths are rejected', async () => {
   const p = join(dir, 'plain', 'f.txt');
   await io.write(p, bytes('plain'));
   assert.equal(new TextDecoder().decode(await io.read(p)), 'plain');
   await assert.rejects(io.read('relative/path'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
 });
 
-test('resolveFileIO dispatches by scheme; unknown schemes fail naming the scheme', async () => {
+void test('resolveFileIO dispatches by scheme; unknown schemes fail naming the scheme', async () => {
   assert.ok(resolveFileIO(url('x')) instanceof LocalFileIO);
   assert.ok(resolveFileIO('s3://bucket/key', { s3: { region: 'us-east-1' } }) instanceof S3FileIO);
   assert.ok(resolveFileIO('s3a://bucket/key') instanceof S3FileIO);
+  assert.equal(resolveFileIO('memory://x/y'), memoryFileIO, 'memory:// shares the process-wide store');
   assert.equal(schemeOf('/abs/path'), 'file');
   assert.throws(() => schemeOf('gs://bucket/x'), (e: unknown) => isIcebergError(e, 'FeatureUnsupported') && /found gs/.test(e.message));
   assert.throws(() => schemeOf('bucket/x'), (e: unknown) => isIcebergError(e, 'DataInvalid'));

@@ -1,0 +1,222 @@
+/**
+ * Compaction activities: plan file groups from the live files, rewrite one group with bounded
+ * memory (row group by row group in, files rolled at the target size out), and commit finished
+ * groups as one Iceberg `replace` snapshot.
+ *
+ * Concurrency: planning and rewriting only read; the commit is optimistic (RewriteFiles checks on
+ * every CAS attempt that each replaced file is still live), so concurrent ingest appends never
+ * fail it and a group whose inputs vanished (concurrent compaction, expiry) is dropped from the
+ * commit and reported instead of failing the others.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { findTable, type TableConfig } from '../../config';
+import { parseIdentifier } from '../../iceberg/catalog/catalog';
+import { isIcebergError } from '../../iceberg/errors';
+import { parquetWriteOptionsFromProperties, readParquetBatches, RollingParquetWriter } from '../../iceberg/parquet';
+import { dataFileFromWire, dataFileToWire } from '../../iceberg/spec/data-file';
+import { currentSchema, currentSnapshot, specById } from '../../iceberg/spec/metadata';
+import { partitionPath } from '../../iceberg/spec/partition';
+import { readManifestList } from '../../iceberg/spec/manifest-list';
+import { type DataFile, ManifestContent, type TableMetadata } from '../../iceberg/spec/types';
+import { RewriteFiles } from '../../iceberg/transaction/snapshot-producer';
+import { findCommit, SUMMARY_COMMIT_ID } from '../cursor';
+import { crashPoint } from '../hooks';
+import type { Tables } from '../tables';
+import { commitAction } from './commit';
+import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
+import { absPath, liveDataFiles, relPath } from './reachable';
+import {
+  compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
+  type FileStats, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
+} from './types';
+
+/** Snapshot summary keys of a compaction commit (no `floe.ingest-id`: cursors skip it). */
+export const SUMMARY_COMPACT_GROUPS = 'floe.compact.groups';
+export const INPUTS_VANISHED = 'InputsVanished';
+
+export function compactOptionsFor(t: TableConfig | undefined, overrides: Partial<CompactOptions> = {}, targetFallback = 128 * 1024 * 1024): CompactOptions {
+  const target = overrides.targetFileSizeBytes ?? t?.maintenance.compact.targetFileSizeBytes ?? targetFallback;
+  const base = compactDefaults(target);
+  if (t) base.minInputFiles = t.maintenance.compact.minInputFiles;
+  const o = { ...base };
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) (o as Record<string, unknown>)[k] = v;
+  // min/max sizes follow an overridden target unless given explicitly
+  if (overrides.targetFileSizeBytes !== undefined) {
+    if (overrides.minFileSizeBytes === undefined) o.minFileSizeBytes = Math.floor(target * 0.75);
+    if (overrides.maxFileSizeBytes === undefined) o.maxFileSizeBytes = Math.floor(target * 1.8);
+  }
+  return o;
+}
+
+/** Live data files as planner input: partition path and time range from the file's spec. */
+export function toLiveFiles(m: TableMetadata, files: DataFile[]): LiveFile[] {
+  const schema = currentSchema(m);
+  return files.map((f) => {
+    const spec = specById(m, f.specId);
+    let range: [number, number] | null = null;
+    for (const pf of spec.fields) {
+      const r = transformTimeRange(pf.transform, f.partition[pf.name]);
+      if (r) range = range ? [Math.max(range[0], r[0]), Math.min(range[1], r[1])] : r;
+    }
+    return {
+      path: relPath(m.location, f.filePath), size: f.fileSizeInBytes, records: f.recordCount, specId: f.specId,
+      partitionPath: spec.fields.length ? partitionPath(spec, schema, f.partition) : '', timeRange: range,
+    };
+  });
+}
+
+export async function tableFileStats(tables: Tables, table: string): Promise<FileStats> {
+  const { metadata } = await tables.load(table);
+  return fileStats((await liveDataFiles(tables.io, metadata)).map((f) => ({ size: f.dataFile.fileSizeInBytes })));
+}
+
+export async function planCompaction(tables: Tables, cfgTable: TableConfig | undefined, input: PlanCompactionInput): Promise<CompactionPlan> {
+  const { metadata } = await tables.load(input.table);
+  const options = compactOptionsFor(cfgTable, input.options ?? {},
+    Number(metadata.properties['write.target-file-size-bytes'] ?? 128 * 1024 * 1024));
+  const snap = currentSnapshot(metadata);
+  if (snap) {
+    const deletes = (await readManifestList(tables.io, snap['manifest-list'])).filter((m) => m.content === ManifestContent.Deletes);
+    if (deletes.length > 0) {
+      throw ApplicationFailure.nonRetryable(`${input.table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests)`, 'FeatureUnsupported');
+    }
+  }
+  // A scheduled run compacts the `lookbackPartitions` time partitions ending at its window.
+  const lookback = cfgTable?.maintenance.compact.lookbackPartitions;
+  if (input.window && lookback && !options.partitionFilter) {
+    const timeField = metadata['partition-specs'].find((s) => s['spec-id'] === metadata['default-spec-id'])?.fields
+      .find((f) => ['hour', 'day', 'month', 'year'].includes(f.transform));
+    const w = timeField ? lookbackWindow(timeField.transform, Date.parse(input.window), lookback) : null;
+    if (w) options.partitionFilter = w;
+  }
+  const live = (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile);
+  const { groups, partitionsScanned } = planFileGroups(toLiveFiles(metadata, live), options);
+  return {
+    table: input.table, location: metadata.location, snapshotId: snap ? snap['snapshot-id'].toString() : null,
+    groups, before: fileStats(live.map((f) => ({ size: f.fileSizeInBytes }))), partitionsScanned, options,
+  };
+}
+
+/**
+ * Rewrites one group. Memory: one input row group plus the Arrow data of the output file being
+ * filled (bounded by the target size). Outputs are named `<runId>-g<group>-a<attempt>-<n>` so a
+ * retried attempt never overwrites; a killed attempt's outputs are orphans.
+ */
+export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput): Promise<RewriteGroupResult> {
+  const ctx = Context.current();
+  const started = Date.now();
+  let peakRss = process.memoryUsage().rss;
+  const { metadata } = await tables.load(input.table);
+  const schema = currentSchema(metadata);
+  const g = input.group;
+  const dir = g.partitionPath ? `${metadata.location}/data/${g.partitionPath}` : `${metadata.location}/data`;
+  const prefix = `${input.runId}-g${g.index}-a${ctx.info.attempt}`;
+  const writer = new RollingParquetWriter({
+    schema, io: tables.io, targetFileSizeBytes: input.targetFileSizeBytes,
+    ...parquetWriteOptionsFromProperties(schema, metadata.properties),
+    location: (i) => `${dir}/${prefix}-${String(i).padStart(5, '0')}.parquet`,
+  });
+  let rows = 0, bytesRead = 0;
+  for (const [i, f] of g.files.entries()) {
+    const location = absPath(input.location, f.path);
+    try {
+      for await (const batch of readParquetBatches(tables.io, location, { fileSize: f.size })) {
+        await writer.writeBatch(batch);
+        rows += batch.numRows;
+        peakRss = Math.max(peakRss, process.memoryUsage().rss);
+      }
+    } catch (e) {
+      if (isIcebergError(e, 'NotFound') || /NoSuchKey|not found|ENOENT/i.test(String((e as Error).message))) {
+        // Expiry or another compaction already removed it: this group cannot be committed.
+        throw ApplicationFailure.nonRetryable(`group ${g.index}: input ${location} no longer exists`, INPUTS_VANISHED);
+      }
+      throw e;
+    }
+    bytesRead += f.size;
+    ctx.heartbeat({ filesDone: i + 1, files: g.files.length, rows, bytesRead });
+  }
+  const outputs = await writer.close();
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+  // Chaos tests kill here: outputs written, nothing reported -> they must end up as orphans.
+  crashPoint('compact-rewrite');
+  const written = outputs.reduce((a, f) => a + f.recordCount, 0);
+  if (written !== g.records || rows !== g.records) {
+    throw ApplicationFailure.nonRetryable(`group ${g.index}: record count mismatch: expected ${g.records} (manifests), read ${rows}, wrote ${written}`, 'DataInvalid');
+  }
+  return {
+    index: g.index,
+    outputs: outputs.map((f) => dataFileToWire({ ...f, specId: g.specId, partition: {} })),
+    inputBytes: g.bytes,
+    outputBytes: outputs.reduce((a, f) => a + f.fileSizeInBytes, 0),
+    records: written,
+    durationMs: Date.now() - started,
+    peakRssBytes: peakRss,
+  };
+}
+
+/**
+ * Commits finished groups as one `replace` snapshot, exactly once per `commitId`: a retry first
+ * looks for its commit id in main's ancestry. Groups with a replaced file that is no longer live
+ * are left out (and their outputs deleted: they were never referenced); the rest commit.
+ */
+export async function commitRewrite(tables: Tables, input: CommitRewriteInput): Promise<CommitRewriteResult> {
+  const id = parseIdentifier(input.table);
+  const skipped: CommitRewriteResult['skippedGroups'] = [];
+  let pending = [...input.groups];
+  const dropOutputs = async (gs: typeof pending) => {
+    for (const { result } of gs) await Promise.all(result.outputs.map((o) => tables.io.delete(String(o.filePath)).catch(() => undefined)));
+  };
+  for (;;) {
+    const loaded = await tables.load(input.table);
+    const existing = findCommit(loaded.metadata, input.commitId);
+    if (existing) {
+      const committed = (existing.summary[SUMMARY_COMPACT_GROUPS] ?? '').split(',').filter(Boolean).map(Number);
+      return { snapshotId: existing['snapshot-id'].toString(), alreadyCommitted: true, committedGroups: committed, skippedGroups: skipped };
+    }
+    // Partition and spec of the outputs come from the files they replace (same partition by plan).
+    const live = new Map((await liveDataFiles(tables.io, loaded.metadata)).map((f) => [f.dataFile.filePath, f.dataFile]));
+    const ready: typeof pending = [];
+    for (const p of pending) {
+      const missing = p.group.files.map((f) => absPath(input.location, f.path)).filter((l) => !live.has(l));
+      if (missing.length) skipped.push({ index: p.group.index, reason: `${missing.length} of ${p.group.files.length} input files are no longer live (e.g. ${missing[0]})` });
+      else ready.push(p);
+    }
+    await dropOutputs(pending.filter((p) => !ready.includes(p)));
+    pending = ready;
+    if (pending.length === 0) return { snapshotId: null, alreadyCommitted: false, committedGroups: [], skippedGroups: skipped };
+
+    const deleted: DataFile[] = [];
+    const added: DataFile[] = [];
+    for (const { group, result } of pending) {
+      const inputs = group.files.map((f) => live.get(absPath(input.location, f.path))!);
+      deleted.push(...inputs);
+      for (const o of result.outputs) added.push({ ...dataFileFromWire(o), specId: inputs[0]!.specId, partition: inputs[0]!.partition });
+    }
+    const action = new RewriteFiles(deleted, added, {
+      [SUMMARY_COMMIT_ID]: input.commitId,
+      [SUMMARY_COMPACT_GROUPS]: pending.map((p) => p.group.index).join(','),
+    });
+    crashPoint('compact-before-commit');
+    try {
+      const { after } = await commitAction(tables.catalog, tables.io, id, action);
+      const snap = findCommit(after.metadata, input.commitId);
+      return {
+        snapshotId: snap ? snap['snapshot-id'].toString() : null, alreadyCommitted: false,
+        committedGroups: pending.map((p) => p.group.index), skippedGroups: skipped,
+      };
+    } catch (e) {
+      // A replaced file vanished between our check and the CAS: re-check which groups still hold.
+      if (isIcebergError(e, 'CommitFailed')) continue;
+      throw e;
+    }
+  }
+}
+
+export const tableConfigOrUndefined = (cfg: Parameters<typeof findTable>[0], table: string): TableConfig | undefined => {
+  try {
+    return findTable(cfg, table);
+  } catch {
+    return undefined;
+  }
+};

@@ -1,0 +1,95 @@
+/**
+ * What table metadata reaches: the live data files of the current snapshot (compaction planning)
+ * and every file any retained snapshot or metadata version references (expiry, orphan removal).
+ * Reads each manifest list and manifest once, a few at a time.
+ */
+import type { FileIO } from '../../iceberg/io/file-io';
+import { readManifest } from '../../iceberg/spec/manifest';
+import { readManifestList } from '../../iceberg/spec/manifest-list';
+import { currentSnapshot } from '../../iceberg/spec/metadata';
+import { type DataFile, ManifestContent, type ManifestFile, type TableMetadata } from '../../iceberg/spec/types';
+
+/** Runs `fn` over `items` with at most `concurrency` in flight; results in input order. */
+export async function pool<T, R>(items: readonly T[], concurrency: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= items.length) return;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return out;
+}
+
+export interface LiveDataFile { dataFile: DataFile; manifest: ManifestFile }
+
+/** Live (ADDED/EXISTING) data files of the current snapshot of main. */
+export async function liveDataFiles(io: FileIO, m: TableMetadata): Promise<LiveDataFile[]> {
+  const snap = currentSnapshot(m);
+  if (!snap) return [];
+  const manifests = (await readManifestList(io, snap['manifest-list'])).filter((x) => x.content === ManifestContent.Data);
+  const perManifest = await pool(manifests, 8, async (manifest) =>
+    (await readManifest(io, manifest)).map((e) => ({ dataFile: e.dataFile, manifest })));
+  return perManifest.flat();
+}
+
+export interface Reachable {
+  metadataFiles: Set<string>;
+  manifestLists: Set<string>;
+  manifests: Set<string>;
+  /** data and delete files, referenced by any entry (also DELETED ones: a retained older snapshot may read them) */
+  dataFiles: Set<string>;
+  /** statistics / partition-statistics files */
+  other: Set<string>;
+}
+
+export const reachableSize = (r: Reachable): number =>
+  r.metadataFiles.size + r.manifestLists.size + r.manifests.size + r.dataFiles.size + r.other.size;
+
+/**
+ * Every file reachable from `m`: its snapshots' manifest lists, their manifests, the files those
+ * list, statistics files, and (when `metadataLocation` is given) the metadata.json itself and
+ * every metadata.json in its metadata log. A missing manifest list of a snapshot is an error:
+ * the table would be broken and nothing may be deleted on that basis.
+ */
+export async function reachableFiles(io: FileIO, m: TableMetadata, metadataLocation?: string): Promise<Reachable> {
+  const r: Reachable = { metadataFiles: new Set(), manifestLists: new Set(), manifests: new Set(), dataFiles: new Set(), other: new Set() };
+  if (metadataLocation) r.metadataFiles.add(metadataLocation);
+  for (const e of m['metadata-log']) r.metadataFiles.add(e['metadata-file']);
+  for (const s of [...(m.statistics ?? []), ...(m['partition-statistics'] ?? [])] as Array<Record<string, unknown>>) {
+    const p = s['statistics-path'];
+    if (typeof p === 'string') r.other.add(p);
+  }
+  const lists = [...new Set(m.snapshots.map((s) => s['manifest-list']))];
+  for (const l of lists) r.manifestLists.add(l);
+  const manifestsByPath = new Map<string, ManifestFile>();
+  for (const ms of await pool(lists, 8, (l) => readManifestList(io, l))) {
+    for (const mf of ms) if (!manifestsByPath.has(mf.manifestPath)) manifestsByPath.set(mf.manifestPath, mf);
+  }
+  for (const p of manifestsByPath.keys()) r.manifests.add(p);
+  await pool([...manifestsByPath.values()], 8, async (mf) => {
+    for (const e of await readManifest(io, mf, { includeDeleted: true })) r.dataFiles.add(e.dataFile.filePath);
+  });
+  return r;
+}
+
+export type FileKind = 'dataFiles' | 'manifests' | 'manifestLists' | 'metadataFiles' | 'other';
+
+/** Files reachable from `before` and not from `after`, by kind. */
+export function unreachableAfter(before: Reachable, after: Reachable): Array<{ location: string; kind: FileKind }> {
+  const out: Array<{ location: string; kind: FileKind }> = [];
+  const all = (l: string) => after.dataFiles.has(l) || after.manifests.has(l) || after.manifestLists.has(l) || after.metadataFiles.has(l) || after.other.has(l);
+  for (const kind of ['dataFiles', 'manifests', 'manifestLists', 'metadataFiles', 'other'] as const) {
+    for (const l of before[kind]) if (!all(l)) out.push({ location: l, kind });
+  }
+  return out;
+}
+
+/** Relative to the table location when under it (shorter in Temporal history). */
+export const relPath = (location: string, path: string): string =>
+  path.startsWith(`${location}/`) ? path.slice(location.length + 1) : path;
+export const absPath = (location: string, path: string): string =>
+  /^[a-z][a-z0-9+.-]*:\/\//i.test(path) ? path : `${location}/${path}`;

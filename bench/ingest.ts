@@ -1,0 +1,190 @@
+/**
+ * End-to-end ingest benchmark on this machine, one worker (in-process), real stack:
+ *  1. throughput: N pre-produced ~1 KiB JSON events, commit interval 10 s, for 1 and 4 partitions;
+ *     floe's records/s and MB/s beside a reference: a bare kafkajs consumer reading the same topic
+ *     (the ceiling for a kafkajs-based sink), with the ratio.
+ *  2. freshness: events produced at a steady rate while the ingest runs; per row, the time from
+ *     produce (Kafka timestamp) to the commit of the snapshot that made it visible; p50/p99.
+ * Usage: npx tsx bench/ingest.ts [--events 100000] [--fresh-seconds 60] [--rate 500]
+ */
+import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify as stringifyYaml } from 'yaml';
+import { ensureStack } from '../stack/stack';
+import { floeHome } from '../stack/paths';
+import { loadConfig, type FloeConfig } from '../config';
+import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
+import { createWorker } from '../workers';
+import { openTables } from '../activities/tables';
+import { ancestry, parseOffsets } from '../activities/cursor';
+import { readColumnValues } from '../client/tables';
+
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+const EVENTS = arg('events', 100_000);
+const FRESH_S = arg('fresh-seconds', 60);
+const RATE = arg('rate', 500);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PAD = 'x'.repeat(860);
+
+function config(name: string, partitions: number, commitInterval: string): FloeConfig {
+  const dir = join(floeHome(), 'runs');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.yaml`);
+  writeFileSync(path, stringifyYaml({
+    temporal: { taskQueue: `floe-${name}` },
+    tables: [{
+      table: `bench.${name}`, topic: name, commitInterval, parallelism: Math.min(4, partitions),
+      maxRecordsPerCycle: 2_000_000, maxBytesPerCycle: 1 << 30,
+      columns: [
+        { name: 'id', type: 'long', required: true },
+        { name: 'event_time', type: 'timestamptz', required: true },
+        { name: 'user_id', type: 'long', required: true },
+        { name: 'kind', type: 'string', required: true },
+        { name: 'amount', type: 'double' },
+        { name: 'payload', type: 'string' },
+        { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
+        { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
+        { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
+      ],
+      partitionBy: [{ column: 'event_time', transform: 'hour' }],
+    }],
+  }));
+  return loadConfig(path);
+}
+
+const event = (i: number) => JSON.stringify({
+  id: i, event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(), user_id: i % 10_007,
+  kind: ['view', 'click', 'buy'][i % 3], amount: (i % 1000) / 10, payload: PAD,
+});
+
+async function produce(kafka: Kafka, topic: string, partitions: number, n: number): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await admin.disconnect();
+  const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await p.connect();
+  let bytes = 0;
+  for (let i = 0; i < n; i += 2000) {
+    const messages = Array.from({ length: Math.min(2000, n - i) }, (_, j) => { const v = event(i + j); bytes += v.length; return { key: String(i + j), value: v }; });
+    await p.send({ topic, messages, compression: CompressionTypes.None });
+  }
+  await p.disconnect();
+  return bytes;
+}
+
+async function referenceConsume(kafka: Kafka, topic: string, n: number): Promise<number> {
+  const c = kafka.consumer({ groupId: `bench-ref-${Date.now()}` });
+  await c.connect();
+  await c.subscribe({ topics: [topic], fromBeginning: true });
+  let seen = 0;
+  const t0 = Date.now();
+  await new Promise<void>((resolve) => {
+    void c.run({ eachBatch: async ({ batch }) => { for (const m of batch.messages) JSON.parse(m.value!.toString()); seen += batch.messages.length; if (seen >= n) resolve(); } });
+  });
+  const s = (Date.now() - t0) / 1000;
+  await c.disconnect();
+  return s;
+}
+
+async function withWorker<T>(cfg: FloeConfig, fn: () => Promise<T>): Promise<T> {
+  const { worker, close } = await createWorker(cfg);
+  try {
+    return await worker.runUntil(fn());
+  } finally {
+    await close();
+  }
+}
+
+async function throughput(partitions: number) {
+  const name = `bench_tp${partitions}_${Date.now().toString(36)}`;
+  const cfg = config(name, partitions, '10s');
+  const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
+  const bytes = await produce(kafka, name, partitions, EVENTS);
+  const refS = await referenceConsume(kafka, name, EVENTS);
+  const fc = await connectClient(cfg);
+  const table = cfg.tables[0]!.table;
+  const floeS = await withWorker(cfg, async () => {
+    const t0 = Date.now();
+    await startIngest(fc, table);
+    for (;;) {
+      const s = await ingestStatus(fc, table).catch(() => null);
+      if (s && s.totalRows >= EVENTS) break;
+      await sleep(200);
+    }
+    const took = (Date.now() - t0) / 1000;
+    await signalIngest(fc, table, 'stop');
+    await waitForIngest(fc, table);
+    return took;
+  });
+  await fc.close();
+  const mb = bytes / 1e6;
+  return { partitions, events: EVENTS, mb, floeS, refS };
+}
+
+async function freshness() {
+  const name = `bench_fresh_${Date.now().toString(36)}`;
+  const cfg = config(name, 4, '10s');
+  const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: name, numPartitions: 4 }], waitForLeaders: true });
+  await admin.disconnect();
+  const fc = await connectClient(cfg);
+  const table = cfg.tables[0]!.table;
+  await withWorker(cfg, async () => {
+    await startIngest(fc, table);
+    await sleep(3000);
+    const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await p.connect();
+    const t0 = Date.now();
+    for (let i = 0, tick = 0; i < RATE * FRESH_S; tick++) {
+      const due = Math.min(RATE * FRESH_S, Math.round(((tick + 1) * 100 * RATE) / 1000));
+      const messages = [];
+      for (; i < due; i++) messages.push({ key: String(i), value: event(i) });
+      await p.send({ topic: name, messages });
+      await sleep(Math.max(0, t0 + (tick + 1) * 100 - Date.now()));
+    }
+    await p.disconnect();
+    await signalIngest(fc, table, 'stop');
+    await waitForIngest(fc, table);
+  });
+  await fc.close();
+  // Visibility time of offset o in partition p: the first snapshot whose cursor passed it.
+  const tables = await openTables(cfg);
+  const { metadata } = await tables.load(table);
+  const commits = [...ancestry(metadata)].reverse().filter((s) => s.summary['floe.offsets'])
+    .map((s) => ({ at: Number(s['timestamp-ms']), offsets: parseOffsets(s.summary['floe.offsets']) }));
+  const parts = await readColumnValues(tables, table, 'kafka_partition');
+  const offs = await readColumnValues(tables, table, 'kafka_offset');
+  const produced = await readColumnValues(tables, table, 'produced_at');
+  await tables.close();
+  const lat: number[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const p = String(parts[i]), o = BigInt(offs[i] as bigint);
+    const c = commits.find((x) => BigInt(x.offsets[p] ?? '0') > o)!;
+    lat.push(c.at - Number(produced[i]));
+  }
+  lat.sort((a, b) => a - b);
+  const q = (x: number) => lat[Math.min(lat.length - 1, Math.floor(x * lat.length))]!;
+  return { rows: lat.length, p50: q(0.5), p99: q(0.99), max: lat.at(-1)! };
+}
+
+async function main() {
+  await ensureStack(['temporal', 'kafka', 's3']);
+  console.log(`floe ingest benchmark: ${EVENTS} events of ~1 KiB JSON, commit interval 10 s, one worker, ${new Date().toISOString()}`);
+  console.log('partitions  events   MB      floe s  floe rec/s  floe MB/s  | kafkajs-only s  rec/s    | floe/ref');
+  for (const partitions of [1, 4]) {
+    const r = await throughput(partitions);
+    const f = r.events / r.floeS, ref = r.events / r.refS;
+    console.log(`${String(r.partitions).padEnd(11)} ${String(r.events).padEnd(8)} ${r.mb.toFixed(1).padEnd(7)} ${r.floeS.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} ${(r.mb / r.floeS).toFixed(2).padEnd(10)} | ${r.refS.toFixed(1).padEnd(15)} ${ref.toFixed(0).padEnd(8)} | ${(f / ref).toFixed(2)}`);
+  }
+  const fr = await freshness();
+  console.log(`freshness (${RATE} events/s for ${FRESH_S} s, 4 partitions, commit interval 10 s): produce -> visible p50 ${(fr.p50 / 1000).toFixed(2)} s, p99 ${(fr.p99 / 1000).toFixed(2)} s, max ${(fr.max / 1000).toFixed(2)} s over ${fr.rows} rows`);
+}
+
+main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,155 @@
+/**
+ * Parquet write throughput: floe's writer (JS -> Arrow -> parquet-wasm, with Iceberg metrics)
+ * vs pyarrow `pq.write_table` on the same 1M-row x 8-column event batch, both ZSTD.
+ *
+ *   npx tsx bench/parquet-write.ts [--rows 1000000] [--runs 3]
+ *
+ * The data is generated deterministically here and handed to Python as an Arrow IPC file, so
+ * both sides encode identical bytes. Python: $FLOE_PYTHON, else $FLOE_HOME/venv/bin/python
+ * (FLOE_HOME defaults to ~/.cache/floe); it needs pyarrow.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as arrow from 'apache-arrow';
+import {
+  arrowByteLength, columnsToRecordBatch, encodeParquet, icebergToArrowSchema, rowsToRecordBatch, type Columns,
+} from '../iceberg/parquet';
+import type { Schema } from '../iceberg/spec/types';
+
+const schema: Schema = {
+  type: 'struct', 'schema-id': 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: 'long' },
+    { id: 2, name: 'event_time', required: true, type: 'timestamptz' },
+    { id: 3, name: 'event_type', required: true, type: 'string' },
+    { id: 4, name: 'user_id', required: true, type: 'string' },
+    { id: 5, name: 'amount', required: false, type: 'double' },
+    { id: 6, name: 'quantity', required: false, type: 'int' },
+    { id: 7, name: 'flag', required: false, type: 'boolean' },
+    { id: 8, name: 'payload', required: false, type: 'string' },
+  ],
+};
+
+/** mulberry32: a tiny seeded PRNG, so every run (and the Python side) sees the same data. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const EVENT_TYPES = ['page_view', 'click', 'add_to_cart', 'purchase', 'signup', 'logout', 'search', 'share'];
+const WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];
+
+function generate(n: number, seed = 42): Columns {
+  const r = prng(seed);
+  const id = new BigInt64Array(n), eventTime = new BigInt64Array(n);
+  const eventType: string[] = new Array(n), userId: string[] = new Array(n), payload: Array<string | null> = new Array(n);
+  const amount: Array<number | null> = new Array(n), quantity: Array<number | null> = new Array(n), flag: Array<boolean | null> = new Array(n);
+  const t0 = 1_700_000_000_000_000n;
+  for (let i = 0; i < n; i++) {
+    id[i] = BigInt(i);
+    eventTime[i] = t0 + BigInt(i) * 1000n + BigInt(Math.floor(r() * 1000));
+    eventType[i] = EVENT_TYPES[Math.floor(r() * EVENT_TYPES.length)]!;
+    userId[i] = `user-${Math.floor(r() * 100_000).toString().padStart(6, '0')}`;
+    amount[i] = r() < 0.05 ? null : Math.round(r() * 100_000) / 100;
+    quantity[i] = r() < 0.05 ? null : Math.floor(r() * 20);
+    flag[i] = r() < 0.05 ? null : r() < 0.5;
+    let p = '';
+    while (p.length < 100) p += `${WORDS[Math.floor(r() * WORDS.length)]}-${Math.floor(r() * 1e6).toString(36)} `;
+    payload[i] = r() < 0.02 ? null : p.slice(0, 100);
+  }
+  return { id, event_time: eventTime, event_type: eventType, user_id: userId, amount, quantity, flag, payload };
+}
+
+function findPython(): string {
+  const p = process.env.FLOE_PYTHON ?? join(process.env.FLOE_HOME ?? join(homedir(), '.cache', 'floe'), 'venv', 'bin', 'python');
+  if (!existsSync(p)) throw new Error(`python with pyarrow: expected ${p} (set FLOE_PYTHON), found nothing`);
+  return p;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const arg = (name: string, dflt: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+};
+
+async function main(): Promise<void> {
+  const rows = arg('rows', 1_000_000), runs = arg('runs', 3);
+  const arrowSchema = icebergToArrowSchema(schema);
+  console.log(`generating ${rows} rows x 8 columns (seeded) ...`);
+  const columns = generate(rows);
+
+  // floe, columnar API: JS arrays -> Arrow -> Parquet + Iceberg metrics + footer facts
+  const floeTimes: number[] = [];
+  let parquetBytes = 0, arrowBytes = 0;
+  let batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
+  for (let k = 0; k < runs; k++) {
+    const t = performance.now();
+    batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
+    const w = await encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' });
+    floeTimes.push((performance.now() - t) / 1000);
+    parquetBytes = w.bytes.length;
+    arrowBytes = arrowByteLength(batch.data);
+  }
+  // floe, row-object API (what the ingest path hands over), one run: row objects are built untimed
+  const rowObjects = Array.from({ length: rows }, (_, i) => {
+    const o: Record<string, unknown> = {};
+    for (const [name, col] of Object.entries(columns)) o[name] = col[i];
+    return o;
+  });
+  let t = performance.now();
+  const rowsBatch = rowsToRecordBatch(schema, rowObjects, arrowSchema);
+  await encodeParquet(schema, arrowSchema, [rowsBatch], { codec: 'zstd' });
+  const floeRowsTime = (performance.now() - t) / 1000;
+
+  // floe, encode only (Arrow already built): isolates parquet-wasm + metrics
+  t = performance.now();
+  await encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' });
+  const floeEncodeTime = (performance.now() - t) / 1000;
+
+  // pyarrow on the same Arrow data
+  const dir = mkdtempSync(join(tmpdir(), 'floe-bench-'));
+  let py: { times: number[]; bytes: number; version: string };
+  try {
+    const ipc = join(dir, 'events.arrow');
+    writeFileSync(ipc, arrow.tableToIPC(new arrow.Table([batch]), 'file'));
+    const out = execFileSync(findPython(), ['-c', `
+import io, json, sys, time, pyarrow as pa, pyarrow.parquet as pq
+t = pa.ipc.open_file(sys.argv[1]).read_all()
+times = []
+for _ in range(int(sys.argv[2])):
+    sink = pa.BufferOutputStream()
+    s = time.perf_counter()
+    pq.write_table(t, sink, compression='zstd')
+    times.append(time.perf_counter() - s)
+print(json.dumps({'times': times, 'bytes': sink.getvalue().size, 'version': pa.__version__}))
+`, ipc, String(runs)], { maxBuffer: 1 << 20 }).toString();
+    py = JSON.parse(out) as typeof py;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const mb = arrowBytes / 1e6;
+  const line = (label: string, secs: number, bytes?: number): string =>
+    `${label.padEnd(34)} ${secs.toFixed(3).padStart(7)} s  ${Math.round(rows / secs).toLocaleString('en-US').padStart(11)} rows/s  ` +
+    `${(mb / secs).toFixed(1).padStart(7)} MB/s${bytes === undefined ? '' : `  -> ${(bytes / 1e6).toFixed(1)} MB`}`;
+  const floeBest = median(floeTimes), pyBest = median(py.times);
+  console.log(`\n${rows.toLocaleString('en-US')} rows, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs} (MB/s = Arrow MB in per second)`);
+  console.log(line('floe columns -> Parquet + metrics', floeBest, parquetBytes));
+  console.log(line('floe rows -> Parquet + metrics', floeRowsTime));
+  console.log(line('floe Arrow -> Parquet + metrics', floeEncodeTime));
+  console.log(line(`pyarrow ${py.version} write_table`, pyBest, py.bytes));
+  console.log(`ratio floe(columns)/pyarrow time: ${(floeBest / pyBest).toFixed(2)}x`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

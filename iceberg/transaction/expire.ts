@@ -1,0 +1,111 @@
+/**
+ * Snapshot expiry (Java RemoveSnapshots + ReachableFileCleanup): decides which snapshots go,
+ * commits `remove-snapshots`, and reports the files no retained snapshot reaches so the caller
+ * can delete them after the commit landed.
+ *
+ * Concurrency: requires main to be unchanged since the plan (assert-ref-snapshot-id); a
+ * concurrent commit makes the Transaction reload and re-plan, so reachability is always computed
+ * against the metadata that actually gets committed.
+ */
+import type { FileIO } from '../io/file-io';
+import { readManifest } from '../spec/manifest';
+import { readManifestList } from '../spec/manifest-list';
+import { MAIN_BRANCH, ancestors, currentSnapshot } from '../spec/metadata';
+import type { ManifestFile, Snapshot, TableMetadata } from '../spec/types';
+import type { PendingCommit, TableAction } from './snapshot-producer';
+
+export interface ExpireSnapshotsOptions {
+  /** expire snapshots older than this (epoch ms); default: table `history.expire.max-snapshot-age-ms` (5 days) before now */
+  olderThanMs?: bigint;
+  /** always keep this many newest snapshots of main's ancestry; default `history.expire.min-snapshots-to-keep` (1) */
+  retainLast?: number;
+  /** snapshot ids never to expire (e.g. the newest snapshot carrying each ingest cursor) */
+  protect?: Iterable<bigint>;
+}
+
+export interface ExpiredFiles {
+  snapshotIds: bigint[];
+  manifestLists: string[];
+  manifests: string[];
+  dataFiles: string[];
+}
+
+export function snapshotsToExpire(m: TableMetadata, opts: ExpireSnapshotsOptions, nowMs = BigInt(Date.now())): { expire: Snapshot[]; retain: Snapshot[] } {
+  const maxAge = BigInt(m.properties['history.expire.max-snapshot-age-ms'] ?? String(5 * 24 * 3600 * 1000));
+  const olderThan = opts.olderThanMs ?? nowMs - maxAge;
+  const retainLast = Math.max(1, opts.retainLast ?? Number(m.properties['history.expire.min-snapshots-to-keep'] ?? '1'));
+  const keep = new Set<bigint>(opts.protect ?? []);
+  // ref heads are never expired (the current snapshot is main's head)
+  for (const ref of Object.values(m.refs)) keep.add(ref['snapshot-id']);
+  const cur = currentSnapshot(m);
+  if (cur) keep.add(cur['snapshot-id']);
+  let n = 0;
+  for (const s of ancestors(m)) {
+    if (n++ >= retainLast) break;
+    keep.add(s['snapshot-id']);
+  }
+  const expire: Snapshot[] = [];
+  const retain: Snapshot[] = [];
+  for (const s of m.snapshots) {
+    if (keep.has(s['snapshot-id']) || s['timestamp-ms'] >= olderThan) retain.push(s);
+    else expire.push(s);
+  }
+  return { expire, retain };
+}
+
+/** Files reachable only from `expire` (manifest lists, manifests, data files). */
+export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: Snapshot[]): Promise<ExpiredFiles> {
+  const listCache = new Map<string, ManifestFile[]>();
+  const manifestsOf = async (s: Snapshot): Promise<ManifestFile[]> => {
+    let l = listCache.get(s['manifest-list']);
+    if (!l) listCache.set(s['manifest-list'], (l = await readManifestList(io, s['manifest-list'])));
+    return l;
+  };
+  const retainedManifests = new Map<string, ManifestFile>();
+  for (const s of retain) for (const m of await manifestsOf(s)) retainedManifests.set(m.manifestPath, m);
+  const removedManifests = new Map<string, ManifestFile>();
+  const retainedLists = new Set(retain.map((s) => s['manifest-list']));
+  for (const s of expire) {
+    for (const m of await manifestsOf(s)) if (!retainedManifests.has(m.manifestPath)) removedManifests.set(m.manifestPath, m);
+  }
+  const candidates = new Set<string>();
+  for (const m of removedManifests.values()) {
+    for (const e of await readManifest(io, m, { includeDeleted: true })) candidates.add(e.dataFile.filePath);
+  }
+  if (candidates.size > 0) {
+    // a file stays if any retained manifest still lists it as live
+    for (const m of retainedManifests.values()) {
+      if (m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0) continue;
+      for (const e of await readManifest(io, m)) candidates.delete(e.dataFile.filePath);
+      if (candidates.size === 0) break;
+    }
+  }
+  return {
+    snapshotIds: expire.map((s) => s['snapshot-id']),
+    manifestLists: [...new Set(expire.map((s) => s['manifest-list']))].filter((l) => !retainedLists.has(l)),
+    manifests: [...removedManifests.keys()],
+    dataFiles: [...candidates],
+  };
+}
+
+export class ExpireSnapshots implements TableAction {
+  /** The files of the attempt that committed (valid only after Transaction.commit succeeded). */
+  result: ExpiredFiles = { snapshotIds: [], manifestLists: [], manifests: [], dataFiles: [] };
+  constructor(private readonly opts: ExpireSnapshotsOptions = {}) {}
+
+  writtenFiles(): string[] { return []; }
+
+  async prepare(base: TableMetadata, io: FileIO): Promise<PendingCommit> {
+    const { expire, retain } = snapshotsToExpire(base, this.opts);
+    this.result = await unreachableFiles(io, expire, retain);
+    return {
+      updates: expire.length ? [{ action: 'remove-snapshots', 'snapshot-ids': expire.map((s) => s['snapshot-id']) }] : [],
+      requirements: [
+        { type: 'assert-table-uuid', uuid: base['table-uuid'] },
+        { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': base.refs[MAIN_BRANCH]?.['snapshot-id'] ?? null },
+      ],
+      attemptFiles: [],
+      referencedFiles: [],
+    };
+  }
+}

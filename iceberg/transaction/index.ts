@@ -1,0 +1,10 @@
+export * from './updates';
+export { applyUpdates, checkRequirements } from './apply';
+export { buildSummary } from './summary';
+export { packEnd, planMerge } from './merge';
+export { FastAppend, RewriteFiles, SnapshotProducer, newSnapshotId } from './snapshot-producer';
+export type { PendingCommit, TableAction } from './snapshot-producer';
+export { ExpireSnapshots, snapshotsToExpire, unreachableFiles } from './expire';
+export type { ExpireSnapshotsOptions, ExpiredFiles } from './expire';
+export { Transaction, expireSnapshots, fastAppend, rewriteFiles } from './transaction';
+export type { CommitOptions, CommitResult, RetryOptions } from './transaction';
