@@ -1,4 +1,51 @@
-/** Maintenance activities (compaction, expiry, orphan removal) are added here by issue #4. */
+/**
+ * Maintenance activities (issue #4): compaction, snapshot expiry and orphan removal, over the
+ * worker's catalog + FileIO. The logic lives in activities/maintenance/; this binds it to Deps.
+ */
 import type { Deps } from './index';
+import {
+  commitRewrite, deleteExpiredFiles, expireSnapshotsCommit, planCompaction, removeOrphanFiles, rewriteFileGroup,
+  tableFileStats, type CommitRewriteInput, type CommitRewriteResult, type CompactionPlan, type DeleteExpiredInput,
+  type DeleteExpiredResult, type ExpireCommitInput, type ExpireCommitResult, type FileStats, type OrphansInput,
+  type OrphansResult, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
+} from './maintenance/index';
+import { tableConfigOrUndefined } from './maintenance/compact';
+import type { MaintenanceConfig } from '../config';
 
-export const createMaintenanceActivities = (_deps: Deps) => ({});
+/** The configured maintenance settings of a table (null when the table is not in the config). */
+export type TableMaintenanceSettings = MaintenanceConfig | null;
+
+export const createMaintenanceActivities = (deps: Deps) => ({
+  /** Plans compaction file groups from the current snapshot. Read-only. */
+  async planCompaction(input: PlanCompactionInput): Promise<CompactionPlan> {
+    return planCompaction(deps.tables, tableConfigOrUndefined(deps.cfg, input.table), input);
+  },
+  /** Rewrites one file group into new files (not committed). Heartbeats per input file. */
+  async rewriteFileGroup(input: RewriteGroupInput): Promise<RewriteGroupResult> {
+    return rewriteFileGroup(deps.tables, input);
+  },
+  /** Commits rewritten groups as one replace snapshot, once per commit id. Optimistic. */
+  async commitRewrite(input: CommitRewriteInput): Promise<CommitRewriteResult> {
+    return commitRewrite(deps.tables, input);
+  },
+  /** Live data files count / bytes / average size. Read-only. */
+  async tableFileStats(input: { table: string }): Promise<FileStats> {
+    return tableFileStats(deps.tables, input.table);
+  },
+  /** Commits `remove-snapshots` for what is old enough, never a cursor snapshot. Once per expire id. */
+  async expireSnapshotsCommit(input: ExpireCommitInput): Promise<ExpireCommitResult> {
+    return expireSnapshotsCommit(deps.tables, input);
+  },
+  /** Deletes what only the expired snapshots reached. Idempotent. */
+  async deleteExpiredFiles(input: DeleteExpiredInput): Promise<DeleteExpiredResult> {
+    return deleteExpiredFiles(deps.tables, input);
+  },
+  /** Lists the table location and deletes unreachable files older than the grace period. Idempotent. */
+  async removeOrphanFiles(input: OrphansInput): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
+    return removeOrphanFiles(deps.tables, input);
+  },
+  /** The table's maintenance config, so scheduled workflows need only the table name. */
+  async maintenanceSettings(input: { table: string }): Promise<TableMaintenanceSettings> {
+    return tableConfigOrUndefined(deps.cfg, input.table)?.maintenance ?? null;
+  },
+});

@@ -3,16 +3,17 @@
  * stream generated order events into a fresh topic while a real worker process ingests them, kill
  * the worker with SIGKILL on schedule, restart it, drain, and verify exactly-once.
  */
-import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { loadConfig } from '../config';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
 import { floeHome } from '../stack/paths';
 import { orderEvents, eventKey } from './generator';
 import { verifyTable, type Verification } from './verify';
+import { scenarioConfig } from './config';
+
+export { scenarioConfig };
 
 export interface Kill { atS: number; restartAfterS: number; signal?: NodeJS.Signals }
 
@@ -49,24 +50,6 @@ export interface ScenarioResult extends Verification {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Writes a config for a fresh table + topic, derived from examples/orders.yaml. */
-export function scenarioConfig(name: string, partitions: number, commitInterval: string): { path: string; table: string; topic: string } {
-  const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;
-  const table = `demo.${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
-  const topic = name;
-  const t = base.tables[0];
-  t.table = table;
-  t.topic = topic;
-  t.commitInterval = commitInterval;
-  t.parallelism = Math.min(2, partitions);
-  base.temporal = { ...(base.temporal ?? {}), taskQueue: `floe-${name}` };
-  const dir = join(floeHome(), 'runs');
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${name}.yaml`);
-  writeFileSync(path, stringifyYaml(base));
-  return { path, table, topic };
-}
 
 function malformed(n: number, good: string): string {
   switch (n % 3) {

@@ -164,6 +164,7 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
   const id = parseIdentifier(input.table);
   const skipped: CommitRewriteResult['skippedGroups'] = [];
   let pending = [...input.groups];
+  let rounds = 0;
   const dropOutputs = async (gs: typeof pending) => {
     for (const { result } of gs) await Promise.all(result.outputs.map((o) => tables.io.delete(String(o.filePath)).catch(() => undefined)));
   };
@@ -207,7 +208,7 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       };
     } catch (e) {
       // A replaced file vanished between our check and the CAS: re-check which groups still hold.
-      if (isIcebergError(e, 'CommitFailed')) continue;
+      if (isIcebergError(e, 'CommitFailed') && ++rounds < 10) continue;
       throw e;
     }
   }

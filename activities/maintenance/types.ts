@@ -194,7 +194,7 @@ export interface DeleteExpiredInput {
   dryRun?: boolean;
 }
 
-export interface DeleteExpiredResult { deleted: DeletedCounts; bytes: number; sample: string[] }
+export interface DeleteExpiredResult { deleted: DeletedCounts; sample: string[] }
 
 export interface ExpireResult {
   table: string;
@@ -204,7 +204,6 @@ export interface ExpireResult {
   protectedCursorSnapshotIds: string[];
   retainedSnapshots: number;
   deleted: DeletedCounts;
-  deletedBytes: number;
   dryRun: boolean;
   durationMs: number;
 }

@@ -26,7 +26,12 @@ export const LONG = avro.types.LongType.__with({
   compare: (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0),
 });
 
-const typeOpts = (): Record<string, unknown> => ({ registry: { long: LONG }, wrapUnions: false });
+// typeHook as well as registry: `{"type": "long", "logicalType": ...}` bypasses the registry.
+const typeOpts = (): Record<string, unknown> => ({
+  registry: { long: LONG },
+  wrapUnions: false,
+  typeHook: (s: unknown) => (s === 'long' || (typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'long') ? LONG : undefined),
+});
 /** Builds an avsc type with bigint longs. Logical types are left raw (date -> int days, etc.). */
 export const avroType = (schema: unknown): avro.Type => avro.Type.forSchema(schema as avro.Schema, typeOpts());
 

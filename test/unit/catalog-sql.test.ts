@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
@@ -15,12 +15,14 @@ import type { TableRequirement, TableUpdate } from '../../iceberg/transaction/up
 
 const root = mkdtempSync(join(tmpdir(), 'floe-sqlcat-'));
 after(() => rmSync(root, { recursive: true, force: true }));
-const warehouse = pathToFileURL(join(root, 'warehouse')).href;
+const warehouseRoot = pathToFileURL(join(root, 'warehouse')).href;
+// One warehouse per database file, so tables named alike in different tests never share files.
+const warehouseFor = (dbPath: string): string => `${warehouseRoot}/${basename(dbPath, '.db')}`;
 const io = new LocalFileIO();
 let n = 0;
 
 const open = (dbPath: string, name = 'floe'): SqlCatalog =>
-  new SqlCatalog({ name, dialect: new SqliteDialect({ path: dbPath }), io, warehouse });
+  new SqlCatalog({ name, dialect: new SqliteDialect({ path: dbPath }), io, warehouse: warehouseFor(dbPath) });
 const freshDb = (): string => join(root, `cat-${++n}.db`);
 
 const schema: Schema = {
@@ -80,7 +82,7 @@ void test('namespaces: create, exists, nested listing, properties, drop rules', 
   assert.deepEqual(await cat.loadNamespaceProperties(['db']), { exists: 'true' });
   assert.deepEqual(await cat.loadNamespaceProperties(['db', 'sub', 'leaf']), { owner: 'floe', location: 's3://b/custom' });
   assert.equal(await cat.defaultTableLocation({ namespace: ['db', 'sub', 'leaf'], name: 't' }), 's3://b/custom/t');
-  assert.equal(await cat.defaultTableLocation({ namespace: ['db'], name: 't' }), `${warehouse}/db.db/t`);
+  assert.equal(await cat.defaultTableLocation({ namespace: ['db'], name: 't' }), `${warehouseFor(`cat-${n}.db`)}/db.db/t`);
   await assert.rejects(cat.createNamespace(['db']), (e: unknown) => isIcebergError(e, 'AlreadyExists'));
   await assert.rejects(cat.createNamespace(['a.b']), (e: unknown) => isIcebergError(e, 'DataInvalid') && /"a\.b"/.test(e.message));
   await assert.rejects(cat.dropNamespace(['db']), (e: unknown) =>
@@ -182,7 +184,7 @@ void test('commit: two catalog instances on one SQLite file race; the loser gets
   const ioSpy = { writes: [] as string[], deletes: [] as string[] };
   let raced = false;
   const spying = new SqlCatalog({
-    name: 'floe', dialect: new SqliteDialect({ path }), warehouse,
+    name: 'floe', dialect: new SqliteDialect({ path }), warehouse: warehouseFor(path),
     io: {
       read: (l) => io.read(l), readRange: (l, o, len) => io.readRange(l, o, len), exists: (l) => io.exists(l),
       stat: (l) => io.stat(l), list: (p) => io.list(p),
@@ -303,4 +305,34 @@ void test('opens a catalog created by PyIceberg (no iceberg_type column) and lea
   const cols = (db2.prepare('PRAGMA table_info(iceberg_tables)').all() as Array<{ name: string }>).map((c) => c.name);
   db2.close();
   assert.equal(cols.includes('iceberg_type'), false);
+});
+
+void test('commit: a DB error on the swap is CommitStateUnknown (file kept) unless the DB proves it did not run (Io, file deleted)', async () => {
+  const path = freshDb();
+  const setup = open(path);
+  await setup.createNamespace(['db']);
+  const id = { namespace: ['db'], name: 't' };
+  const t0 = await setup.createTable(id, await metadataFor(setup, id));
+  await setup.close();
+  const metaDir = new URL(`${t0.metadata.location}/metadata`).pathname;
+
+  // A dialect whose CAS UPDATE fails the way a lost connection (or a SQLITE_BUSY) does.
+  const failing = (error: Error & { code?: string }): SqlCatalog => {
+    const inner = new SqliteDialect({ path });
+    const dialect = Object.assign(Object.create(inner) as SqliteDialect, {
+      execute: (sql: string, params?: unknown[]) => (sql.trimStart().startsWith('UPDATE iceberg_tables') ? Promise.reject(error) : inner.execute(sql, params)),
+    });
+    return new SqlCatalog({ name: 'floe', dialect, io, warehouse: warehouseFor(path) });
+  };
+  const lost = failing(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+  await assert.rejects(lost.commitTable(id, [], [{ action: 'set-properties', updates: { a: '1' } }]), (e: unknown) =>
+    isIcebergError(e, 'CommitStateUnknown') && !e.retryable && typeof e.context['metadataLocation'] === 'string');
+  assert.equal(readdirSync(metaDir).length, 2, 'unknown state: the new metadata file is kept');
+  await lost.close();
+
+  const busy = failing(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
+  await assert.rejects(busy.commitTable(id, [], [{ action: 'set-properties', updates: { a: '2' } }]), (e: unknown) =>
+    isIcebergError(e, 'Io') && e.retryable);
+  assert.equal(readdirSync(metaDir).length, 2, 'definite failure: the new metadata file is deleted');
+  await busy.close();
 });
