@@ -78,5 +78,5 @@ export interface CommitResult {
 }
 
 /** Non-retryable failure types raised by activities. */
-export const STALE_CURSOR = 'StaleCursor';
+export const STALE_CURSOR = 'StaleCursor' as const;
 export const INVALID_DATA = 'DataInvalid';

@@ -168,7 +168,7 @@ export function parseConfig(raw: unknown): FloeConfig {
   return {
     catalog: {
       type,
-      uri: cat.str('uri', env.FLOE_CATALOG_URI ?? `sqlite://${home}/catalog.db`),
+      uri: cat.str("uri", env.FLOE_CATALOG_URI ?? `sqlite:///${home}/catalog.db`), // four slashes: absolute (SQLAlchemy convention)
       warehouse: cat.match('warehouse', /^(s3a?|file|memory):\/\//, 'a URI s3://bucket/prefix or file:///dir', env.FLOE_WAREHOUSE ?? 's3://floe/warehouse'),
       name: cat.str('name', 'floe'),
       token: cat.optStr('token'),

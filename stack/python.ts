@@ -59,7 +59,14 @@ export async function installPython(log: (msg: string) => void = () => {}): Prom
 export function pythonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const e = stackEnv();
   const pyPath = [e.python.pyPath, process.env.PYTHONPATH].filter(Boolean).join(':');
-  return { ...process.env, ...stackProcessEnv(e), PYTHONPATH: pyPath, PYTHONUNBUFFERED: '1', ...extra };
+  return {
+    ...process.env,
+    ...stackProcessEnv(e),
+    PYTHONPATH: pyPath,
+    PYTHONUNBUFFERED: '1',
+    PYTHONDONTWRITEBYTECODE: '1', // stack/py sits in the repo: keep __pycache__ out of it
+    ...extra,
+  };
 }
 
 export interface PythonOptions { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number }

@@ -1,2 +1,6 @@
 export * from './ingest';
 export * from './backfill';
+export * from './compact';
+export * from './expire';
+export * from './orphans';
+export * from './maintain';

@@ -9,7 +9,10 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { Offsets } from '../activities/cursor';
-import { STALE_CURSOR, type CyclePlan, type OffsetRange, type PollResult } from '../activities/types';
+import type { CyclePlan, OffsetRange, PollResult, STALE_CURSOR as StaleCursorType } from '../activities/types';
+
+// The value lives with the activities; workflows may import types only, so the type pins the literal.
+const STALE_CURSOR: typeof StaleCursorType = 'StaleCursor';
 
 type Activities = ReturnType<typeof createActivities>;
 

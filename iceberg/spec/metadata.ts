@@ -22,15 +22,72 @@ export const LONG_KEYS: ReadonlySet<string> = new Set([
 export const PARTITION_FIELD_ID_START = 1000;
 export const MAIN_BRANCH = 'main';
 
+const BIG_MARK = '\u0000big:';
+
+/**
+ * Rewrites integer literals of 16+ digits (the only ones that can exceed 2^53) outside strings
+ * into marker strings, so the native JSON.parse (5-10x faster than lossless-json on large
+ * metadata) never rounds them. Returns undefined when the text could already contain a marker.
+ */
+function quoteBigIntegers(text: string): string | undefined {
+  if (text.includes('\\u0000')) return undefined;
+  let out = '';
+  let last = 0;
+  let i = 0;
+  const n = text.length;
+  const isDigit = (c: number): boolean => c >= 48 && c <= 57;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 34) { // a string: skip it, honouring escapes
+      i++;
+      while (i < n) {
+        const d = text.charCodeAt(i);
+        if (d === 92) i += 2;
+        else { i++; if (d === 34) break; }
+      }
+      continue;
+    }
+    if (c === 45 || isDigit(c)) {
+      let j = c === 45 ? i + 1 : i;
+      while (j < n && isDigit(text.charCodeAt(j))) j++;
+      const intEnd = j;
+      const next = text.charCodeAt(j);
+      if (next === 46 || next === 101 || next === 69) { // fraction / exponent: not an integer
+        while (j < n && /[0-9.eE+-]/.test(text[j]!)) j++;
+        i = j;
+        continue;
+      }
+      if (intEnd - i - (c === 45 ? 1 : 0) >= 16) {
+        out += `${text.slice(last, i)}"\\u0000big:${text.slice(i, intEnd)}"`; // JSON escape of BIG_MARK
+        last = intEnd;
+      }
+      i = intEnd;
+      continue;
+    }
+    i++;
+  }
+  return last === 0 ? text : out + text.slice(last);
+}
+
 /**
  * Parses Iceberg JSON (metadata.json or a REST body) with LONG_KEYS as bigint. Other integers
  * stay `number` when safe and become `bigint` otherwise (never silently rounded).
  */
 export function parseIcebergJson(text: string): unknown {
-  const raw = parse(text);
+  const quoted = quoteBigIntegers(text);
+  const raw = quoted === undefined ? parse(text) : JSON.parse(quoted);
   const convert = (v: unknown, key: string | undefined): unknown => {
-    if (isLosslessNumber(v)) {
-      const s = v.toString();
+    let s: string | undefined;
+    if (typeof v === 'number') {
+      if (key !== undefined && LONG_KEYS.has(key)) {
+        if (!Number.isInteger(v)) throw new IcebergError('DataInvalid', `"${key}" must be an integer, found ${v}`);
+        return BigInt(v); // < 16 digits, so the double is exact
+      }
+      return v;
+    }
+    if (typeof v === 'string' && v.startsWith(BIG_MARK)) s = v.slice(BIG_MARK.length);
+    else if (isLosslessNumber(v)) s = v.toString();
+    if (s !== undefined) {
       const isInt = /^-?\d+$/.test(s);
       if (key !== undefined && LONG_KEYS.has(key)) {
         if (!isInt) throw new IcebergError('DataInvalid', `"${key}" must be an integer, found ${s}`);

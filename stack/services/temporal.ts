@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs';
+import { Connection } from '@temporalio/client';
 import { join } from 'node:path';
 import { PORTS, stackEnv } from '../env';
 import { stackPaths } from '../paths';
-import { pidRuns, readPid, removeFile, runCommand, spawnDaemon, stopProcessGroup, tcpOpen, waitFor } from '../proc';
+import { pidRuns, readPid, removeFile, spawnDaemon, stopProcessGroup, tcpOpen, waitFor } from '../proc';
 import { installPython, pythonInstalled, venvBin } from '../python';
 import { StackError, type Health, type Service } from '../service';
 
@@ -30,12 +31,17 @@ export const temporal: Service = {
     const [host, port] = splitHostPort(address);
     if (!(await tcpOpen(host, port))) return { ok: false, detail: `nothing listens on ${address}` };
     // A listening frontend can still be initialising; the namespace answers only once it is ready.
-    const r = await runCommand(venvBin('temporal'), ['operator', 'namespace', 'describe', '-n', 'default', '--address', address, '-o', 'json'], {
-      allowFailure: true, timeoutMs: 10_000,
-    }).catch((e: Error) => ({ code: 1, stdout: '', stderr: e.message }));
-    return r.code === 0
-      ? { ok: true, detail: `namespace default registered at ${address}` }
-      : { ok: false, detail: `port ${port} open but namespace default not ready: ${r.stderr.trim().split('\n').pop() ?? ''}` };
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 3000 });
+      const ns = stackEnv().temporal.namespace;
+      const r = await connection.workflowService.describeNamespace({ namespace: ns });
+      return { ok: true, detail: `namespace ${r.namespaceInfo?.name ?? ns} registered at ${address}` };
+    } catch (e) {
+      return { ok: false, detail: `port ${port} open but namespace not ready: ${(e as Error).message}` };
+    } finally {
+      await connection?.close().catch(() => undefined);
+    }
   },
 
   async start() {

@@ -4,7 +4,7 @@
  * Invariant checked every time: rows + dead letters == messages in the topic, no duplicate event
  * ids, and DuckDB reads the same counts.
  */
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

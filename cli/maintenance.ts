@@ -1,0 +1,174 @@
+/**
+ * `floe compact|expire|orphans|maintain <table>`, `floe schedules ...` and `floe table files`:
+ * thin layers over client/maintenance.ts. Runs go through Temporal; a progress bar follows the
+ * workflow's progress query, and the result prints as a table (or JSON with --json).
+ */
+import type { Command } from 'commander';
+import { SingleBar, Presets } from 'cli-progress';
+import { connectClient, type FloeClient } from '../client';
+import {
+  applySchedules, backfillSchedule, compactTable, expireTable, listSchedules, maintainTable, removeOrphans,
+  setSchedulesPaused, tableFiles, SCHEDULE_KINDS, type ProgressCallback, type ScheduleKind,
+} from '../client/maintenance';
+import type { CompactOptions } from '../activities/maintenance/types';
+import { configOf, printTable } from './common';
+
+const UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
+export function parseBytes(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(s.trim());
+  const unit = m ? UNITS[(m[2] || 'b').toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`size: expected e.g. 134217728, 128MB, 1.5GB; found "${s}"`);
+  return Math.round(Number(m[1]) * unit);
+}
+const DURATION: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+export function parseDurationMs(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(s.trim());
+  if (!m) throw new Error(`duration: expected e.g. 90s, 30m, 12h, 5d; found "${s}"`);
+  return Math.round(Number(m[1]) * DURATION[m[2]!]!);
+}
+const int = (s: string): number => {
+  if (!/^\d+$/.test(s)) throw new Error(`expected a non-negative integer, found "${s}"`);
+  return Number(s);
+};
+
+const mb = (n: number): string => (n / 1024 / 1024).toFixed(2);
+
+/** A cli-progress bar on stderr fed by the workflow's progress query; silent when not a TTY. */
+function progressBar(enabled: boolean): { onProgress?: ProgressCallback; stop(): void } {
+  if (!enabled || !process.stderr.isTTY) return { stop() {} };
+  const bar = new SingleBar({ format: '{phase} [{bar}] {percentage}% | {value}/{total} {unit}', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
+  let started = false;
+  return {
+    onProgress: (p) => {
+      const total = Math.max(1, p.total);
+      const unit = p.unit === 'bytes' ? 'MB' : p.unit;
+      const scale = (n: number) => (p.unit === 'bytes' ? Number(mb(n)) : n);
+      if (!started) { bar.start(scale(total), scale(p.done), { phase: p.phase, unit }); started = true; }
+      bar.setTotal(scale(total));
+      bar.update(scale(p.done), { phase: p.phase, unit });
+    },
+    stop: () => { if (started) bar.stop(); },
+  };
+}
+
+async function withClient<T>(cmd: Command, fn: (fc: FloeClient) => Promise<T>): Promise<T> {
+  const fc = await connectClient(configOf(cmd));
+  try {
+    return await fn(fc);
+  } finally {
+    await fc.close();
+  }
+}
+
+export function registerMaintenanceCommands(program: Command): void {
+  program.command('compact <table>')
+    .description('rewrite small files into files of the target size (Spark rewrite_data_files), now, through Temporal')
+    .option('--target-file-size <size>', 'target output file size, e.g. 128MB (default: table config)', parseBytes)
+    .option('--min-input-files <n>', 'rewrite a group only with at least n files (default 5)', int)
+    .option('--min-file-size <size>', 'files below this size are rewritten (default 75% of target)', parseBytes)
+    .option('--max-file-size <size>', 'files above this size are split (default 180% of target)', parseBytes)
+    .option('--max-group-size <size>', 'input bytes of one file group (default 100GB)', parseBytes)
+    .option('--max-concurrent <n>', 'file groups rewritten at once (default 2)', int)
+    .option('--partial-progress', 'commit groups as they finish, in up to --max-commits commits')
+    .option('--max-commits <n>', 'commits with --partial-progress (default 10)', int)
+    .option('--partition <path...>', 'only these partitions (paths as under data/, e.g. event_time_day=2024-06-01/event_type=paid)')
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: Record<string, unknown>, cmd: Command) => {
+      const options: Partial<CompactOptions> = {
+        targetFileSizeBytes: o.targetFileSize as number | undefined, minInputFiles: o.minInputFiles as number | undefined,
+        minFileSizeBytes: o.minFileSize as number | undefined, maxFileSizeBytes: o.maxFileSize as number | undefined,
+        maxFileGroupSizeBytes: o.maxGroupSize as number | undefined, maxConcurrentFileGroupRewrites: o.maxConcurrent as number | undefined,
+        partialProgress: o.partialProgress ? true : undefined, maxCommits: o.maxCommits as number | undefined,
+        partitionFilter: o.partition ? { paths: o.partition as string[] } : undefined,
+      };
+      const bar = progressBar(!o.json);
+      const r = await withClient(cmd, (fc) => compactTable(fc, table, options, { onProgress: bar.onProgress })).finally(() => bar.stop());
+      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
+      printTable([{
+        rewritten_data_files_count: r.rewritten_data_files_count, added_data_files_count: r.added_data_files_count,
+        rewritten_MB: mb(r.rewritten_bytes_count), added_MB: mb(r.added_bytes_count), failed_groups: r.failed_data_file_groups.length, commits: r.commits,
+      }]);
+      console.log();
+      printTable([
+        { '': 'before', files: r.before.files, MB: mb(r.before.bytes), avg_file_MB: mb(r.before.avgFileSizeBytes) },
+        { '': 'after', files: r.after.files, MB: mb(r.after.bytes), avg_file_MB: mb(r.after.avgFileSizeBytes) },
+      ]);
+      for (const f of r.failed_data_file_groups) console.log(`group ${f.index} (${f.partitionPath || 'unpartitioned'}) failed: ${f.reason}`);
+    });
+
+  program.command('expire <table>')
+    .description('expire old snapshots and delete the files only they reached (Spark expire_snapshots)')
+    .option('--older-than <duration>', 'expire snapshots older than this, e.g. 5d (default: table config)', parseDurationMs)
+    .option('--retain-last <n>', 'always keep the n newest snapshots (default: table config)', int)
+    .option('--dry-run', 'list what would expire; change nothing')
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { olderThan?: number; retainLast?: number; dryRun?: boolean; json?: boolean }, cmd: Command) => {
+      const bar = progressBar(!o.json);
+      const r = await withClient(cmd, (fc) => expireTable(fc, table, { olderThanMs: o.olderThan, retainLast: o.retainLast, dryRun: o.dryRun }, { onProgress: bar.onProgress }))
+        .finally(() => bar.stop());
+      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
+      console.log(`${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots} snapshots older than ${new Date(r.cutoffMs).toISOString()}; ${r.retainedSnapshots} retained; cursor snapshots kept: ${r.protectedCursorSnapshotIds.join(', ') || 'none needed'}`);
+      printTable([{ data_files: r.deleted.dataFiles, manifests: r.deleted.manifests, manifest_lists: r.deleted.manifestLists, metadata_files: r.deleted.metadataFiles }]);
+    });
+
+  program.command('orphans <table>')
+    .description('delete files under the table location that no metadata reaches (Spark remove_orphan_files)')
+    .option('--older-than <duration>', 'grace period, e.g. 3d (default: table config; at least 1h unless --force)', parseDurationMs)
+    .option('--dry-run', 'list what would be deleted; delete nothing')
+    .option('--force', 'allow a grace period below 1 hour (in-flight commits may lose files)')
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { olderThan?: number; dryRun?: boolean; force?: boolean; json?: boolean }, cmd: Command) => {
+      const bar = progressBar(!o.json);
+      const r = await withClient(cmd, (fc) => removeOrphans(fc, table, { olderThanMs: o.olderThan, dryRun: o.dryRun, force: o.force }, { onProgress: bar.onProgress }))
+        .finally(() => bar.stop());
+      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
+      printTable([{ listed: r.filesListed, reachable: r.reachableFiles, orphans: r.orphans, orphan_MB: mb(r.orphanBytes), kept_by_grace: r.keptByGracePeriod, deleted: r.deleted }]);
+      if (r.dryRun) for (const l of r.sample) console.log(`would delete ${l}`);
+    });
+
+  program.command('maintain <table>')
+    .description('compact, then expire, then remove orphans; one run per table and window')
+    .option('--window <iso>', 'window (ISO time); default now')
+    .option('--dry-run', 'expire/orphans: report only')
+    .action(async (table: string, o: { window?: string; dryRun?: boolean }, cmd: Command) => {
+      const r = await withClient(cmd, (fc) => maintainTable(fc, table, { window: o.window, dryRun: o.dryRun }));
+      console.log(JSON.stringify(r, null, 2));
+    });
+
+  const s = program.command('schedules').description('Temporal Schedules of table maintenance');
+  s.command('apply [tables...]').description('create or update the schedules from the config (overlap: skip)')
+    .action(async (tables: string[], _o, cmd: Command) => {
+      printTable((await withClient(cmd, (fc) => applySchedules(fc, tables))) as unknown as Record<string, unknown>[]);
+    });
+  s.command('list').description('floe schedules on the Temporal server')
+    .action(async (_o, cmd: Command) => {
+      printTable((await withClient(cmd, (fc) => listSchedules(fc))) as unknown as Record<string, unknown>[]);
+    });
+  for (const [name, paused] of [['pause', true], ['unpause', false]] as const) {
+    s.command(`${name} <table> [kind]`).description(`${name} the maintenance schedules of a table (kind: ${SCHEDULE_KINDS.join('|')})`)
+      .action(async (table: string, kind: string | undefined, _o, cmd: Command) => {
+        if (kind !== undefined && !SCHEDULE_KINDS.includes(kind as ScheduleKind)) throw new Error(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`);
+        const ids = await withClient(cmd, (fc) => setSchedulesPaused(fc, table, paused, kind as ScheduleKind | undefined));
+        for (const id of ids) console.log(`${id}: ${paused ? 'paused' : 'unpaused'}`);
+      });
+  }
+  s.command('backfill <table> <kind>').description('re-run the scheduled windows between --start and --end (idempotent per window)')
+    .requiredOption('--start <iso>', 'start of the time range').requiredOption('--end <iso>', 'end of the time range')
+    .action(async (table: string, kind: string, o: { start: string; end: string }, cmd: Command) => {
+      if (!SCHEDULE_KINDS.includes(kind as ScheduleKind)) throw new Error(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`);
+      await withClient(cmd, (fc) => backfillSchedule(fc, table, kind as ScheduleKind, new Date(o.start), new Date(o.end)));
+      console.log(`backfill of ${kind} for ${table} from ${o.start} to ${o.end} requested`);
+    });
+
+  // `floe table files` joins the `table` group registered by cli/table.ts.
+  const tableCmd = program.commands.find((c) => c.name() === 'table') ?? program.command('table').description('inspect Iceberg tables');
+  tableCmd.command('files <table>').description('data files: count and average size, overall and per partition')
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const r = await tableFiles(configOf(cmd), table);
+      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
+      const row = (name: string, f: { files: number; bytes: number; avgFileSizeBytes: number }) =>
+        ({ partition: name, files: f.files, MB: mb(f.bytes), avg_file_KB: (f.avgFileSizeBytes / 1024).toFixed(1) });
+      printTable([...r.partitions.map((p) => row(p.partition, p)), row('(all)', r.overall)]);
+    });
+}

@@ -1,0 +1,135 @@
+/**
+ * Compaction of one table (Spark rewrite_data_files): plan file groups, rewrite each group in its
+ * own activity (at most `maxConcurrentFileGroupRewrites` at once), commit finished groups as
+ * Iceberg `replace` snapshots (one at the end, or up to `maxCommits` with partial progress).
+ * A group that fails or whose inputs vanished is reported, never fatal to the others.
+ * Deterministic orchestration only; see activities/maintenance/compact.ts for the side effects.
+ */
+import { ActivityFailure, defineQuery, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type {
+  CommitRewriteInput, CompactOptions, CompactProgress, CompactResult, FailedGroup, FileGroup, RewriteGroupResult,
+} from '../activities/maintenance/types';
+
+type Activities = ReturnType<typeof createActivities>;
+
+const { planCompaction, tableFileStats } = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['FeatureUnsupported', 'ConfigError'] },
+});
+// A rewrite streams its inputs and heartbeats per batch: a killed worker's attempt is retried
+// within the heartbeat timeout, under a new attempt number (new output names).
+const { rewriteFileGroup } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 4, nonRetryableErrorTypes: ['InputsVanished', 'DataInvalid'] },
+});
+const { commitRewrite } = proxyActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['DataInvalid'] },
+});
+
+export interface CompactInput {
+  table: string;
+  options?: Partial<CompactOptions>;
+  /** Scheduled start time (ISO) of a scheduled run; null for a run started by hand. */
+  window?: string | null;
+}
+
+export const compactProgressQuery = defineQuery<CompactProgress>('compactProgress');
+
+const failureMessage = (e: unknown): string => {
+  if (e instanceof ActivityFailure && e.cause) return e.cause.message;
+  return e instanceof Error ? e.message : String(e);
+};
+
+export async function compactWorkflow(input: CompactInput): Promise<CompactResult> {
+  const started = Date.now();
+  const progress: CompactProgress = { phase: 'planning', groupsTotal: 0, groupsDone: 0, groupsFailed: 0, bytesTotal: 0, bytesDone: 0, commits: 0 };
+  setHandler(compactProgressQuery, () => progress);
+
+  const plan = await planCompaction({ table: input.table, options: input.options, window: input.window ?? null });
+  const o = plan.options;
+  progress.phase = 'rewriting';
+  progress.groupsTotal = plan.groups.length;
+  progress.bytesTotal = plan.groups.reduce((a, g) => a + g.bytes, 0);
+
+  const result: CompactResult = {
+    table: input.table, window: input.window ?? null,
+    rewritten_data_files_count: 0, added_data_files_count: 0, rewritten_bytes_count: 0, added_bytes_count: 0,
+    failed_data_file_groups: [], commits: 0, snapshotIds: [], before: plan.before, after: plan.before, durationMs: 0,
+  };
+  const failed = (g: FileGroup, reason: string) => {
+    result.failed_data_file_groups.push({ index: g.index, partitionPath: g.partitionPath, reason } satisfies FailedGroup);
+    progress.groupsFailed++;
+  };
+  if (plan.groups.length === 0) {
+    progress.phase = 'done';
+    return { ...result, durationMs: Date.now() - started };
+  }
+
+  const byIndex = new Map(plan.groups.map((g) => [g.index, g]));
+  const commit = async (batch: Array<{ group: FileGroup; result: RewriteGroupResult }>) => {
+    if (batch.length === 0) return;
+    const commitInput: CommitRewriteInput = { table: input.table, location: plan.location, commitId: uuid4(), groups: batch };
+    try {
+      const r = await commitRewrite(commitInput);
+      for (const s of r.skippedGroups) failed(byIndex.get(s.index)!, `skipped at commit: ${s.reason}`);
+      const committed = new Set(r.committedGroups);
+      for (const { group, result: rr } of batch) {
+        if (!committed.has(group.index)) continue;
+        result.rewritten_data_files_count += group.files.length;
+        result.rewritten_bytes_count += group.bytes;
+        result.added_data_files_count += rr.outputs.length;
+        result.added_bytes_count += rr.outputBytes;
+      }
+      if (r.snapshotId) {
+        result.commits++;
+        progress.commits++;
+        result.snapshotIds.push(r.snapshotId);
+      }
+    } catch (e) {
+      // Outputs of a failed commit are unreferenced: orphan removal collects them.
+      for (const { group } of batch) failed(group, `commit failed: ${failureMessage(e)}`);
+    }
+  };
+
+  // Partial progress: commit every `batchSize` finished groups, one commit at a time, in order.
+  const batchSize = o.partialProgress ? Math.max(1, Math.ceil(plan.groups.length / o.maxCommits)) : plan.groups.length;
+  let queue: Array<{ group: FileGroup; result: RewriteGroupResult }> = [];
+  let commits: Promise<void> = Promise.resolve();
+  const enqueue = (batch: typeof queue) => { commits = commits.then(() => commit(batch)); };
+
+  // Output names carry the run id (and group + attempt): no two runs or attempts collide.
+  const runId = `compact-${workflowInfo().runId}`;
+  let next = 0;
+  const rewriter = async () => {
+    for (;;) {
+      const g = plan.groups[next++];
+      if (!g) return;
+      try {
+        const r = await rewriteFileGroup({ table: input.table, location: plan.location, runId, group: g, targetFileSizeBytes: o.targetFileSizeBytes });
+        queue.push({ group: g, result: r });
+        if (queue.length >= batchSize && o.partialProgress) {
+          enqueue(queue);
+          queue = [];
+        }
+      } catch (e) {
+        if (!(e instanceof ActivityFailure)) throw e;
+        failed(g, failureMessage(e));
+      }
+      progress.groupsDone++;
+      progress.bytesDone += g.bytes;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(o.maxConcurrentFileGroupRewrites, plan.groups.length) }, rewriter));
+  progress.phase = 'committing';
+  enqueue(queue);
+  queue = [];
+  await commits;
+
+  result.after = await tableFileStats({ table: input.table });
+  result.failed_data_file_groups.sort((a, b) => a.index - b.index);
+  progress.phase = 'done';
+  return { ...result, durationMs: Date.now() - started };
+}

@@ -1,0 +1,49 @@
+/**
+ * Orphan file removal of one table (Spark remove_orphan_files): everything under the table
+ * location that no retained metadata reaches and that is older than the grace period goes.
+ * The grace period counts back from the run's window (scheduled start time), so a re-run of a
+ * past window is never more aggressive than the original run.
+ */
+import { ApplicationFailure, defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { OrphansResult, Progress } from '../activities/maintenance/types';
+
+type Activities = ReturnType<typeof createActivities>;
+
+const { maintenanceSettings } = proxyActivities<Activities>({ startToCloseTimeout: '1 minute' });
+const { removeOrphanFiles } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['UnsafeGracePeriod'] },
+});
+
+/** Same floor as activities/maintenance/types ORPHANS_MIN_GRACE_MS (workflows import types only). */
+const MIN_GRACE_MS = 60 * 60 * 1000;
+
+export interface OrphansWorkflowInput {
+  table: string;
+  /** Grace period; default the table's maintenance.orphans.olderThan (3 days). */
+  olderThanMs?: number;
+  dryRun?: boolean;
+  /** Accept a grace period below the 1 hour safety floor. */
+  force?: boolean;
+  window?: string | null;
+}
+
+export const orphansProgressQuery = defineQuery<Progress>('orphansProgress');
+
+export async function orphansWorkflow(input: OrphansWorkflowInput): Promise<OrphansResult> {
+  const started = Date.now();
+  const progress: Progress = { phase: 'listing', done: 0, total: 1, unit: 'steps' };
+  setHandler(orphansProgressQuery, () => progress);
+  let olderThanMs = input.olderThanMs;
+  if (olderThanMs === undefined) olderThanMs = (await maintenanceSettings({ table: input.table }))?.orphans.olderThanMs ?? 3 * 86_400_000;
+  if (olderThanMs < MIN_GRACE_MS && !input.force) {
+    throw ApplicationFailure.nonRetryable(`orphan grace period: expected at least 1 hour, found ${Math.round(olderThanMs / 1000)} s; pass force to override`, 'UnsafeGracePeriod');
+  }
+  const asOfMs = input.window ? Date.parse(input.window) : Date.now();
+  const r = await removeOrphanFiles({ table: input.table, olderThanMs, asOfMs, dryRun: input.dryRun ?? false, force: input.force ?? false });
+  progress.phase = 'done';
+  progress.done = 1;
+  return { ...r, window: input.window ?? null, durationMs: Date.now() - started };
+}
