@@ -14,6 +14,8 @@ export const PYTHON = {
   'duckdb-extension-iceberg': '1.5.5',
   'duckdb-extension-avro': '1.5.5',
   'duckdb-extension-httpfs': '1.5.5',
+  // DuckDB's Python client needs pytz to hand out timestamptz values.
+  pytz: '2026.6',
 } as const;
 
 /** Extras requested for PyPI packages (pyiceberg's SQL catalog on SQLite, Arrow reads). */

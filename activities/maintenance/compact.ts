@@ -19,11 +19,10 @@ import { currentSchema, currentSnapshot, specById } from '../../iceberg/spec/met
 import { partitionPath } from '../../iceberg/spec/partition';
 import { readManifestList } from '../../iceberg/spec/manifest-list';
 import { type DataFile, ManifestContent, type TableMetadata } from '../../iceberg/spec/types';
-import { RewriteFiles } from '../../iceberg/transaction/snapshot-producer';
+import { rewriteFiles } from '../../iceberg/transaction';
 import { findCommit, SUMMARY_COMMIT_ID } from '../cursor';
 import { crashPoint } from '../hooks';
 import type { Tables } from '../tables';
-import { commitAction } from './commit';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { absPath, liveDataFiles, relPath } from './reachable';
 import {
@@ -194,25 +193,33 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       deleted.push(...inputs);
       for (const o of result.outputs) added.push({ ...dataFileFromWire(o), specId: inputs[0]!.specId, partition: inputs[0]!.partition });
     }
-    const action = new RewriteFiles(deleted, added, {
+    const summary = {
       [SUMMARY_COMMIT_ID]: input.commitId,
       [SUMMARY_COMPACT_GROUPS]: pending.map((p) => p.group.index).join(','),
-    });
+    };
     crashPoint('compact-before-commit');
     try {
-      const { after } = await commitAction(tables.catalog, tables.io, id, action);
-      const snap = findCommit(after.metadata, input.commitId);
+      // Ingest commits every few seconds: a lost CAS is normal, so allow many attempts.
+      const r = await rewriteFiles(tables.catalog, tables.io, id, deleted, added, summary, {
+        maxAttempts: 30, minWaitMs: 50, maxWaitMs: 2000,
+        validate: (t) => { if (findCommit(t.metadata, input.commitId)) throw new AlreadyCommitted(); },
+      });
+      const snap = findCommit(r.table.metadata, input.commitId);
       return {
         snapshotId: snap ? snap['snapshot-id'].toString() : null, alreadyCommitted: false,
         committedGroups: pending.map((p) => p.group.index), skippedGroups: skipped,
       };
     } catch (e) {
+      if (e instanceof AlreadyCommitted) continue; // the loop head returns the existing snapshot
       // A replaced file vanished between our check and the CAS: re-check which groups still hold.
       if (isIcebergError(e, 'CommitFailed') && ++rounds < 10) continue;
       throw e;
     }
   }
 }
+
+/** Thrown from `validate` when the commit id is already on main (a retried activity). */
+class AlreadyCommitted extends Error {}
 
 export const tableConfigOrUndefined = (cfg: Parameters<typeof findTable>[0], table: string): TableConfig | undefined => {
   try {

@@ -4,4 +4,3 @@ export { compactOptionsFor, planCompaction, rewriteFileGroup, commitRewrite, tab
 export { expireSnapshotsCommit, deleteExpiredFiles, PROP_EXPIRE_ID, PROP_EXPIRE_BEFORE } from './expire';
 export { removeOrphanFiles, checkGrace, UNSAFE_GRACE } from './orphans';
 export { liveDataFiles, reachableFiles, reachableSize, unreachableAfter, pool, relPath, absPath, type Reachable } from './reachable';
-export { commitAction } from './commit';

@@ -4,7 +4,6 @@
  * need an async init and would not load under CommonJS. Typings come from the package's ESM
  * declarations, which declare the same classes.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 export const parquetWasm = require('parquet-wasm') as typeof import('parquet-wasm');
 export type * as ParquetWasm from 'parquet-wasm';
 

@@ -32,8 +32,17 @@ const typeOpts = (): Record<string, unknown> => ({
   wrapUnions: false,
   typeHook: (s: unknown) => (s === 'long' || (typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'long') ? LONG : undefined),
 });
-/** Builds an avsc type with bigint longs. Logical types are left raw (date -> int days, etc.). */
-export const avroType = (schema: unknown): avro.Type => avro.Type.forSchema(schema as avro.Schema, typeOpts());
+const typeCache = new Map<string, avro.Type>();
+/** Builds (and caches: avsc compiles code per type) an avsc type with bigint longs. Logical types stay raw. */
+export const avroType = (schema: unknown): avro.Type => {
+  const key = JSON.stringify(schema);
+  let t = typeCache.get(key);
+  if (!t) {
+    if (typeCache.size > 256) typeCache.clear(); // many specs/schemas: bound the cache
+    typeCache.set(key, (t = avro.Type.forSchema(schema as avro.Schema, typeOpts())));
+  }
+  return t;
+};
 
 const MAGIC = Buffer.from([0x4f, 0x62, 0x6a, 0x01]); // "Obj" 1
 const HEADER = avro.Type.forSchema({

@@ -107,11 +107,23 @@ export function parseIcebergJson(text: string): unknown {
   return convert(raw, undefined);
 }
 
-/** Stringifies with bigint written as plain JSON numbers (lossless). */
+/**
+ * Stringifies with bigint written as plain JSON numbers (lossless). Native JSON.stringify with
+ * bigints tagged then untagged; falls back to lossless-json if a string already held the tag.
+ */
 export function stringifyIcebergJson(value: unknown, space?: number): string {
-  const s = stringify(value, null, space);
+  let tagged = 0;
+  const s = JSON.stringify(value, (_k, v: unknown) => {
+    if (typeof v === 'bigint') { tagged++; return `${BIG_MARK}${v}`; }
+    return v;
+  }, space);
   if (s === undefined) throw new IcebergError('Unexpected', 'value is not JSON-serializable');
-  return s;
+  let untagged = 0;
+  const out = s.replace(/"\\u0000big:(-?\d+)"/g, (_m, digits: string) => { untagged++; return digits; });
+  if (untagged === tagged) return out;
+  const slow = stringify(value, null, space);
+  if (slow === undefined) throw new IcebergError('Unexpected', 'value is not JSON-serializable');
+  return slow;
 }
 
 const req = <T>(o: Record<string, unknown>, key: string, what = 'table metadata'): T => {
