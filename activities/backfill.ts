@@ -30,6 +30,7 @@ export const createBackfillActivities = (deps: Deps) => ({
     } catch (e) {
       throw ApplicationFailure.nonRetryable((e as Error).message, 'ConfigError');
     }
+    await deps.tables.ensureIngestTables(t);
     const wm = await topicWatermarks(deps.admin, t.topic);
     const resolve = async (b: BackfillBound, what: string): Promise<Offsets> => {
       const out: Offsets = {};

@@ -74,6 +74,14 @@ function findPython(): string {
   return p;
 }
 
+/** Wall and CPU seconds of `fn` (CPU time is what to compare on a shared, loaded machine). */
+async function timed<T>(fn: () => Promise<T> | T): Promise<{ wall: number; cpu: number; value: T }> {
+  const c = process.cpuUsage(), t = performance.now();
+  const value = await fn();
+  const d = process.cpuUsage(c);
+  return { wall: (performance.now() - t) / 1000, cpu: (d.user + d.system) / 1e6, value };
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -87,15 +95,17 @@ async function main(): Promise<void> {
   const columns = generate(rows);
 
   // floe, columnar API: JS arrays -> Arrow -> Parquet + Iceberg metrics + footer facts
-  const floeTimes: number[] = [];
+  const floeWall: number[] = [], floeCpu: number[] = [];
   let parquetBytes = 0, arrowBytes = 0;
   let batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
   for (let k = 0; k < runs; k++) {
-    const t = performance.now();
-    batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
-    const w = await encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' });
-    floeTimes.push((performance.now() - t) / 1000);
-    parquetBytes = w.bytes.length;
+    const r = await timed(async () => {
+      batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
+      return encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' });
+    });
+    floeWall.push(r.wall);
+    floeCpu.push(r.cpu);
+    parquetBytes = r.value.bytes.length;
     arrowBytes = arrowByteLength(batch.data);
   }
   // floe, row-object API (what the ingest path hands over), one run: row objects are built untimed
@@ -104,32 +114,27 @@ async function main(): Promise<void> {
     for (const [name, col] of Object.entries(columns)) o[name] = col[i];
     return o;
   });
-  let t = performance.now();
-  const rowsBatch = rowsToRecordBatch(schema, rowObjects, arrowSchema);
-  await encodeParquet(schema, arrowSchema, [rowsBatch], { codec: 'zstd' });
-  const floeRowsTime = (performance.now() - t) / 1000;
-
+  const viaRows = await timed(() => encodeParquet(schema, arrowSchema, [rowsToRecordBatch(schema, rowObjects, arrowSchema)], { codec: 'zstd' }));
   // floe, encode only (Arrow already built): isolates parquet-wasm + metrics
-  t = performance.now();
-  await encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' });
-  const floeEncodeTime = (performance.now() - t) / 1000;
+  const viaArrow = await timed(() => encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' }));
 
   // pyarrow on the same Arrow data
   const dir = mkdtempSync(join(tmpdir(), 'floe-bench-'));
-  let py: { times: number[]; bytes: number; version: string };
+  let py: { times: number[]; cpu: number[]; bytes: number; version: string };
   try {
     const ipc = join(dir, 'events.arrow');
     writeFileSync(ipc, arrow.tableToIPC(new arrow.Table([batch]), 'file'));
     const out = execFileSync(findPython(), ['-c', `
 import io, json, sys, time, pyarrow as pa, pyarrow.parquet as pq
 t = pa.ipc.open_file(sys.argv[1]).read_all()
-times = []
+times, cpu = [], []
 for _ in range(int(sys.argv[2])):
     sink = pa.BufferOutputStream()
-    s = time.perf_counter()
+    s, c = time.perf_counter(), time.process_time()
     pq.write_table(t, sink, compression='zstd')
     times.append(time.perf_counter() - s)
-print(json.dumps({'times': times, 'bytes': sink.getvalue().size, 'version': pa.__version__}))
+    cpu.append(time.process_time() - c)
+print(json.dumps({'times': times, 'cpu': cpu, 'bytes': sink.getvalue().size, 'version': pa.__version__}))
 `, ipc, String(runs)], { maxBuffer: 1 << 20 }).toString();
     py = JSON.parse(out) as typeof py;
   } finally {
@@ -137,16 +142,18 @@ print(json.dumps({'times': times, 'bytes': sink.getvalue().size, 'version': pa._
   }
 
   const mb = arrowBytes / 1e6;
-  const line = (label: string, secs: number, bytes?: number): string =>
-    `${label.padEnd(34)} ${secs.toFixed(3).padStart(7)} s  ${Math.round(rows / secs).toLocaleString('en-US').padStart(11)} rows/s  ` +
-    `${(mb / secs).toFixed(1).padStart(7)} MB/s${bytes === undefined ? '' : `  -> ${(bytes / 1e6).toFixed(1)} MB`}`;
-  const floeBest = median(floeTimes), pyBest = median(py.times);
-  console.log(`\n${rows.toLocaleString('en-US')} rows, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs} (MB/s = Arrow MB in per second)`);
-  console.log(line('floe columns -> Parquet + metrics', floeBest, parquetBytes));
-  console.log(line('floe rows -> Parquet + metrics', floeRowsTime));
-  console.log(line('floe Arrow -> Parquet + metrics', floeEncodeTime));
-  console.log(line(`pyarrow ${py.version} write_table`, pyBest, py.bytes));
-  console.log(`ratio floe(columns)/pyarrow time: ${(floeBest / pyBest).toFixed(2)}x`);
+  const line = (label: string, wall: number, cpu: number, bytes?: number): string =>
+    `${label.padEnd(34)} wall ${wall.toFixed(2).padStart(6)} s  cpu ${cpu.toFixed(2).padStart(6)} s  ` +
+    `${Math.round(rows / wall).toLocaleString('en-US').padStart(10)} rows/s  ${(mb / wall).toFixed(1).padStart(6)} MB/s` +
+    `${bytes === undefined ? '' : `  -> ${(bytes / 1e6).toFixed(1)} MB`}`;
+  const fw = median(floeWall), fc = median(floeCpu), pw = median(py.times), pc = median(py.cpu);
+  console.log(`\n${rows.toLocaleString('en-US')} rows x 8 columns, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs}`);
+  console.log('(rows/s and MB/s from wall time; MB/s = Arrow MB in per second; cpu = process CPU time)');
+  console.log(line('floe columns -> Parquet + metrics', fw, fc, parquetBytes));
+  console.log(line('floe rows -> Parquet + metrics', viaRows.wall, viaRows.cpu));
+  console.log(line('floe Arrow -> Parquet + metrics', viaArrow.wall, viaArrow.cpu));
+  console.log(line(`pyarrow ${py.version} write_table`, pw, pc, py.bytes));
+  console.log(`floe(columns) / pyarrow: wall ${(fw / pw).toFixed(2)}x, cpu ${(fc / pc).toFixed(2)}x`);
 }
 
 main().catch((e) => {

@@ -86,5 +86,19 @@ export async function runBackfill(fc: FloeClient, table: string, from: BackfillB
     args: [{ table, from, to, force }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
-  return handle.result();
+  try {
+    return await handle.result();
+  } catch (e) {
+    throw rootCause(e);
+  }
+}
+
+/** Workflow failures nest (workflow -> child -> activity -> application); users want the innermost reason. */
+export function rootCause(e: unknown): Error {
+  let cur = e as Error & { cause?: unknown };
+  while (cur && cur.cause instanceof Error) cur = cur.cause as Error & { cause?: unknown };
+  if (cur === e) return e as Error;
+  const err = new Error(cur.message, { cause: e });
+  err.name = (cur as { type?: string }).type ?? cur.name;
+  return err;
 }

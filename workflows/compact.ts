@@ -21,7 +21,7 @@ const { planCompaction, tableFileStats } = proxyActivities<Activities>({
 // within the heartbeat timeout, under a new attempt number (new output names).
 const { rewriteFileGroup } = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '1 minute',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 4, nonRetryableErrorTypes: ['InputsVanished', 'DataInvalid'] },
 });
 const { commitRewrite } = proxyActivities<Activities>({

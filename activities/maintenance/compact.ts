@@ -24,6 +24,7 @@ import { findCommit, SUMMARY_COMMIT_ID } from '../cursor';
 import { crashPoint } from '../hooks';
 import type { Tables } from '../tables';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
+import { PrefetchingFileIO } from './prefetch';
 import { absPath, liveDataFiles, relPath } from './reachable';
 import {
   compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
@@ -117,13 +118,18 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
     location: (i) => `${dir}/${prefix}-${String(i).padStart(5, '0')}.parquet`,
   });
   let rows = 0, bytesRead = 0;
+  const reader = new PrefetchingFileIO(tables.io);
+  const READ_AHEAD = 8;
+  const at = (j: number) => ({ location: absPath(input.location, g.files[j]!.path), size: g.files[j]!.size });
   for (const [i, f] of g.files.entries()) {
     const location = absPath(input.location, f.path);
+    reader.prefetch(g.files.slice(i, i + READ_AHEAD).map((_, k) => at(i + k)));
     try {
-      for await (const batch of readParquetBatches(tables.io, location, { fileSize: f.size })) {
+      for await (const batch of readParquetBatches(reader, location, { fileSize: f.size })) {
         await writer.writeBatch(batch);
         rows += batch.numRows;
         peakRss = Math.max(peakRss, process.memoryUsage().rss);
+        ctx.heartbeat({ filesDone: i, files: g.files.length, rows, bytesRead }); // the SDK throttles these
       }
     } catch (e) {
       if (isIcebergError(e, 'NotFound') || /NoSuchKey|not found|ENOENT/i.test(String((e as Error).message))) {
@@ -131,6 +137,8 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
         throw ApplicationFailure.nonRetryable(`group ${g.index}: input ${location} no longer exists`, INPUTS_VANISHED);
       }
       throw e;
+    } finally {
+      reader.release(location);
     }
     bytesRead += f.size;
     ctx.heartbeat({ filesDone: i + 1, files: g.files.length, rows, bytesRead });

@@ -15,7 +15,9 @@ import { type Catalog, identToString } from './catalog';
 
 export class MemoryCatalog implements Catalog {
   private readonly namespaces = new Map<string, Record<string, string>>();
-  private readonly tables = new Map<string, { identifier: TableIdentifier; metadataLocation: string }>();
+  // `metadata` is the object we serialized into metadataLocation: kept so loads skip a re-parse
+  // (applyUpdates never mutates its base, so sharing it is safe).
+  private readonly tables = new Map<string, { identifier: TableIdentifier; metadataLocation: string; metadata: TableMetadata }>();
   /** Called inside commitTable after requirements pass, before the swap (tests inject races here). */
   beforeCommit?: (id: TableIdentifier, attempt: { requirements: TableRequirement[]; updates: TableUpdate[] }) => Promise<void> | void;
   commits = 0;
@@ -45,19 +47,27 @@ export class MemoryCatalog implements Catalog {
   async tableExists(id: TableIdentifier): Promise<boolean> {
     return this.tables.has(identToString(id));
   }
+  /** Registers an existing metadata file (e.g. written by PyIceberg) under `id`. */
+  async registerTable(id: TableIdentifier, metadataLocation: string): Promise<LoadedTable> {
+    const metadata = parseTableMetadata(Buffer.from(await this.io.read(metadataLocation)).toString('utf8'));
+    this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata });
+    return { identifier: id, metadataLocation, metadata };
+  }
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadedTable> {
     if (!(await this.namespaceExists(id.namespace))) throw new IcebergError('NotFound', `namespace ${id.namespace.join('.')} does not exist`, { retryable: false });
     if (this.tables.has(identToString(id))) throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false });
     const metadataLocation = metadataFileLocation(metadata.location, 0, randomUUID());
     await this.io.write(metadataLocation, Buffer.from(serializeTableMetadata(metadata)));
-    this.tables.set(identToString(id), { identifier: id, metadataLocation });
+    this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata });
     return { identifier: id, metadataLocation, metadata };
   }
   async loadTable(id: TableIdentifier): Promise<LoadedTable> {
     const t = this.tables.get(identToString(id));
     if (!t) throw new IcebergError('NotFound', `table ${identToString(id)} does not exist`, { retryable: false });
-    const metadata = parseTableMetadata(Buffer.from(await this.io.read(t.metadataLocation)).toString('utf8'));
-    return { identifier: id, metadataLocation: t.metadataLocation, metadata };
+    if (!(await this.io.exists(t.metadataLocation))) {
+      throw new IcebergError('NotFound', `table ${identToString(id)}: metadata file ${t.metadataLocation} is missing`, { retryable: false });
+    }
+    return { identifier: id, metadataLocation: t.metadataLocation, metadata: t.metadata };
   }
   async dropTable(id: TableIdentifier): Promise<void> {
     this.tables.delete(identToString(id));
@@ -76,7 +86,7 @@ export class MemoryCatalog implements Catalog {
       await this.io.delete(metadataLocation);
       throw IcebergError.mismatch('CommitConflict', `commit ${identToString(id)}: metadata location`, base.metadataLocation, cur?.metadataLocation, true);
     }
-    this.tables.set(identToString(id), { identifier: id, metadataLocation });
+    this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata: next });
     this.commits++;
     return { identifier: id, metadataLocation, metadata: next };
   }

@@ -11,7 +11,7 @@ export {
   type ColumnMetrics, type MetricsConfig, type MetricsMode,
 } from './metrics';
 export {
-  arrowByteLength, encodeParquet, parquetWriteOptionsFromProperties, parseCodec, readFooterFacts, toRecordBatches, writeParquetFile,
+  arrowByteLength, encodeParquet, highCardinalityColumns, parquetWriteOptionsFromProperties, parseCodec, readFooterFacts, toRecordBatches, writeParquetFile,
   type DataFileStats, type FooterFacts, type ParquetCodec, type ParquetWriteOptions, type WriteInput, type WrittenParquet,
 } from './writer';
 export {

@@ -12,6 +12,7 @@ import { readManifest } from '../spec/manifest';
 import { readManifestList } from '../spec/manifest-list';
 import { MAIN_BRANCH, ancestors, currentSnapshot } from '../spec/metadata';
 import type { ManifestFile, Snapshot, TableMetadata } from '../spec/types';
+import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from '../scan/parallel';
 import type { PendingCommit, TableAction } from './snapshot-producer';
 
 export interface ExpireSnapshotsOptions {
@@ -62,23 +63,20 @@ export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: S
     return l;
   };
   const retainedManifests = new Map<string, ManifestFile>();
-  for (const s of retain) for (const m of await manifestsOf(s)) retainedManifests.set(m.manifestPath, m);
+  for (const lists of await mapConcurrent(retain, MANIFEST_READ_CONCURRENCY, manifestsOf)) for (const m of lists) retainedManifests.set(m.manifestPath, m);
   const removedManifests = new Map<string, ManifestFile>();
   const retainedLists = new Set(retain.map((s) => s['manifest-list']));
   for (const s of expire) {
     for (const m of await manifestsOf(s)) if (!retainedManifests.has(m.manifestPath)) removedManifests.set(m.manifestPath, m);
   }
   const candidates = new Set<string>();
-  for (const m of removedManifests.values()) {
-    for (const e of await readManifest(io, m, { includeDeleted: true })) candidates.add(e.dataFile.filePath);
-  }
+  const removedEntries = await mapConcurrent([...removedManifests.values()], MANIFEST_READ_CONCURRENCY, (m) => readManifest(io, m, { includeDeleted: true }));
+  for (const e of removedEntries.flat()) candidates.add(e.dataFile.filePath);
   if (candidates.size > 0) {
     // a file stays if any retained manifest still lists it as live
-    for (const m of retainedManifests.values()) {
-      if (m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0) continue;
-      for (const e of await readManifest(io, m)) candidates.delete(e.dataFile.filePath);
-      if (candidates.size === 0) break;
-    }
+    const withLive = [...retainedManifests.values()].filter((m) => !(m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0));
+    const retainedEntries = await mapConcurrent(withLive, MANIFEST_READ_CONCURRENCY, (m) => readManifest(io, m));
+    for (const e of retainedEntries.flat()) candidates.delete(e.dataFile.filePath);
   }
   return {
     snapshotIds: expire.map((s) => s['snapshot-id']),

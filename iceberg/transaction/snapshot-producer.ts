@@ -11,6 +11,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
+import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from '../scan/parallel';
 import { decodeManifest, inheritFromManifest, writeManifest } from '../spec/manifest';
 import { readManifestList, writeManifestList } from '../spec/manifest-list';
 import { MAIN_BRANCH, currentSchema, currentSnapshot, specById } from '../spec/metadata';
@@ -263,16 +264,21 @@ export class RewriteFiles extends SnapshotProducer {
   operation(): SnapshotOperation { return 'replace'; }
 
   protected async filterManifests(base: TableMetadata, io: FileIO, parent: ManifestFile[]): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+    // New files get a higher data sequence number, so older equality/position deletes would stop
+    // applying to the rewritten rows: refuse rather than resurrect deleted rows.
+    const deletes = parent.filter((m) => m.content === ManifestContent.Deletes && m.addedFilesCount + m.existingFilesCount > 0);
+    if (deletes.length > 0) {
+      throw IcebergError.mismatch('FeatureUnsupported', 'rewriteFiles on a table with live delete files: delete manifests', 0, deletes.length, false);
+    }
     const found = new Map<string, DataFile>();
     const out: ManifestFile[] = [];
-    for (const m of parent) {
-      if (m.content !== ManifestContent.Data || (m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0)) {
-        out.push(m);
-        continue;
-      }
-      const entries = await this.entriesOf(io, m);
+    const skip = (m: ManifestFile): boolean =>
+      m.content !== ManifestContent.Data || (m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0);
+    const entriesPer = await mapConcurrent(parent, MANIFEST_READ_CONCURRENCY, (m) => (skip(m) ? Promise.resolve([]) : this.entriesOf(io, m)));
+    for (const [i, m] of parent.entries()) {
+      const entries = entriesPer[i]!;
       const hits = entries.filter((e) => e.status !== ManifestEntryStatus.Deleted && this.deletedPaths.has(e.dataFile.filePath));
-      if (hits.length === 0) {
+      if (skip(m) || hits.length === 0) {
         out.push(m);
         continue;
       }

@@ -71,7 +71,7 @@ describe('backfill (real stack)', { timeout: 15 * 60_000 }, () => {
     assert.equal(await totalRows(), 100);
 
     await assert.rejects(runBackfill(fc, table, parseBackfillBound('25', '--from'), parseBackfillBound('75', '--to')),
-      (e: Error) => /overlaps backfill "backfill-[0-9a-f]+" \(partition 0: 0-50/.test(String((e as any).cause?.message ?? e.message)));
+      (e: Error) => e.name === 'BackfillOverlap' && /overlaps backfill "backfill-[0-9a-f]+" \(partition 0: 0-50/.test(e.message));
     assert.equal(await totalRows(), 100);
 
     const rest = await runBackfill(fc, table, parseBackfillBound('0:50,1:50', '--from'), parseBackfillBound('100', '--to'));

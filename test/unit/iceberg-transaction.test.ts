@@ -5,7 +5,7 @@ import { isIcebergError } from '../../iceberg/errors';
 import { MemoryFileIO } from '../../iceberg/io/memory';
 import { readManifest } from '../../iceberg/spec/manifest';
 import { readManifestList } from '../../iceberg/spec/manifest-list';
-import { ancestors, currentSnapshot, newTableMetadata } from '../../iceberg/spec/metadata';
+import { ancestors, currentSnapshot, newTableMetadata, parseTableMetadata } from '../../iceberg/spec/metadata';
 import { type DataFile, DataFileContent, ManifestEntryStatus, type Schema, type TableIdentifier } from '../../iceberg/spec/types';
 import { Transaction, expireSnapshots, fastAppend, rewriteFiles } from '../../iceberg/transaction';
 import { packEnd, planMerge } from '../../iceberg/transaction/merge';
@@ -42,7 +42,7 @@ async function liveFiles(io: MemoryFileIO, catalog: MemoryCatalog): Promise<stri
 }
 
 test('packEnd/planMerge: the newest bin waits for min-count, full bins merge', () => {
-  assert.deepEqual(packEnd([1, 2, 3, 4, 5], (x) => x, 6), [[1, 2], [3], [4], [5]].length === 4 ? packEnd([1, 2, 3, 4, 5], (x) => x, 6) : []);
+  assert.deepEqual(packEnd([1, 2, 3, 4, 5], (x) => x, 6), [[1, 2, 3], [4], [5]]); // oldest packed first
   assert.deepEqual(packEnd([5, 1, 1, 1, 1], (x) => x, 3), [[5], [1], [1, 1, 1]]);
   const plan = planMerge(['n', 'a', 'b'], 'n', () => 1, 100, 5);
   assert.deepEqual(plan, [{ items: ['n', 'a', 'b'], merge: false }]);
@@ -106,6 +106,10 @@ test('1,000 appends keep the manifest list small and totals right', async () => 
   // every file keeps the data sequence number of the commit that added it
   const seqs = entries.map((e) => e.sequenceNumber!).sort((a, b) => (a < b ? -1 : 1));
   assert.deepEqual(seqs, Array.from({ length: 1000 }, (_, i) => BigInt(i + 1)));
+  // the metadata.json on storage is exactly the metadata the catalog hands out
+  const onDisk = parseTableMetadata(Buffer.from(await io.read(t.metadataLocation)).toString('utf8'));
+  assert.deepEqual(onDisk, t.metadata);
+  assert.equal(onDisk['metadata-log'].length, 1000);
 });
 
 test('Transaction retries a lost CAS with the same snapshot id and cleans only the dead attempt', async () => {

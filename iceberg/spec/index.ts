@@ -1,0 +1,26 @@
+export * from './types';
+export {
+  LONG_KEYS, MAIN_BRANCH, PARTITION_FIELD_ID_START, parseIcebergJson, stringifyIcebergJson, parseTableMetadata,
+  serializeTableMetadata, metadataFileLocation, parseMetadataVersion, assignFreshSchemaIds, newTableMetadata,
+  currentSchema, schemaById, defaultSpec, specById, snapshotById, currentSnapshot, ancestors,
+} from './metadata';
+export type { NewTableMetadataArgs } from './metadata';
+export { findField, fieldById } from './schema';
+export {
+  parseTransform, transformResultType, toPartitionValue, bucketHash, applyTransform, partitionType, partitionRecord,
+  partitionKey, partitionHumanString, partitionPath,
+} from './partition';
+export type { ParsedTransform } from './partition';
+export { murmur3x86_32 } from './murmur3';
+export {
+  UNASSIGNED_SEQ, partitionAvroSchema, manifestEntrySchema, encodeManifest, writeManifest, decodeManifest,
+  inheritFromManifest, readManifest,
+} from './manifest';
+export type { ManifestWriteArgs, DecodedManifest } from './manifest';
+export { MANIFEST_LIST_SCHEMA, assignSequenceNumbers, encodeManifestList, writeManifestList, decodeManifestList, readManifestList } from './manifest-list';
+export type { ManifestListWriteArgs } from './manifest-list';
+export { dataFileToWire, dataFileFromWire } from './data-file';
+export type { DataFileWire, WirePartitionValue } from './data-file';
+export { readAvroFile, writeAvroFile } from './avro';
+export type { AvroCodec, AvroFile } from './avro';
+export * from './conversions';

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { isIcebergError } from '../../iceberg/errors';
+import { murmur3x86_32 } from '../../iceberg/spec/murmur3';
+import {
+  applyTransform, bucketHash, partitionHumanString, partitionPath, partitionRecord, partitionType, transformResultType,
+} from '../../iceberg/spec/partition';
+import type { PartitionSpec, Schema } from '../../iceberg/spec/types';
+
+const micros = (iso: string): bigint => BigInt(Date.parse(iso)) * 1000n;
+const days = (iso: string): number => Date.parse(`${iso}T00:00:00Z`) / 86_400_000;
+
+test('bucket hashes match the spec Appendix B test vectors', () => {
+  assert.equal(bucketHash('int', 34), 2017239379);
+  assert.equal(bucketHash('long', 34n), 2017239379);
+  assert.equal(bucketHash('decimal(4, 2)', '14.20'), -500754589);
+  assert.equal(bucketHash('date', days('2017-11-16')), -653330422);
+  assert.equal(bucketHash('time', 81_068_000_000n), -662762989);
+  assert.equal(bucketHash('timestamp', micros('2017-11-16T22:31:08Z')), -2047944441);
+  assert.equal(bucketHash('timestamp', micros('2017-11-16T22:31:08Z') + 1n), -1207196810);
+  assert.equal(bucketHash('timestamptz', micros('2017-11-16T14:31:08-08:00')), -2047944441);
+  assert.equal(bucketHash('timestamp_ns', micros('2017-11-16T22:31:08Z') * 1000n + 1001n), -1207196810);
+  assert.equal(bucketHash('string', 'iceberg'), 1210000089);
+  assert.equal(bucketHash('uuid', 'f79c3e09-677c-4bbd-a479-3f349cb785e7'), 1488055340);
+  assert.equal(bucketHash('fixed[4]', Uint8Array.of(0, 1, 2, 3)), -188683207);
+  assert.equal(bucketHash('binary', Uint8Array.of(0, 1, 2, 3)), -188683207);
+  // murmur3 tail handling (1 and 3 trailing bytes) against the SMHasher reference values
+  assert.equal(murmur3x86_32(new Uint8Array(0)), 0);
+  assert.equal(murmur3x86_32(new TextEncoder().encode('a')), 1009084850);
+  assert.equal(murmur3x86_32(new TextEncoder().encode('abc')), 0xb3dd93fa | 0);
+});
+
+test('bucket[N] masks the sign bit before the modulo (PyIceberg/Java values)', () => {
+  assert.equal(applyTransform('bucket[100]', 'int', 34), 79);
+  assert.equal(applyTransform('bucket[100]', 'long', 34n), 79);
+  assert.equal(applyTransform('bucket[100]', 'date', 17486), 26);
+  assert.equal(applyTransform('bucket[16]', 'string', null), null);
+});
+
+test('truncate[W] per spec: floor for negatives, code points for strings, unscaled decimals', () => {
+  assert.equal(applyTransform('truncate[10]', 'int', 1), 0);
+  assert.equal(applyTransform('truncate[10]', 'int', -1), -10);
+  assert.equal(applyTransform('truncate[10]', 'long', -1n), -10n);
+  assert.equal(applyTransform('truncate[3]', 'string', 'iceberg'), 'ice');
+  assert.equal(applyTransform('truncate[2]', 'string', '😀a😀'), '😀a');
+  assert.deepEqual(applyTransform('truncate[3]', 'binary', Uint8Array.of(1, 2, 3, 4)), Uint8Array.of(1, 2, 3));
+  // spec example: truncate[50] of 10.65 (unscaled 1065) -> 10.50 (unscaled 1050 = 0x041a)
+  assert.deepEqual(applyTransform('truncate[50]', 'decimal(9, 2)', '10.65'), Uint8Array.of(0x04, 0x1a));
+});
+
+test('calendar transforms floor before the epoch and use the spec result types', () => {
+  const ts = micros('2017-11-16T22:31:08Z');
+  assert.equal(applyTransform('year', 'timestamp', ts), 47);
+  assert.equal(applyTransform('month', 'timestamp', ts), 574);
+  assert.equal(applyTransform('day', 'timestamptz', ts), 17486);
+  assert.equal(applyTransform('hour', 'timestamp', ts), 419686);
+  assert.equal(applyTransform('day', 'date', 17486), 17486);
+  assert.equal(applyTransform('year', 'date', days('1969-12-31')), -1);
+  assert.equal(applyTransform('month', 'date', days('1969-12-31')), -1);
+  assert.equal(applyTransform('day', 'timestamp', -1n), -1);
+  assert.equal(applyTransform('hour', 'timestamp', -1n), -1);
+  assert.equal(applyTransform('day', 'timestamp_ns', -1n), -1);
+  assert.equal(applyTransform('void', 'string', 'x'), null);
+  assert.equal(transformResultType('day', 'timestamp'), 'date');
+  assert.equal(transformResultType('bucket[4]', 'string'), 'int');
+  assert.equal(transformResultType('truncate[4]', 'string'), 'string');
+  assert.throws(() => transformResultType('hour', 'date'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
+  assert.throws(() => transformResultType('bucket[4]', 'double'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
+  assert.throws(() => applyTransform('zorder', 'int', 1), (e: unknown) => isIcebergError(e, 'FeatureUnsupported'));
+});
+
+const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [
+  { id: 1, name: 'id', required: true, type: 'long' },
+  { id: 2, name: 'ts', required: true, type: 'timestamptz' },
+  { id: 3, name: 'geo', required: false, type: { type: 'struct', fields: [{ id: 4, name: 'country code', required: false, type: 'string' }] } },
+] };
+const spec: PartitionSpec = { 'spec-id': 0, fields: [
+  { 'source-id': 2, 'field-id': 1000, name: 'ts_hour', transform: 'hour' },
+  { 'source-id': 4, 'field-id': 1001, name: 'country code', transform: 'identity' },
+  { 'source-id': 1, 'field-id': 1002, name: 'id_bucket', transform: 'bucket[8]' },
+] };
+
+test('partitionRecord reads nested sources; partitionPath uses Java human strings, URL-encoded', () => {
+  const row = { id: 34n, ts: micros('2017-11-16T22:31:08Z'), geo: { 'country code': 'a b/ü' } };
+  const p = partitionRecord(spec, schema, row);
+  assert.deepEqual(p, { ts_hour: 419686, 'country code': 'a b/ü', id_bucket: (2017239379 & 0x7fffffff) % 8 });
+  assert.equal(partitionPath(spec, schema, p), `ts_hour=2017-11-16-22/country+code=a+b%2F%C3%BC/id_bucket=${p['id_bucket']}`);
+  assert.equal(partitionPath(spec, schema, partitionRecord(spec, schema, { id: 1n, ts: 0n, geo: null })).split('/')[1], 'country+code=null');
+  assert.deepEqual(partitionType(spec, schema).fields.map((f) => [f.id, f.type, f.required]), [[1000, 'int', false], [1001, 'string', false], [1002, 'int', false]]);
+  assert.equal(partitionHumanString('month', 'date', 574), '2017-11');
+  assert.equal(partitionHumanString('day', 'date', 17486), '2017-11-16');
+  assert.equal(partitionHumanString('identity', 'timestamptz', micros('2017-11-16T22:31:08Z') + 1n), '2017-11-16T22:31:08.000001+00:00');
+  assert.throws(() => partitionRecord(spec, schema, { id: 'x', ts: 0n }), (e: unknown) => isIcebergError(e, 'DataInvalid') && /expected/.test(e.message));
+});
