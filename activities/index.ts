@@ -125,8 +125,15 @@ export const createActivities = (deps: Deps) => {
         (o) => ctx.heartbeat({ records: o.records }),
       );
       const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
-      const files = rows.length === 0 ? [] : await deps.tables.writeDataFiles(t.table, rows, prefix, t.targetFileSizeBytes);
-      const deadLetterFiles = deadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, deadRows, prefix, t.targetFileSizeBytes);
+      // Writing a large cycle takes a while: keep heartbeating so only a dead worker times out.
+      const beat = setInterval(() => ctx.heartbeat({ records: outcome.records, phase: 'write' }), 2000);
+      let files, deadLetterFiles;
+      try {
+        files = rows.length === 0 ? [] : await deps.tables.writeDataFiles(t.table, rows, prefix, t.targetFileSizeBytes);
+        deadLetterFiles = deadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, deadRows, prefix, t.targetFileSizeBytes);
+      } finally {
+        clearInterval(beat);
+      }
       if (files.length > 0) crashPoint('after-write');
       const highWatermarks: Offsets = {};
       for (const p of input.partitions) highWatermarks[String(p)] = wm.high[String(p)] ?? '0';

@@ -139,6 +139,10 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
         const pending = await action.prepare(loaded.metadata, io, attempt);
         try {
           const after = await catalog.commitTable(id, pending.requirements, pending.updates);
+          // Manifests merged away on this attempt are referenced by nothing: delete them now
+          // rather than leave them to the orphan sweep.
+          const referenced = new Set(pending.referencedFiles);
+          await Promise.all(action.writtenFiles().filter((f) => !referenced.has(f)).map((f) => io.delete(f).catch(() => undefined)));
           const snap = findCommit(after.metadata, commitId);
           if (!snap) throw new IcebergError('Unexpected', `append of commit ${commitId} landed but its snapshot is not on main`);
           return { snapshot: snap, alreadyCommitted: false, metadata: after.metadata };

@@ -20,7 +20,8 @@ export const PYTHON = {
 
 /** Extras requested for PyPI packages (pyiceberg's SQL catalog on SQLite, Arrow reads). */
 export const PYTHON_EXTRAS: Partial<Record<keyof typeof PYTHON, readonly string[]>> = {
-  pyiceberg: ['sql-sqlite', 'pyarrow'],
+  // pyiceberg-core: PyIceberg 0.12 needs it to write to partitioned tables (interop tests do).
+  pyiceberg: ['sql-sqlite', 'pyarrow', 'pyiceberg-core'],
 };
 
 /** Maven Central artifacts resolved by stack/kafka/pom.xml (passed as -D properties). */
