@@ -48,6 +48,18 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
 
 const DEAD_LETTER_COLUMNS = ['topic', 'partition', 'offset', 'key', 'value', 'error', 'kafka_timestamp'] as const;
 
+/** Heartbeats every 2 s while `fn` runs: a live worker never times out, a dead one does fast. */
+async function heartbeating<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const beat = setInterval(() => ctx.heartbeat(), 2000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(beat);
+  }
+}
+
 export const createActivities = (deps: Deps) => {
   const tableCfg = (table: string): TableConfig => {
     try {
@@ -59,7 +71,7 @@ export const createActivities = (deps: Deps) => {
 
   return {
     /** Reads the cursor from the table (never from Kafka) and plans the next cycle. Creates missing tables. */
-    async loadCursor(ref: TableRef): Promise<CyclePlan> {
+    loadCursor: (ref: TableRef): Promise<CyclePlan> => heartbeating(async () => {
       const t = tableCfg(ref.table);
       await deps.tables.ensureIngestTables(t);
       const loaded = await deps.tables.load(t.table);
@@ -86,7 +98,7 @@ export const createActivities = (deps: Deps) => {
         commitIntervalMs: t.commitIntervalMs, maxRecordsPerCycle: t.maxRecordsPerCycle,
         maxBytesPerCycle: t.maxBytesPerCycle, cyclesPerRun: t.cyclesPerRun,
       };
-    },
+    }),
 
     /**
      * Polls one partition group from the given offsets and writes Parquet data files (one per table
@@ -152,7 +164,7 @@ export const createActivities = (deps: Deps) => {
      * and fenced (lands only if this ingest's cursor is still the one the cycle started from).
      * Concurrency: CAS on the catalog; concurrent compaction/other ingests cause a reload + retry.
      */
-    async commit(input: CommitInput): Promise<CommitResult> {
+    commit: (input: CommitInput): Promise<CommitResult> => heartbeating(async () => {
       const t = tableCfg(input.table);
       const summary = {
         [SUMMARY_INGEST_ID]: input.ingestId,
@@ -191,7 +203,7 @@ export const createActivities = (deps: Deps) => {
         committedAtMs: Number(res.snapshot['timestamp-ms']),
         totalRecords: res.snapshot.summary['total-records'] ?? '0',
       };
-    },
+    }),
 
     ...createBackfillActivities(deps),
     ...createMaintenanceActivities(deps),

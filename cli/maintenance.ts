@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
+import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, type FloeClient } from '../client';
 import {
   applySchedules, backfillSchedule, compactTable, expireTable, listSchedules, maintainTable, removeOrphans,
@@ -55,6 +56,14 @@ async function withClient<T>(cmd: Command, fn: (fc: FloeClient) => Promise<T>): 
   const fc = await connectClient(configOf(cmd));
   try {
     return await fn(fc);
+  } catch (e) {
+    // "Workflow execution failed" alone says nothing: show the failure that caused it.
+    if (e instanceof WorkflowFailedError) {
+      let cause: Error | undefined = e.cause;
+      while (cause && (cause as { cause?: Error }).cause) cause = (cause as { cause?: Error }).cause;
+      throw new Error(`${e.message}: ${cause?.message ?? 'no cause reported'}`);
+    }
+    throw e;
   } finally {
     await fc.close();
   }

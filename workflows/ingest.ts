@@ -16,18 +16,22 @@ const STALE_CURSOR: typeof StaleCursorType = 'StaleCursor';
 
 type Activities = ReturnType<typeof createActivities>;
 
+// Every activity heartbeats so that a SIGKILLed worker's attempt is retried within seconds,
+// not after a start-to-close timeout.
 const { loadCursor } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s' },
 });
 // Polls run for a commit interval; heartbeats let a killed worker's attempt be retried quickly.
 const { pollAndWrite } = proxyActivities<Activities>({
   startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '20 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: ['DataInvalid'] },
 });
 const { commit } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '500ms', maximumInterval: '20s', nonRetryableErrorTypes: [STALE_CURSOR, 'DataInvalid'] },
 });
 

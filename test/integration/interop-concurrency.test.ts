@@ -16,12 +16,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Catalog } from '../../iceberg/catalog/catalog';
 import type { FileIO } from '../../iceberg/io/file-io';
+import { readManifestList } from '../../iceberg/spec/manifest-list';
 import { ancestors } from '../../iceberg/spec/metadata';
 import type { LoadedTable, PartitionSpec, Schema } from '../../iceberg/spec/types';
 import { ensureStack } from '../../stack';
 import { backend, createTable, dropWarehouse, liveFiles, open, type Backend, type BackendKind } from '../oracles/floe-table';
 import type { AppendReport, RewriteReport } from '../oracles/interop-child';
-import { duckRead, pyCount } from '../oracles/oracle';
+import { duckRead, pyCount, pyRead } from '../oracles/oracle';
 
 const SCHEMA: Schema = {
   type: 'struct', 'schema-id': 0, fields: [
@@ -93,7 +94,8 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
 
     void it('two appenders at once: all commits land, sequence numbers 1..N, totals right', async () => {
       const id = { namespace: ['conc'], name: 'appends' };
-      await createTable(catalog, b, id, SCHEMA, SPEC);
+      // merge manifests early so concurrent retries also re-merge (EXISTING entries, explicit seqs)
+      await createTable(catalog, b, id, SCHEMA, SPEC, { 'commit.manifest.min-count-to-merge': '4' });
       const COMMITS = 12, ROWS = 10;
       const reports = await race(root, 'appends', [1, 2].map((writer) => ({
         mode: 'append', config: b.config, table: 'conc.appends', writer, commits: COMMITS, rows: ROWS,
@@ -125,11 +127,22 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       assert.equal(py.count, total, 'PyIceberg row count');
       assert.deepEqual(py.values, expectedIds(reports), 'PyIceberg reads exactly the appended ids');
       assert.deepEqual(py.snapshots.list.map((s) => s.sequence_number).sort((x, y) => x - y), Array.from({ length: 2 * COMMITS }, (_, i) => i + 1));
+      // every file keeps the data sequence number of the commit that added it, through merges
+      const seqOf = new Map(reports.flatMap((r) => r.commits.map((c, k) => [`w${r.writer}-c${k}-`, Number(c.sequenceNumber)] as const)));
+      const read = await pyRead(b.oracle, 'conc.appends');
+      assert.equal(read.files.length, live.length);
+      for (const f of read.files) {
+        const name = f.file_path.split('/').pop()!;
+        const want = [...seqOf].find(([prefix]) => name.startsWith(prefix))?.[1];
+        assert.equal((f as unknown as { sequence_number: number }).sequence_number, want, `${name}: data sequence number as PyIceberg reads it`);
+      }
+      const manifests = await readManifestList(io, cur['manifest-list']);
+      assert.ok(manifests.length < 2 * COMMITS, `manifests were merged: ${manifests.length} manifests for ${2 * COMMITS} appends`);
     });
 
     void it('rewrites racing with appends (and each other) land or fail cleanly; no append is lost', async () => {
       const id = { namespace: ['conc'], name: 'rewrites' };
-      await createTable(catalog, b, id, SCHEMA, SPEC);
+      await createTable(catalog, b, id, SCHEMA, SPEC, { 'commit.manifest.min-count-to-merge': '4' });
       const COMMITS = 10, ROWS = 10;
       const reports = await race(root, 'rewrites', [
         ...[1, 2].map((writer) => ({ mode: 'append', config: b.config, table: 'conc.rewrites', writer, commits: COMMITS, rows: ROWS })),
