@@ -8,21 +8,30 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { IcebergError } from '../errors';
 import type { FileInfo, FileIO } from './file-io';
 
 /** Marker in temp-file names; `list` hides them (a crashed writer leaves one behind). */
 const TEMP_MARKER = '.floe-tmp-';
 
+/**
+ * The path after `file://` (or Hadoop's `file:/`) taken literally, never percent-decoded: partition
+ * paths are URL-encoded by design (`name=b%C3%A9`), and Iceberg Java (Hadoop Path), PyIceberg
+ * (pyarrow LocalFileSystem) and DuckDB all open the object by its literal name, as S3 keys are.
+ */
 export const localPath = (location: string): string => {
-  if (location.startsWith('file:')) return fileURLToPath(location);
+  if (location.startsWith('file:')) {
+    const m = /^file:(?:\/\/(?:localhost)?)?(\/.*)$/.exec(location);
+    if (!m) throw IcebergError.mismatch('DataInvalid', 'local file location', 'file:///absolute/path', location, false);
+    return m[1]!;
+  }
   if (path.isAbsolute(location)) return location;
   throw IcebergError.mismatch('DataInvalid', 'local file location', 'file:///absolute/path or an absolute path', location, false);
 };
 
+/** Inverse of localPath for listing: keeps the caller's `file://` / `file:/` style, no encoding. */
 const toLocation = (original: string, p: string): string =>
-  original.startsWith('file:') ? pathToFileURL(p).href : p;
+  original.startsWith('file://') ? `file://${p}` : original.startsWith('file:') ? `file:${p}` : p;
 
 const mapError = (e: unknown, op: string, location: string): IcebergError => {
   if (e instanceof IcebergError) return e;

@@ -134,7 +134,7 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       for (const f of read.files) {
         const name = f.file_path.split('/').pop()!;
         const want = [...seqOf].find(([prefix]) => name.startsWith(prefix))?.[1];
-        assert.equal((f as unknown as { sequence_number: number }).sequence_number, want, `${name}: data sequence number as PyIceberg reads it`);
+        assert.equal(f.sequence_number, want, `${name}: data sequence number as PyIceberg reads it`);
       }
       const manifests = await readManifestList(io, cur['manifest-list']);
       assert.ok(manifests.length < 2 * COMMITS, `manifests were merged: ${manifests.length} manifests for ${2 * COMMITS} appends`);

@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Catalog } from '../../iceberg/catalog/catalog';
 import type { FileIO } from '../../iceberg/io/file-io';
 import { planTasks } from '../../iceberg/scan';
+import { readManifestList } from '../../iceberg/spec/manifest-list';
 import { currentSchema, defaultSpec } from '../../iceberg/spec/metadata';
 import { partitionKey, partitionRecord } from '../../iceberg/spec/partition';
 import type { DataFile, PartitionSpec, Schema } from '../../iceberg/spec/types';
@@ -78,7 +79,8 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       await ensureStack(['s3']);
       b = backend(kind, root);
       ({ catalog, io } = await open(b));
-      await createTable(catalog, b, id, SCHEMA, SPEC);
+      // merge from the 2nd manifest on: floe's append rewrites PyIceberg's manifest entries as EXISTING
+      await createTable(catalog, b, id, SCHEMA, SPEC, { 'commit.manifest.min-count-to-merge': '2' });
     });
     after(async () => {
       if (io) await dropWarehouse(io, b);
@@ -119,6 +121,16 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       assert.equal(beforeCompaction.length, pyFiles.length + r.files.length);
       const all = await readRows(io, SCHEMA, beforeCompaction);
       assert.deepEqual(sortRows(all), canonRows(SCHEMA, [...pyRows, ...floeRows]));
+      // PyIceberg's files keep data sequence number 1 through floe's manifest merge, floe's get 2
+      const manifests = await readManifestList(io, r.table.metadata.snapshots.at(-1)!['manifest-list']);
+      assert.equal(manifests.length, 1, 'PyIceberg\'s manifest and floe\'s new one were merged');
+      const py = await pyRead(b.oracle, table);
+      const pyPaths = new Set(pyFiles.map((f) => f.filePath));
+      for (const f of py.files) {
+        const seq = f.sequence_number;
+        assert.equal(seq, pyPaths.has(f.file_path) ? 1 : 2, `${f.file_path}: data sequence number after the merge`);
+      }
+      assert.deepEqual(py.rows, canonRows(SCHEMA, [...pyRows, ...floeRows]));
     });
 
     void it('floe compacts every partition into one file (rewriteFiles -> replace)', async () => {
@@ -155,7 +167,7 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       for (const f of py.files) {
         const ours = compacted.find((c) => c.filePath === f.file_path)!;
         assert.equal(f.record_count, ours.recordCount);
-        assert.equal((f as unknown as { sequence_number: number }).sequence_number, 3, `${f.file_path}: data sequence number`);
+        assert.equal(f.sequence_number, 3, `${f.file_path}: data sequence number`);
         assert.deepEqual(f.null_value_counts, Object.fromEntries([...ours.nullValueCounts!].map(([k, v]) => [String(k), v])));
         // stats of files rewritten from PyIceberg's Arrow layout equal PyIceberg's own derivation
         const ref = f.reference!;

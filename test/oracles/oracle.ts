@@ -27,6 +27,10 @@ export interface OracleFile {
   lower_bounds: Record<string, string> | null;
   upper_bounds: Record<string, string> | null;
   split_offsets: number[] | null;
+  /** manifest entry facts (inherited from the manifest list where null in the file) */
+  sequence_number: number | null;
+  file_sequence_number: number | null;
+  status: number;
   reference?: {
     record_count: number;
     value_counts: Record<string, number>;
