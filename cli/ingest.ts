@@ -6,7 +6,11 @@ import { configOf, printTable } from './common';
 export function registerIngestCommands(program: Command): void {
   program.command('worker')
     .description('run a floe worker (workflows + activities) until SIGTERM')
-    .action(async (_o, cmd: Command) => runWorker(configOf(cmd)));
+    .action(async (_o, cmd: Command) => {
+      await runWorker(configOf(cmd));
+      // Drained and closed: exit even if a client library left a timer or socket behind.
+      process.exit(0);
+    });
 
   const ingest = program.command('ingest').description('control the ingest of a table');
   ingest.command('start <table>').description('start (or attach to) the ingest workflow of a table')

@@ -140,12 +140,17 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     }
     log(`produced ${produced} messages (${malformedCount} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
     await signalIngest(fc, table, 'stop');
+    let drainTimer: NodeJS.Timeout | undefined;
     const status = await Promise.race([
       waitForIngest(fc, table),
-      sleep((o.drainTimeoutS ?? 180) * 1000).then(async () => {
-        throw new Error(`ingest did not drain within ${o.drainTimeoutS ?? 180}s; status: ${JSON.stringify(await ingestStatus(fc, table))}`);
+      new Promise<never>((_, reject) => {
+        drainTimer = setTimeout(() => {
+          void ingestStatus(fc, table).then(
+            (s) => reject(new Error(`ingest did not drain within ${o.drainTimeoutS ?? 180}s; status: ${JSON.stringify(s)}`)),
+            reject);
+        }, (o.drainTimeoutS ?? 180) * 1000);
       }),
-    ]);
+    ]).finally(() => clearTimeout(drainTimer));
     log(`ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`);
     const v = await verifyTable(cfg, table, topic);
     return { ...v, table, topic, configPath, produced, malformed: malformedCount, kills, selfExits, elapsedS: (Date.now() - t0) / 1000 };
