@@ -69,8 +69,8 @@ async function produce(kafka: Kafka, topic: string, partitions: number, n: numbe
   const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await p.connect();
   let bytes = 0;
-  for (let i = 0; i < n; i += 2000) {
-    const messages = Array.from({ length: Math.min(2000, n - i) }, (_, j) => { const v = event(i + j); bytes += v.length; return { key: String(i + j), value: v }; });
+  for (let i = 0; i < n; i += 500) {
+    const messages = Array.from({ length: Math.min(500, n - i) }, (_, j) => { const v = event(i + j); bytes += v.length; return { key: String(i + j), value: v }; });
     await p.send({ topic, messages, compression: CompressionTypes.None });
   }
   await p.disconnect();

@@ -6,6 +6,7 @@
  * Concurrency: every run has a deterministic workflow id `floe-<kind>/<table>/<window>`; starting
  * the same window twice fails with "already started" instead of running twice.
  */
+import { randomBytes } from 'node:crypto';
 import {
   ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowIdReusePolicy,
   type ScheduleOptionsAction, type ScheduleSpec, type WorkflowHandle,
@@ -40,6 +41,14 @@ async function follow<R>(handle: WorkflowHandle, poll: () => Promise<{ phase: st
   return result;
 }
 
+/**
+ * Workflow id of a run: deterministic per window when one is given (a second start of the same
+ * window is refused), unique per invocation for runs started by hand without a window.
+ */
+const runId = (kind: MaintenanceWorkflowKind, table: string, window: string | undefined): string =>
+  window ? maintenanceWorkflowId(kind, table, window)
+    : maintenanceWorkflowId(kind, table, `manual-${new Date().toISOString()}-${randomBytes(3).toString('hex')}`);
+
 const startOpts = (fc: FloeClient, workflowId: string) => ({
   taskQueue: fc.cfg.temporal.taskQueue, workflowId,
   workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
@@ -59,7 +68,7 @@ export interface RunOptions { onProgress?: ProgressCallback; window?: string }
 export async function compactTable(fc: FloeClient, table: string, options: Partial<CompactOptions> = {}, run: RunOptions = {}): Promise<CompactResult> {
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(compactWorkflow, {
-    ...startOpts(fc, maintenanceWorkflowId('compact', t, run.window ?? windowOf(new Date()))),
+    ...startOpts(fc, runId('compact', t, run.window)),
     args: [{ table: t, options, window: run.window ?? null }],
   });
   return follow<CompactResult>(handle, async () => {
@@ -73,7 +82,7 @@ export async function compactTable(fc: FloeClient, table: string, options: Parti
 export async function expireTable(fc: FloeClient, table: string, options: Omit<ExpireInput, 'table'> = {}, run: RunOptions = {}): Promise<ExpireResult> {
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(expireWorkflow, {
-    ...startOpts(fc, maintenanceWorkflowId('expire', t, run.window ?? windowOf(new Date()))),
+    ...startOpts(fc, runId('expire', t, run.window ?? options.window ?? undefined)),
     args: [{ ...options, table: t, window: run.window ?? options.window ?? null }],
   });
   return follow<ExpireResult>(handle, () => handle.query(expireProgressQuery) as Promise<Progress>, run.onProgress);
@@ -82,7 +91,7 @@ export async function expireTable(fc: FloeClient, table: string, options: Omit<E
 export async function removeOrphans(fc: FloeClient, table: string, options: Omit<OrphansWorkflowInput, 'table'> = {}, run: RunOptions = {}): Promise<OrphansResult> {
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(orphansWorkflow, {
-    ...startOpts(fc, maintenanceWorkflowId('orphans', t, run.window ?? windowOf(new Date()))),
+    ...startOpts(fc, runId('orphans', t, run.window ?? options.window ?? undefined)),
     args: [{ ...options, table: t, window: run.window ?? options.window ?? null }],
   });
   return follow<OrphansResult>(handle, () => handle.query(orphansProgressQuery) as Promise<Progress>, run.onProgress);
