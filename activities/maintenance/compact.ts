@@ -99,8 +99,8 @@ export async function planCompaction(tables: Tables, cfgTable: TableConfig | und
 }
 
 /**
- * Rewrites one group. Memory: one input row group plus the Arrow data of the output file being
- * filled (bounded by the target size). Outputs are named `<runId>-g<group>-a<attempt>-<n>` so a
+ * Rewrites one group. Memory: one input row group, up to 64Ki rows of Arrow data waiting for the
+ * encoder, and the encoded bytes of the output file being filled (bounded by the target size). Outputs are named `<runId>-g<group>-a<attempt>-<n>` so a
  * retried attempt never overwrites; a killed attempt's outputs are orphans.
  */
 export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput): Promise<RewriteGroupResult> {
@@ -121,27 +121,32 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
   const reader = new PrefetchingFileIO(tables.io);
   const READ_AHEAD = 8;
   const at = (j: number) => ({ location: absPath(input.location, g.files[j]!.path), size: g.files[j]!.size });
-  for (const [i, f] of g.files.entries()) {
-    const location = absPath(input.location, f.path);
-    reader.prefetch(g.files.slice(i, i + READ_AHEAD).map((_, k) => at(i + k)));
-    try {
-      for await (const batch of readParquetBatches(reader, location, { fileSize: f.size })) {
-        await writer.writeBatch(batch);
-        rows += batch.numRows;
-        peakRss = Math.max(peakRss, process.memoryUsage().rss);
-        ctx.heartbeat({ filesDone: i, files: g.files.length, rows, bytesRead }); // the SDK throttles these
+  try {
+    for (const [i, f] of g.files.entries()) {
+      const location = absPath(input.location, f.path);
+      reader.prefetch(g.files.slice(i, i + READ_AHEAD).map((_, k) => at(i + k)));
+      try {
+        for await (const batch of readParquetBatches(reader, location, { fileSize: f.size })) {
+          await writer.writeBatch(batch);
+          rows += batch.numRows;
+          peakRss = Math.max(peakRss, process.memoryUsage().rss);
+          ctx.heartbeat({ filesDone: i, files: g.files.length, rows, bytesRead }); // the SDK throttles these
+        }
+      } catch (e) {
+        if (isIcebergError(e, 'NotFound') || /NoSuchKey|not found|ENOENT/i.test(String((e as Error).message))) {
+          // Expiry or another compaction already removed it: this group cannot be committed.
+          throw ApplicationFailure.nonRetryable(`group ${g.index}: input ${location} no longer exists`, INPUTS_VANISHED);
+        }
+        throw e;
+      } finally {
+        reader.release(location);
       }
-    } catch (e) {
-      if (isIcebergError(e, 'NotFound') || /NoSuchKey|not found|ENOENT/i.test(String((e as Error).message))) {
-        // Expiry or another compaction already removed it: this group cannot be committed.
-        throw ApplicationFailure.nonRetryable(`group ${g.index}: input ${location} no longer exists`, INPUTS_VANISHED);
-      }
-      throw e;
-    } finally {
-      reader.release(location);
+      bytesRead += f.size;
+      ctx.heartbeat({ filesDone: i + 1, files: g.files.length, rows, bytesRead });
     }
-    bytesRead += f.size;
-    ctx.heartbeat({ filesDone: i + 1, files: g.files.length, rows, bytesRead });
+  } catch (e) {
+    writer.abort(); // frees the encoder of the unfinished file (wasm memory is not GC-managed)
+    throw e;
   }
   const outputs = await writer.close();
   peakRss = Math.max(peakRss, process.memoryUsage().rss);

@@ -8,6 +8,12 @@
  * target is split so a file ends close to it. Rows are turned into Arrow every `batchRows`
  * rows, so no per-row objects are held for long.
  *
+ * Memory is bounded by a row group, not by a file: each file is encoded incrementally
+ * (ParquetStreamWriter), so at most `coalesceRows` rows of Arrow data wait in JS while the
+ * encoder holds the in-progress row group, and the file's encoded bytes collect until it is
+ * written. (Holding a whole file as Arrow — thousands of tiny batches when compacting small
+ * files — cost 1.1 GB RSS for a 48 MB compaction.)
+ *
  * Concurrency: one writer per task; calls must not overlap (await each). Files are written
  * before they are reported; a failed writer may leave written files behind, which are orphans
  * until a commit references them (orphan removal deletes them).
@@ -18,6 +24,7 @@ import type { FileIO } from '../io/file-io';
 import type { DataFile, Schema } from '../spec/types';
 import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
 import { conformBatch } from './conform';
+import { ParquetStreamWriter } from './stream-writer';
 import { arrowByteLength, encodeParquet, type ParquetWriteOptions } from './writer';
 import { icebergToArrowSchema } from './schema';
 
@@ -37,6 +44,8 @@ export interface RollingWriterOptions extends ParquetWriteOptions {
   batchRows?: number;
   /** Parquet bytes per Arrow byte, when known from earlier files (skips the trial encode). */
   compressionRatioHint?: number;
+  /** Rows of Arrow data buffered in JS before they are handed to the encoder (default 65536). */
+  coalesceRows?: number;
 }
 
 export class RollingParquetWriter {
@@ -45,7 +54,7 @@ export class RollingParquetWriter {
   private readonly batchRows: number;
   private ratio: number | undefined;
   private pendingRows: Row[] = [];
-  private batches: arrow.RecordBatch[] = [];
+  private file: ParquetStreamWriter | undefined;
   private bufferedArrowBytes = 0;
   private readonly files: WrittenDataFile[] = [];
   private closed = false;
@@ -87,10 +96,23 @@ export class RollingParquetWriter {
   /** Writes what is buffered as a last file and returns every file written, in order. */
   async close(): Promise<WrittenDataFile[]> {
     this.assertOpen();
-    await this.flushPendingRows();
-    await this.rollFile();
+    try {
+      await this.flushPendingRows();
+      await this.rollFile();
+    } catch (e) {
+      this.abort();
+      throw e;
+    }
     this.closed = true;
     return this.files;
+  }
+
+  /** Drops the file being filled (frees its encoder); files already written stay. */
+  abort(): void {
+    this.closed = true;
+    this.pendingRows = [];
+    this.file?.abort();
+    this.file = undefined;
   }
 
   private assertOpen(): void {
@@ -112,20 +134,18 @@ export class RollingParquetWriter {
       const bytes = arrowByteLength(rest.data);
       const budget = (this.target / this.ratio) - this.bufferedArrowBytes; // Arrow bytes left in this file
       if (bytes <= budget) {
-        this.batches.push(rest);
-        this.bufferedArrowBytes += bytes;
+        await this.append(rest, bytes);
         if (bytes === budget) await this.rollFile();
         return;
       }
       // split where the estimate reaches the target; always take at least one row so we progress
       const take = Math.max(1, Math.floor((budget / bytes) * rest.numRows));
       if (take < rest.numRows) {
-        this.batches.push(rest.slice(0, take));
-        this.bufferedArrowBytes += budget;
+        const head = rest.slice(0, take);
+        await this.append(head, budget, arrowByteLength(head.data));
         rest = rest.slice(take);
       } else {
-        this.batches.push(rest);
-        this.bufferedArrowBytes += bytes;
+        await this.append(rest, bytes);
         await this.rollFile();
         return;
       }
@@ -139,12 +159,19 @@ export class RollingParquetWriter {
     return w.bytes.length / Math.max(1, w.arrowBytes);
   }
 
+  /** `accounted`: bytes charged against the file's budget; `exact`: the batch's real Arrow bytes. */
+  private async append(batch: arrow.RecordBatch, accounted: number, exact = accounted): Promise<void> {
+    this.file ??= new ParquetStreamWriter(this.opts.schema, this.arrowSchema, this.opts);
+    this.bufferedArrowBytes += accounted;
+    await this.file.write(batch, exact);
+  }
+
   private async rollFile(): Promise<void> {
-    if (this.batches.length === 0) return;
-    const batches = this.batches;
-    this.batches = [];
+    const file = this.file;
+    if (!file) return;
+    this.file = undefined;
     this.bufferedArrowBytes = 0;
-    const written = await encodeParquet(this.opts.schema, this.arrowSchema, batches, this.opts);
+    const written = await file.finish();
     const filePath = this.opts.location(this.files.length);
     await this.opts.io.write(filePath, written.bytes);
     this.ratio = written.bytes.length / Math.max(1, written.arrowBytes);
