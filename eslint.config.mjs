@@ -9,7 +9,7 @@ const ioPackages = ['kafkajs', '@aws-sdk/*', 'better-sqlite3', 'pg', 'parquet-wa
   '../iceberg', '../iceberg/*', '../stack', '../stack/*'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.floe/**', 'eslint.config.mjs'] },
+  { ignores: ['node_modules/**', '.floe/**', '.tmp-*', 'eslint.config.mjs'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
