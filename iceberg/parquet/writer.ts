@@ -14,7 +14,6 @@ import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from 
 import { conformBatch } from './conform';
 import { MetricsCollector, metricsConfigFromProperties, type ColumnMetrics, type MetricsConfig } from './metrics';
 import { icebergToArrowSchema, leafColumns } from './schema';
-import { ParquetStreamWriter } from './stream-writer';
 import { parquetWasm, using } from './wasm';
 
 export type ParquetCodec = 'zstd' | 'snappy' | 'gzip' | 'lz4' | 'brotli' | 'uncompressed';
@@ -157,28 +156,24 @@ export function toRecordBatches(schema: Schema, input: WriteInput, arrowSchema =
 export async function encodeParquet(
   schema: Schema, arrowSchema: arrow.Schema, batches: readonly arrow.RecordBatch[], options: ParquetWriteOptions = {},
 ): Promise<WrittenParquet> {
-  // Streamed in ~64Ki-row pieces rather than as one IPC buffer of the whole input: the same
-  // ArrowWriter output, but no whole-file-sized copies (JS IPC buffer, wasm copy, wasm table),
-  // which cost time in allocation and major GCs as much as memory.
-  const w = new ParquetStreamWriter(schema, arrowSchema, options);
-  try {
-    for (const b of batches) await w.write(b);
-  } catch (e) {
-    w.abort();
-    throw e;
-  }
-  if (w.numRows === 0) return encodeEmpty(schema, arrowSchema, options);
-  return w.finish();
-}
-
-/** A file with no rows (the schema only): the stream writer needs a first batch to start. */
-async function encodeEmpty(schema: Schema, arrowSchema: arrow.Schema, options: ParquetWriteOptions): Promise<WrittenParquet> {
+  // One-shot: measured no faster streamed (ParquetStreamWriter), so only the rolling writer,
+  // whose files can be large, pays for the stream plumbing.
   const metrics = new MetricsCollector(schema, options.metrics ?? metricsConfigFromProperties(schema));
-  const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema), 'stream');
+  let recordCount = 0, arrowBytes = 0;
+  for (const b of batches) {
+    metrics.add(b);
+    recordCount += b.numRows;
+    arrowBytes += arrowByteLength(b.data);
+  }
+  const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, batches as arrow.RecordBatch[]), 'stream');
   // writeParquet consumes (frees) the wasm table and the properties, even when it throws
-  const bytes = parquetWasm.writeParquet(parquetWasm.Table.fromIPCStream(ipc), writerProperties(options));
+  const plain = batches.length > 0 ? highCardinalityColumns(batches[0]!) : [];
+  const bytes = parquetWasm.writeParquet(parquetWasm.Table.fromIPCStream(ipc), writerProperties(options, plain));
   const footer = await readFooterFacts(schema, bytes);
-  return writtenParquet(bytes, 0, 0, footer, metrics.result());
+  if (footer.numRows !== recordCount) {
+    throw IcebergError.mismatch('Unexpected', 'rows in written Parquet footer', recordCount, footer.numRows);
+  }
+  return writtenParquet(bytes, arrowBytes, recordCount, footer, metrics.result());
 }
 
 /** A finished file's bytes plus its DataFile facts (metrics from JS, sizes from the footer). */
