@@ -30,15 +30,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function follow<R>(handle: WorkflowHandle, poll: () => Promise<{ phase: string; done: number; total: number; unit: string }>, onProgress?: ProgressCallback): Promise<R> {
   let finished = false;
   const result = handle.result().finally(() => { finished = true; }) as Promise<R>;
-  if (onProgress) {
-    void (async () => {
-      while (!finished) {
-        try { onProgress(await poll()); } catch { /* not started yet, or just finished */ }
-        await sleep(500);
-      }
-    })();
+  // The poller is awaited before returning: a query still in flight when the caller closes the
+  // connection fails with "Channel has been shut down".
+  const poller = onProgress ? (async () => {
+    while (!finished) {
+      try { onProgress(await poll()); } catch { /* not started yet, or just finished */ }
+      if (!finished) await Promise.race([sleep(500), result.catch(() => undefined)]);
+    }
+  })() : Promise.resolve();
+  try {
+    return await result;
+  } finally {
+    await poller;
   }
-  return result;
 }
 
 /**
