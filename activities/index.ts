@@ -117,7 +117,7 @@ export const createActivities = (deps: Deps) => {
         deps.kafka, t.topic, input.partitions, allPartitions, input.startOffsets,
         {
           maxWaitMs: input.maxWaitMs, maxRecords: input.maxRecords, maxBytes: input.maxBytes,
-          stopAt: input.stopAt ?? (input.maxWaitMs <= 5000 ? wm.high : undefined),
+          stopAt: input.stopAt ?? (input.untilCaughtUp ? wm.high : undefined),
           limit: input.limit,
         },
         (rec) => {

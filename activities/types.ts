@@ -39,8 +39,10 @@ export interface PollInput extends TableRef {
   maxWaitMs: number;
   maxRecords: number;
   maxBytes: number;
-  /** End when every partition reached these offsets (drain, backfill). */
+  /** End when every partition reached these offsets (backfill). */
   stopAt?: Offsets;
+  /** Draining: end as soon as every partition reached its high watermark of the poll's start. */
+  untilCaughtUp?: boolean;
   /** Never read at or past these offsets (backfill upper bound). */
   limit?: Offsets;
 }

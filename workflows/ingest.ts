@@ -125,7 +125,8 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
           table: input.table, ingestId: input.ingestId, commitId, groupIndex, partitions,
           startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
           // Draining: take what is there now without waiting out a full interval.
-          maxWaitMs: draining ? 5000 : plan.commitIntervalMs,
+          maxWaitMs: draining ? Math.max(5000, plan.commitIntervalMs) : plan.commitIntervalMs,
+          untilCaughtUp: draining,
           ...(input.range ? { stopAt: input.range.to, limit: input.range.to } : {}),
           maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
           maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
