@@ -4,7 +4,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { floeHome } from '../stack/paths';
 
 /** Writes a config for a fresh table + topic, derived from examples/orders.yaml. */
-export function scenarioConfig(name: string, partitions: number, commitInterval: string): { path: string; table: string; topic: string } {
+export function scenarioConfig(name: string, partitions: number, commitInterval: string, overrides: Record<string, unknown> = {}): { path: string; table: string; topic: string } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;
   const table = `demo.${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
   const topic = name;
@@ -13,6 +13,7 @@ export function scenarioConfig(name: string, partitions: number, commitInterval:
   t.topic = topic;
   t.commitInterval = commitInterval;
   t.parallelism = Math.min(2, partitions);
+  Object.assign(t, overrides);
   base.temporal = { ...(base.temporal ?? {}), taskQueue: `floe-${name}` };
   const dir = join(floeHome(), 'runs');
   mkdirSync(dir, { recursive: true });

@@ -28,6 +28,8 @@ export interface ScenarioOptions {
   commitInterval?: string;
   /** Extra env for the worker processes (e.g. FLOE_TEST_KILL_AT). */
   workerEnv?: Record<string, string>;
+  /** Extra keys for the table's config entry (e.g. cyclesPerRun). */
+  tableOverrides?: Record<string, unknown>;
   /** Restart a worker that died on its own (a crash point, a lost server) after 1 s, as a supervisor would. */
   supervise?: boolean;
   log?: (msg: string) => void;
@@ -62,7 +64,7 @@ function malformed(n: number, good: string): string {
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const log = o.log ?? ((m: string) => console.log(m));
   const name = o.name ?? `orders_${new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14)}`;
-  const { path: configPath, table, topic } = scenarioConfig(name, o.partitions, o.commitInterval ?? '5s');
+  const { path: configPath, table, topic } = scenarioConfig(name, o.partitions, o.commitInterval ?? '5s', o.tableOverrides);
   const cfg = loadConfig(configPath);
   const kafka = new Kafka({ clientId: 'floe-demo', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();

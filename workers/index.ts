@@ -6,6 +6,7 @@
 import { NativeConnection, Worker, Runtime, DefaultLogger } from '@temporalio/worker';
 import { createActivities, createDeps } from '../activities';
 import type { FloeConfig } from '../config';
+import { workflowBundle } from './bundle';
 
 export async function createWorker(cfg: FloeConfig, opts: { identity?: string } = {}): Promise<{ worker: Worker; close: () => Promise<void> }> {
   const deps = await createDeps(cfg);
@@ -14,7 +15,7 @@ export async function createWorker(cfg: FloeConfig, opts: { identity?: string } 
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
-    workflowsPath: require.resolve('../workflows'),
+    workflowBundle: await workflowBundle(),
     activities: createActivities(deps),
     identity: opts.identity ?? `floe-worker@${process.pid}`,
     maxConcurrentActivityTaskExecutions: 16,

@@ -175,16 +175,16 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     status.lag = lagOf(status.cursor, high);
 
-    if (draining) {
-      // Drain finishes when a cycle finds nothing more to read.
-      if (!advanced) {
-        status.state = 'stopped';
-        return status;
-      }
-      continue;
+    // Drain finishes when a cycle finds nothing more to read.
+    if (draining && !advanced) {
+      status.state = 'stopped';
+      return status;
     }
     if (cyclesThisRun >= plan.cyclesPerRun || workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof ingestWorkflow>({ table: input.table, ingestId: input.ingestId, range: input.range, carry: { ...status, state: paused ? 'paused' : 'running' } });
+      await continueAsNew<typeof ingestWorkflow>({
+        table: input.table, ingestId: input.ingestId, range: input.range,
+        carry: { ...status, state: draining ? 'draining' : paused ? 'paused' : 'running' },
+      });
     }
   }
 }

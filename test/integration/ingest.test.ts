@@ -14,6 +14,8 @@ import { runScenario, type ScenarioResult } from '../../demo/scenario';
 import { loadConfig } from '../../config';
 import { openTables } from '../../activities/tables';
 import { tableCommitRows } from '../../client/tables';
+import { connectClient } from '../../client';
+import { ingestWorkflowId } from '../../workflows';
 import { unreferencedDataFiles } from '../support/orphans';
 
 const quiet = (m: string) => { if (process.env.FLOE_TEST_VERBOSE) console.log(m); };
@@ -45,12 +47,22 @@ async function orphansOf(r: ScenarioResult): Promise<string[]> {
 describe('exactly-once ingest under SIGKILL (real stack)', { timeout: 30 * 60_000 }, () => {
   before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
 
-  it('a worker SIGKILLed mid-stream and restarted: no loss, no duplicate; malformed messages dead-lettered', async () => {
+  it('a worker SIGKILLed mid-stream and restarted: no loss, no duplicate; malformed messages dead-lettered; history bounded by continueAsNew', async () => {
     const r = await runScenario({
       name: uniq('it_kill'), ratePerS: 20, durationS: 30, partitions: 3, commitInterval: '3s',
       kills: [{ atS: 12, restartAfterS: 3 }], malformedEvery: 37, log: quiet,
+      tableOverrides: { cyclesPerRun: 1 },
     });
     assert.equal(r.kills, 1);
+    // cyclesPerRun 1: every cycle continues as new, carrying status; the cursor lives in the table.
+    const fc = await connectClient(loadConfig(r.configPath));
+    try {
+      let runs = 0;
+      for await (const _ of fc.client.workflow.list({ query: `WorkflowId = '${ingestWorkflowId(r.table, 'main')}'` })) runs++;
+      assert.ok(runs >= 2, `expected >= 2 runs of the ingest workflow, found ${runs}`);
+    } finally {
+      await fc.close();
+    }
     assert.ok(r.malformed > 10);
     assertExactlyOnce(r);
     await commitIdsAreUnique(r);
