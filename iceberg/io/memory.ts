@@ -45,8 +45,10 @@ export class MemoryFileIO implements FileIO {
     return { location, size: f.data.length, lastModified: f.lastModified };
   }
   async *list(prefix: string): AsyncIterable<FileInfo> {
+    // A prefix is a directory, as on S3FileIO and LocalFileIO: listing `…/t` never yields `…/t2/x`.
+    const dir = prefix.endsWith('/') ? prefix : `${prefix}/`;
     for (const [location, f] of [...this.files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      if (location.startsWith(prefix)) yield { location, size: f.data.length, lastModified: f.lastModified };
+      if (location.startsWith(dir)) yield { location, size: f.data.length, lastModified: f.lastModified };
     }
   }
   /** Test helper: every stored location. */
