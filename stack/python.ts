@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { stackEnv, stackProcessEnv } from './env';
 import { runCommand, type CommandResult } from './proc';
@@ -22,8 +22,15 @@ export function venvBin(name: string): string {
   return join(stackPaths().venv, 'bin', name);
 }
 
+/** Installed with the current pins: a pin changed in stack/versions.ts makes this false. */
 export function pythonInstalled(): boolean {
-  return existsSync(markerFile()) && existsSync(venvBin('python'));
+  if (!existsSync(markerFile()) || !existsSync(venvBin('python'))) return false;
+  try {
+    const marker = JSON.parse(readFileSync(markerFile(), 'utf8')) as { requirements?: string[] };
+    return JSON.stringify(marker.requirements) === JSON.stringify(pythonRequirements());
+  } catch {
+    return false;
+  }
 }
 
 /** Creates/updates the venv; a no-op when the marker matches the pins in stack/versions.ts. */
