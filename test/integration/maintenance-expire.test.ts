@@ -42,10 +42,27 @@ async function ingest(fc: FloeClient, cfg: FloeConfig, table: string, topic: str
   await startIngest(fc, table);
   for (let b = 0; b < bursts; b++) {
     await produce(cfg, topic, from + b * perBurst, perBurst);
-    await sleep(3500);
+    // One commit per burst, whatever the machine's speed: wait until this burst is in the table.
+    const want = from + (b + 1) * perBurst;
+    for (let waited = 0; ; waited += 250) {
+      const loaded = await loadTableOf(cfg, table).catch(() => undefined); // not created yet
+      const cursor = loaded ? readCursor(loaded.metadata, 'main') : { offsets: {} as Record<string, string> };
+      if (BigInt(cursor.offsets['0'] ?? '0') >= BigInt(want)) break;
+      if (waited > 120_000) throw new Error(`burst ${b + 1} (up to offset ${want}) not committed within 120 s`);
+      await sleep(250);
+    }
   }
   await signalIngest(fc, table, 'stop');
   await waitForIngest(fc, table);
+}
+
+async function loadTableOf(cfg: FloeConfig, table: string) {
+  const tables = await openTables(cfg);
+  try {
+    return await tables.load(table);
+  } finally {
+    await tables.close();
+  }
 }
 
 async function listing(cfg: FloeConfig, table: string): Promise<Set<string>> {
