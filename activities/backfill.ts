@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { findTable } from '../config';
-import { ancestry, parseOffsets, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_RANGE, SUMMARY_TOPIC, type Offsets } from './cursor';
+import { ancestors } from '../iceberg/spec/metadata';
+import { parseOffsets, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_RANGE, SUMMARY_TOPIC, type Offsets } from './cursor';
 import { topicWatermarks } from './kafka';
 import type { Deps } from './index';
 import type { OffsetRange } from './types';
@@ -67,7 +68,7 @@ export const createBackfillActivities = (deps: Deps) => ({
     if (!input.force) {
       const { metadata } = await deps.tables.load(t.table);
       const seen = new Set<string>();
-      for (const s of ancestry(metadata)) {
+      for (const s of ancestors(metadata)) {
         const other = s.summary[SUMMARY_INGEST_ID];
         if (other === undefined || seen.has(other) || s.summary[SUMMARY_TOPIC] !== t.topic) continue;
         seen.add(other);

@@ -3,6 +3,7 @@
  * snapshot summary carries `floe.ingest-id`, `floe.offsets` (JSON object partition -> next offset,
  * offsets as strings) and a unique `floe.commit-id`. Pure functions over TableMetadata.
  */
+import { ancestors } from '../iceberg/spec/metadata';
 import type { Snapshot, TableMetadata } from '../iceberg/spec/types';
 
 export const SUMMARY_INGEST_ID = 'floe.ingest-id';
@@ -22,21 +23,8 @@ export interface Cursor {
   offsets: Offsets;
 }
 
-/** Main-branch ancestry, newest first. Walks parent ids; stops at an expired (missing) parent. */
-export function* ancestry(m: TableMetadata): Generator<Snapshot> {
-  const head = m.refs?.main?.['snapshot-id'] ?? m['current-snapshot-id'] ?? null;
-  if (head === null || head === undefined || head === -1n) return;
-  const byId = new Map<bigint, Snapshot>(m.snapshots.map((s) => [s['snapshot-id'], s]));
-  let cur = byId.get(head);
-  while (cur) {
-    yield cur;
-    const parent = cur['parent-snapshot-id'];
-    cur = parent === undefined ? undefined : byId.get(parent);
-  }
-}
-
 export function readCursor(m: TableMetadata, ingestId: string): Cursor {
-  for (const s of ancestry(m)) {
+  for (const s of ancestors(m)) {
     if (s.summary[SUMMARY_INGEST_ID] === ingestId) {
       return { snapshotId: s['snapshot-id'].toString(), offsets: parseOffsets(s.summary[SUMMARY_OFFSETS]) };
     }
@@ -46,14 +34,14 @@ export function readCursor(m: TableMetadata, ingestId: string): Cursor {
 
 /** The snapshot a (possibly retried) commit already produced, if it landed. */
 export function findCommit(m: TableMetadata, commitId: string): Snapshot | undefined {
-  for (const s of ancestry(m)) if (s.summary[SUMMARY_COMMIT_ID] === commitId) return s;
+  for (const s of ancestors(m)) if (s.summary[SUMMARY_COMMIT_ID] === commitId) return s;
   return undefined;
 }
 
 /** Snapshot ids that must survive expiry: the newest cursor snapshot of every ingest id. */
 export function cursorSnapshotIds(m: TableMetadata): bigint[] {
   const seen = new Map<string, bigint>();
-  for (const s of ancestry(m)) {
+  for (const s of ancestors(m)) {
     const id = s.summary[SUMMARY_INGEST_ID];
     if (id !== undefined && !seen.has(id)) seen.set(id, s['snapshot-id']);
   }

@@ -10,10 +10,9 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { catalogFromConfig } from '../iceberg/catalog/config';
 import { IcebergError, isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
-import { currentSchema, defaultSpec, newTableMetadata } from '../iceberg/spec/metadata';
-import { partitionKey, partitionPath, partitionRecord } from '../iceberg/spec/partition';
-import type { DataFile, LoadedTable, NestedField, PartitionRecord, Schema, Snapshot, TableMetadata } from '../iceberg/spec/types';
-import { parquetWriteOptionsFromProperties, writeDataFile } from '../iceberg/parquet';
+import { newTableMetadata } from '../iceberg/spec/metadata';
+import type { DataFile, LoadedTable, NestedField, Schema, Snapshot, TableMetadata } from '../iceberg/spec/types';
+import { writePartitionedRows } from '../iceberg/parquet';
 import { FastAppend } from '../iceberg/transaction/snapshot-producer';
 import { findCommit } from './cursor';
 import type { Row } from './decode';
@@ -103,28 +102,9 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
 
     async writeDataFiles(table, rows, prefix, targetFileSizeBytes) {
       const { metadata } = await tables.load(table);
-      const schema = currentSchema(metadata);
-      const spec = defaultSpec(metadata);
-      const groups = new Map<string, { partition: PartitionRecord; rows: Row[] }>();
-      for (const row of rows) {
-        const partition = partitionRecord(spec, schema, row);
-        const key = partitionKey(partition);
-        let g = groups.get(key);
-        if (!g) groups.set(key, (g = { partition, rows: [] }));
-        g.rows.push(row);
-      }
-      const out: DataFile[] = [];
-      let n = 0;
-      for (const { partition, rows: part } of groups.values()) {
-        const dir = spec.fields.length ? `${metadata.location}/data/${partitionPath(spec, schema, partition)}` : `${metadata.location}/data`;
-        const files = await writeDataFile(io, {
-          ...parquetWriteOptionsFromProperties(schema, metadata.properties),
-          schema, rows: part, targetFileSizeBytes,
-          location: () => `${dir}/${prefix}-${String(n++).padStart(5, '0')}.parquet`,
-        });
-        for (const f of files) out.push({ ...f, specId: spec['spec-id'], partition });
-      }
-      return out;
+      return writePartitionedRows(io, metadata, rows, {
+        targetFileSizeBytes, fileName: (n) => `${prefix}-${String(n).padStart(5, '0')}.parquet`,
+      });
     },
 
     async appendOnce(table, commitId, files, summary, validate) {

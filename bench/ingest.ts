@@ -17,7 +17,8 @@ import { loadConfig, type FloeConfig } from '../config';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { createWorker } from '../workers';
 import { openTables } from '../activities/tables';
-import { ancestry, parseOffsets } from '../activities/cursor';
+import { parseOffsets } from '../activities/cursor';
+import { ancestors } from '../iceberg/spec/metadata';
 import { readColumnValues } from '../client/tables';
 
 const arg = (name: string, def: number) => {
@@ -159,7 +160,7 @@ async function freshness() {
   // Visibility time of offset o in partition p: the first snapshot whose cursor passed it.
   const tables = await openTables(cfg);
   const { metadata } = await tables.load(table);
-  const commits = [...ancestry(metadata)].reverse().filter((s) => s.summary['floe.offsets'])
+  const commits = [...ancestors(metadata)].reverse().filter((s) => s.summary['floe.offsets'])
     .map((s) => ({ at: Number(s['timestamp-ms']), offsets: parseOffsets(s.summary['floe.offsets']) }));
   const parts = await readColumnValues(tables, table, 'kafka_partition');
   const offs = await readColumnValues(tables, table, 'kafka_offset');

@@ -4,7 +4,7 @@
  */
 import type { FloeConfig } from '../config';
 import { openTables, type Tables } from '../activities/tables';
-import { ancestry } from '../activities/cursor';
+import { ancestors } from '../iceberg/spec/metadata';
 import { planFiles } from '../iceberg/scan';
 import { readParquetBatches } from '../iceberg/parquet';
 
@@ -13,7 +13,7 @@ export async function tableCommitRows(cfg: FloeConfig, table: string): Promise<R
   const tables = await openTables(cfg);
   try {
     const { metadata } = await tables.load(table);
-    return [...ancestry(metadata)].reverse().map((s) => ({
+    return [...ancestors(metadata)].reverse().map((s) => ({
       time: new Date(Number(s['timestamp-ms'])).toISOString(),
       snapshot_id: s['snapshot-id'].toString(),
       operation: s.summary.operation,

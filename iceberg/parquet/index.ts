@@ -19,3 +19,4 @@ export {
   type RollingWriterOptions, type WriteDataFileRequest, type WrittenDataFile,
 } from './rolling-writer';
 export { readParquetBatches, readParquetInfo, readParquetTable, type ParquetFileInfo, type ReadParquetOptions } from './reader';
+export { writePartitionedRows, type PartitionedWriteOptions } from './partitioned-writer';

@@ -368,12 +368,15 @@ export const currentSnapshot = (m: TableMetadata): Snapshot | undefined => {
 };
 /** The main-branch ancestry, newest first (stops at a parent that was expired). */
 export function* ancestors(m: TableMetadata, from: Snapshot | undefined = currentSnapshot(m)): Generator<Snapshot> {
+  // One index per walk: floe walks main's ancestry on every commit (commit-id lookup, cursor),
+  // and a linear snapshotById per step would make that quadratic in the table's history.
+  const byId = new Map<bigint, Snapshot>(m.snapshots.map((x) => [x['snapshot-id'], x]));
   const seen = new Set<bigint>();
   let s = from;
   while (s && !seen.has(s['snapshot-id'])) {
     seen.add(s['snapshot-id']);
     yield s;
     const parent = s['parent-snapshot-id'];
-    s = parent === undefined ? undefined : snapshotById(m, parent);
+    s = parent === undefined ? undefined : byId.get(parent);
   }
 }

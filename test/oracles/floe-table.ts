@@ -10,10 +10,10 @@ import { pathToFileURL } from 'node:url';
 import type { Catalog } from '../../iceberg/catalog/catalog';
 import { catalogFromConfig, type SqlCatalogConfig } from '../../iceberg/catalog/config';
 import type { FileIO } from '../../iceberg/io/file-io';
-import { parquetWriteOptionsFromProperties, readParquetBatches, writeDataFile, RollingParquetWriter, type Row } from '../../iceberg/parquet';
+import { parquetWriteOptionsFromProperties, readParquetBatches, writePartitionedRows, RollingParquetWriter, type Row } from '../../iceberg/parquet';
 import { planFiles } from '../../iceberg/scan';
-import { currentSchema, defaultSpec, newTableMetadata, specById } from '../../iceberg/spec/metadata';
-import { partitionKey, partitionPath, partitionRecord } from '../../iceberg/spec/partition';
+import { currentSchema, newTableMetadata, specById } from '../../iceberg/spec/metadata';
+import { partitionKey, partitionPath } from '../../iceberg/spec/partition';
 import type { DataFile, LoadedTable, PartitionSpec, Schema, TableIdentifier, TableMetadata } from '../../iceberg/spec/types';
 import { Transaction } from '../../iceberg/transaction';
 import { stackEnv } from '../../stack';
@@ -60,30 +60,9 @@ export async function createTable(catalog: Catalog, b: Backend, id: TableIdentif
   }));
 }
 
-/** Writes rows as Parquet, one file per partition (as activities/tables.ts does). */
+/** Writes rows as Parquet, one file per partition (the writer activities/tables.ts uses). */
 export async function writeFiles(io: FileIO, metadata: TableMetadata, rows: readonly Row[], prefix: string): Promise<DataFile[]> {
-  const schema = currentSchema(metadata);
-  const spec = defaultSpec(metadata);
-  const groups = new Map<string, { partition: DataFile['partition']; rows: Row[] }>();
-  for (const row of rows) {
-    const partition = partitionRecord(spec, schema, row);
-    const key = partitionKey(partition);
-    let g = groups.get(key);
-    if (!g) groups.set(key, (g = { partition, rows: [] }));
-    g.rows.push(row);
-  }
-  const out: DataFile[] = [];
-  let n = 0;
-  for (const { partition, rows: part } of groups.values()) {
-    const dir = spec.fields.length ? `${metadata.location}/data/${partitionPath(spec, schema, partition)}` : `${metadata.location}/data`;
-    const files = await writeDataFile(io, {
-      ...parquetWriteOptionsFromProperties(schema, metadata.properties),
-      schema, rows: part,
-      location: () => `${dir}/${prefix}-${String(n++).padStart(5, '0')}-${randomUUID()}.parquet`,
-    });
-    for (const f of files) out.push({ ...f, specId: spec['spec-id'], partition });
-  }
-  return out;
+  return writePartitionedRows(io, metadata, rows, { fileName: (n) => `${prefix}-${String(n).padStart(5, '0')}-${randomUUID()}.parquet` });
 }
 
 export const FAST_RETRY = { maxAttempts: 60, minWaitMs: 10, maxWaitMs: 400 };
