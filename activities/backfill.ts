@@ -5,10 +5,10 @@
  * from the topic is refused unless forced.
  */
 import { createHash } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/common';
 import { findTable } from '../config';
-import { ancestors } from '../iceberg/spec/metadata';
-import { parseOffsets, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_RANGE, SUMMARY_TOPIC, type Offsets } from './cursor';
+import { FailureType } from '../contract';
+import { allCursors, formatOffsets, type Offsets } from '../ingest/cursor';
+import { nonRetryable } from './failures';
 import { topicWatermarks } from './kafka';
 import type { Deps } from './index';
 import type { OffsetRange } from './types';
@@ -19,8 +19,7 @@ export type BackfillBound = { time: string } | { offsets: Offsets } | { offset: 
 export interface PrepareBackfillInput { table: string; from: BackfillBound; to: BackfillBound; force: boolean }
 export interface PreparedBackfill { ingestId: string; range: OffsetRange; records: string }
 
-export const BACKFILL_OVERLAP = 'BackfillOverlap';
-export const BAD_BACKFILL = 'BadBackfillRange';
+const BAD_BACKFILL = FailureType.BadBackfillRange;
 
 export const createBackfillActivities = (deps: Deps) => ({
   /** Resolves times to offsets, validates the range against the topic and the table. Read-only. */
@@ -29,7 +28,7 @@ export const createBackfillActivities = (deps: Deps) => ({
     try {
       t = findTable(deps.cfg, input.table);
     } catch (e) {
-      throw ApplicationFailure.nonRetryable((e as Error).message, 'ConfigError');
+      throw nonRetryable(FailureType.ConfigError, (e as Error).message);
     }
     await deps.tables.ensureIngestTables(t);
     const wm = await topicWatermarks(deps.admin, t.topic);
@@ -37,7 +36,7 @@ export const createBackfillActivities = (deps: Deps) => ({
       const out: Offsets = {};
       if ('time' in b) {
         const ms = Date.parse(b.time);
-        if (Number.isNaN(ms)) throw ApplicationFailure.nonRetryable(`--${what}: expected an ISO time, found ${JSON.stringify(b.time)}`, BAD_BACKFILL);
+        if (Number.isNaN(ms)) throw nonRetryable(BAD_BACKFILL, `--${what}: expected an ISO time, found ${JSON.stringify(b.time)}`);
         for (const p of await deps.admin.fetchTopicOffsetsByTimestamp(t.topic, ms)) {
           // -1: no record at/after the time -> the end of the partition.
           out[String(p.partition)] = p.offset === '-1' ? wm.high[String(p.partition)]! : p.offset;
@@ -53,12 +52,12 @@ export const createBackfillActivities = (deps: Deps) => ({
     const from = await resolve(input.from, 'from');
     const to = await resolve(input.to, 'to');
     for (const p of Object.keys(to)) {
-      if (wm.high[p] === undefined) throw ApplicationFailure.nonRetryable(`--to: topic ${t.topic} has no partition ${p}`, BAD_BACKFILL);
+      if (wm.high[p] === undefined) throw nonRetryable(BAD_BACKFILL, `--to: topic ${t.topic} has no partition ${p}`);
       from[p] ??= wm.low[p]!;
       const f = BigInt(from[p]!), e = BigInt(to[p]!);
-      if (e > BigInt(wm.high[p]!)) throw ApplicationFailure.nonRetryable(`--to: partition ${p} ends at ${wm.high[p]}, range asks up to ${to[p]}`, BAD_BACKFILL);
-      if (f < BigInt(wm.low[p]!)) throw ApplicationFailure.nonRetryable(`--from: partition ${p} starts at ${wm.low[p]} (retention), range asks from ${from[p]}`, BAD_BACKFILL);
-      if (f > e) throw ApplicationFailure.nonRetryable(`range of partition ${p} is reversed: from ${from[p]} > to ${to[p]}`, BAD_BACKFILL);
+      if (e > BigInt(wm.high[p]!)) throw nonRetryable(BAD_BACKFILL, `--to: partition ${p} ends at ${wm.high[p]}, range asks up to ${to[p]}`);
+      if (f < BigInt(wm.low[p]!)) throw nonRetryable(BAD_BACKFILL, `--from: partition ${p} starts at ${wm.low[p]} (retention), range asks from ${from[p]}`);
+      if (f > e) throw nonRetryable(BAD_BACKFILL, `range of partition ${p} is reversed: from ${from[p]} > to ${to[p]}`);
     }
     for (const p of Object.keys(from)) if (to[p] === undefined) delete from[p];
     const range: OffsetRange = { from, to };
@@ -67,27 +66,20 @@ export const createBackfillActivities = (deps: Deps) => ({
 
     if (!input.force) {
       const { metadata } = await deps.tables.load(t.table);
-      const seen = new Set<string>();
-      for (const s of ancestors(metadata)) {
-        const other = s.summary[SUMMARY_INGEST_ID];
-        if (other === undefined || seen.has(other) || s.summary[SUMMARY_TOPIC] !== t.topic) continue;
-        seen.add(other);
-        if (other === ingestId) continue; // our own earlier run: resuming is fine
-        const held = s.summary[SUMMARY_RANGE];
-        if (held === undefined) {
+      // Cursors are table properties: a finished backfill stays visible whatever expiry removed.
+      for (const [other, c] of allCursors(metadata)) {
+        if (other === ingestId || (c.topic !== null && c.topic !== t.topic)) continue; // our own earlier run: resuming is fine
+        if (c.range === undefined) {
           // A live ingest holds everything below its cursor and will read everything above it.
-          throw ApplicationFailure.nonRetryable(
-            `table ${t.table} is fed from topic ${t.topic} continuously by ingest id "${other}" (cursor ${s.summary[SUMMARY_OFFSETS]}); a backfill of ${key} would duplicate rows; use --force to load it anyway`,
-            BACKFILL_OVERLAP);
+          throw nonRetryable(FailureType.BackfillOverlap,
+            `table ${t.table} is fed from topic ${t.topic} continuously by ingest id "${other}" (cursor ${formatOffsets(c.offsets)}); a backfill of ${key} would duplicate rows; use --force to load it anyway`);
         }
-        const h = JSON.parse(held) as OffsetRange;
+        const h = c.range;
         const hit = Object.keys(to).find((p) => h.to[p] !== undefined &&
           BigInt(from[p]!) < BigInt(h.to[p]!) && BigInt(h.from[p] ?? '0') < BigInt(to[p]!));
         if (hit !== undefined) {
-          const reached = parseOffsets(s.summary[SUMMARY_OFFSETS]);
-          throw ApplicationFailure.nonRetryable(
-            `range ${key} overlaps backfill "${other}" (partition ${hit}: ${h.from[hit]}-${h.to[hit]}, loaded up to ${reached[hit] ?? h.from[hit]}); use --force to load it anyway`,
-            BACKFILL_OVERLAP);
+          throw nonRetryable(FailureType.BackfillOverlap,
+            `range ${key} overlaps backfill "${other}" (partition ${hit}: ${h.from[hit]}-${h.to[hit]}, loaded up to ${c.offsets[hit] ?? h.from[hit]}); use --force to load it anyway`);
         }
       }
     }

@@ -3,22 +3,25 @@
  * tests can inject a different catalog, FileIO or Kafka client (DESIGN "Layout").
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
+import { FailureType } from '../contract';
+import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
+import type { TableMetadata } from '../iceberg/spec/types';
 import {
   SUMMARY_COMMIT_ID, SUMMARY_DEAD_LETTERS, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_TOPIC,
-  SUMMARY_RANGE, findCommit, formatOffsets, readCursor, type Offsets,
-} from './cursor';
+  SUMMARY_RANGE, allCursors, cursorProperty, deadLetterCursorProperty, formatOffsets, landedCommit,
+  maxOffsets, readCursor, readDeadLetterCursor, type Offsets,
+} from '../ingest/cursor';
+import { nonRetryable, withFailureMapping } from './failures';
 import { DecodeError, decodeRecord, type Row } from './decode';
 import { crashPoint } from './hooks';
 import { pollPartitions, topicWatermarks } from './kafka';
 import { openTables, type Tables } from './tables';
 import {
-  INVALID_DATA, STALE_CURSOR, type CommitInput, type CommitResult, type CyclePlan, type PollInput,
+  type CommitInput, type CommitResult, type CyclePlan, type PollInput,
   type PollResult, type TableRef,
 } from './types';
 import { createMaintenanceActivities } from './maintenance';
@@ -46,8 +49,6 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
   };
 }
 
-const DEAD_LETTER_COLUMNS = ['topic', 'partition', 'offset', 'key', 'value', 'error', 'kafka_timestamp'] as const;
-
 /** Heartbeats every 2 s while `fn` runs: a live worker never times out, a dead one does fast. */
 async function heartbeating<T>(fn: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
@@ -60,12 +61,50 @@ async function heartbeating<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export const createActivities = (deps: Deps) => {
+/** What a commit reports; the snapshot may already be expired when a retry finds its commit via the cursor. */
+function commitResult(m: TableMetadata, snapshotId: string, alreadyCommitted: boolean): CommitResult {
+  const snap = m.snapshots.find((s) => s['snapshot-id'].toString() === snapshotId);
+  return {
+    snapshotId, alreadyCommitted,
+    committedAtMs: snap ? Number(snap['timestamp-ms']) : Number(m['last-updated-ms']),
+    totalRecords: (snap ?? m.snapshots.at(-1))?.summary['total-records'] ?? '0',
+  };
+}
+
+/** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */
+function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetadata): void {
+  for (const [other, c] of allCursors(m)) {
+    if (other === ingestId || c.range || (c.topic !== null && c.topic !== t.topic)) continue;
+    throw nonRetryable(FailureType.IngestOverlap,
+      `table ${t.table} already holds topic ${t.topic} through ingest id "${other}" (cursor ${formatOffsets(c.offsets)}); starting ingest id "${ingestId}" would load the topic again; start it with force to do that anyway, or keep ingestId "${other}"`);
+  }
+}
+
+/** Every path must exist; a missing one fails the cycle as FilesMissing (the loop re-reads). */
+async function requireFilesExist(deps: Deps, paths: string[], what: string): Promise<void> {
+  const missing: string[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < paths.length) {
+      const p = paths[next++]!;
+      if (!(await deps.tables.io.exists(p))) missing.push(p);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(16, paths.length) }, worker));
+  if (missing.length > 0) {
+    throw nonRetryable(FailureType.FilesMissing,
+      `${what}: ${missing.length} of ${paths.length} files written for it no longer exist (e.g. ${missing[0]}); the cycle will re-read its offsets`);
+  }
+}
+
+export const createActivities = (deps: Deps) => withFailureMapping(createIngestActivities(deps));
+
+const createIngestActivities = (deps: Deps) => {
   const tableCfg = (table: string): TableConfig => {
     try {
       return findTable(deps.cfg, table);
     } catch (e) {
-      throw ApplicationFailure.nonRetryable((e as Error).message, 'ConfigError');
+      throw nonRetryable(FailureType.ConfigError, (e as Error).message);
     }
   };
 
@@ -76,7 +115,21 @@ export const createActivities = (deps: Deps) => {
       await deps.tables.ensureIngestTables(t);
       const loaded = await deps.tables.load(t.table);
       const cursor = readCursor(loaded.metadata, ref.ingestId);
+      // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
+      // a failover cluster) would silently skip or re-read records.
+      if (cursor.topic !== null && cursor.topic !== t.topic) {
+        throw nonRetryable(FailureType.CursorTopicMismatch,
+          `table ${t.table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`);
+      }
+      if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
       const wm = await topicWatermarks(deps.admin, t.topic);
+      for (const [p, o] of Object.entries(cursor.offsets)) {
+        const high = wm.high[p];
+        if (high === undefined || BigInt(o) > BigInt(high)) {
+          throw nonRetryable(FailureType.CursorAheadOfTopic,
+            `table ${t.table}: the cursor of ingest id "${ref.ingestId}" is at ${p}:${o} but topic ${t.topic} ${high === undefined ? `has no partition ${p}` : `partition ${p} ends at ${high}`}; the topic was recreated or failed over; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`);
+        }
+      }
       // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
       const partitions = Object.keys(ref.range?.to ?? wm.high).map(Number).sort((a, b) => a - b);
       const startOffsets: Offsets = {};
@@ -90,11 +143,13 @@ export const createActivities = (deps: Deps) => {
           startOffsets[k] = wm.low[k]!;
         }
       }
+      const deadLetters = readDeadLetterCursor((await deps.tables.load(t.deadLetterTable)).metadata, ref.ingestId);
       const highWatermarks = ref.range ? ref.range.to : wm.high;
       const groups: number[][] = Array.from({ length: Math.min(t.parallelism, partitions.length) || 1 }, () => []);
       partitions.forEach((p, i) => groups[i % groups.length]!.push(p));
       return {
         baseSnapshotId: cursor.snapshotId, startOffsets, highWatermarks, groups,
+        deadLetterFloor: deadLetters.offsets, deadLetterBaseCommitId: deadLetters.commitId,
         commitIntervalMs: t.commitIntervalMs, maxRecordsPerCycle: t.maxRecordsPerCycle,
         maxBytesPerCycle: t.maxBytesPerCycle, cyclesPerRun: t.cyclesPerRun,
       };
@@ -136,13 +191,17 @@ export const createActivities = (deps: Deps) => {
         },
         (o) => ctx.heartbeat({ records: o.records }),
       );
+      // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
+      // did not land (fenced, or its worker died): recording them again would duplicate them.
+      const floor = input.deadLetterFloor ?? {};
+      const freshDeadRows = deadRows.filter((r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!));
       const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
       // Writing a large cycle takes a while: keep heartbeating so only a dead worker times out.
       const beat = setInterval(() => ctx.heartbeat({ records: outcome.records, phase: 'write' }), 2000);
       let files, deadLetterFiles;
       try {
         files = rows.length === 0 ? [] : await deps.tables.writeDataFiles(t.table, rows, prefix, t.targetFileSizeBytes);
-        deadLetterFiles = deadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, deadRows, prefix, t.targetFileSizeBytes);
+        deadLetterFiles = freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
       } finally {
         clearInterval(beat);
       }
@@ -154,7 +213,7 @@ export const createActivities = (deps: Deps) => {
         files: files.map(dataFileToWire),
         deadLetterFiles: deadLetterFiles.map(dataFileToWire),
         endOffsets: outcome.next, highWatermarks,
-        records: rows.length, deadLetters: deadRows.length, bytes: outcome.bytes,
+        records: rows.length, deadLetters: freshDeadRows.length, bytes: outcome.bytes,
       };
     },
 
@@ -166,6 +225,42 @@ export const createActivities = (deps: Deps) => {
      */
     commit: (input: CommitInput): Promise<CommitResult> => heartbeating(async () => {
       const t = tableCfg(input.table);
+      const files = input.files.map(dataFileFromWire);
+      const deadLetterFiles = input.deadLetterFiles.map(dataFileFromWire);
+      const before = (await deps.tables.load(t.table)).metadata;
+      const landed = landedCommit(before, input.ingestId, input.commitId);
+      if (landed !== null) return commitResult(before, landed, true);
+
+      // A cycle that waited long (a stuck group, a paused worker) may find its files swept; never
+      // commit a dangling reference: the loop reloads and re-reads the same offsets instead.
+      await requireFilesExist(deps, [...files, ...deadLetterFiles].map((f) => f.filePath), `${t.table} commit ${input.commitId}`);
+
+      const fence = (m: TableMetadata) => {
+        const cur = readCursor(m, input.ingestId);
+        if (cur.snapshotId !== input.baseSnapshotId) {
+          throw nonRetryable(FailureType.StaleCursor,
+            `stale cursor for ${t.table}/${input.ingestId}: expected cursor snapshot ${input.baseSnapshotId ?? 'none'}, found ${cur.snapshotId ?? 'none'} (${formatOffsets(cur.offsets)})`);
+        }
+      };
+      if (deadLetterFiles.length > 0) {
+        // Dead letters have their own fenced cursor in the dead-letter table: offsets below it are
+        // recorded. It lands before the main commit; a batch that re-reads those offsets later
+        // (after the main commit was fenced or the worker died) skips them at poll time.
+        await deps.tables.appendOnce(t.deadLetterTable, {
+          files: deadLetterFiles,
+          summary: { [SUMMARY_COMMIT_ID]: input.commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_INGEST_ID + '.source']: input.ingestId },
+          properties: () => deadLetterCursorProperty(input.ingestId, t.topic,
+            { offsets: maxOffsets(input.deadLetterFloor, input.endOffsets), commitId: input.commitId }),
+          validate: (m) => {
+            const dl = readDeadLetterCursor(m, input.ingestId);
+            if (dl.commitId === input.commitId) return ALREADY_COMMITTED;
+            if (dl.commitId !== input.deadLetterBaseCommitId) {
+              throw nonRetryable(FailureType.StaleCursor,
+                `stale dead-letter cursor for ${t.deadLetterTable}/${input.ingestId}: expected commit ${input.deadLetterBaseCommitId ?? 'none'}, found ${dl.commitId ?? 'none'}`);
+            }
+          },
+        });
+      }
       const summary = {
         [SUMMARY_INGEST_ID]: input.ingestId,
         [SUMMARY_OFFSETS]: formatOffsets(input.endOffsets),
@@ -174,35 +269,26 @@ export const createActivities = (deps: Deps) => {
         [SUMMARY_DEAD_LETTERS]: String(input.deadLetters),
         ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
       };
-      const fence = (metadata: Parameters<typeof readCursor>[0]) => {
-        const cur = readCursor(metadata, input.ingestId);
-        if (cur.snapshotId !== input.baseSnapshotId) {
-          throw ApplicationFailure.nonRetryable(
-            `stale cursor for ${t.table}/${input.ingestId}: expected cursor snapshot ${input.baseSnapshotId ?? 'none'}, found ${cur.snapshotId ?? 'none'} (${formatOffsets(cur.offsets)})`,
-            STALE_CURSOR,
-          );
-        }
-      };
-      if (input.deadLetterFiles.length > 0) {
-        // Dead letters carry the same commit id: a retry after this point finds them and skips.
-        await deps.tables.appendOnce(t.deadLetterTable, input.commitId, input.deadLetterFiles.map(dataFileFromWire),
-          { [SUMMARY_COMMIT_ID]: input.commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_INGEST_ID + '.source']: input.ingestId },
-          // The dead-letter commit is only valid while the main table has not moved past our base cursor.
-          async () => fence((await deps.tables.load(t.table)).metadata));
-      }
-      const res = await deps.tables.appendOnce(t.table, input.commitId, input.files.map(dataFileFromWire), summary,
-        async (metadata) => fence(metadata));
+      const res = await deps.tables.appendOnce(t.table, {
+        files, summary,
+        // The cursor is a table property written in the same atomic commit: it survives any expiry.
+        properties: (snapshotId) => cursorProperty(input.ingestId, {
+          snapshotId: snapshotId.toString(), commitId: input.commitId, offsets: input.endOffsets, topic: t.topic,
+          ...(input.range ? { range: input.range } : {}),
+        }),
+        validate: (m) => {
+          if (landedCommit(m, input.ingestId, input.commitId) !== null) return ALREADY_COMMITTED;
+          fence(m);
+        },
+      });
       crashPoint('after-cas');
+      const snapshotId = res.snapshotId ?? landedCommit(res.metadata, input.ingestId, input.commitId);
+      if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${t.table} reported landed but the table does not name it`);
       if (!res.alreadyCommitted) {
-        // For lag tooling only: mirror the table's cursor into a consumer group after the commit.
-        await mirrorOffsets(deps, t, input.endOffsets).catch(() => undefined);
+        // For lag tooling only, and never on the commit path's critical result: best effort.
+        mirrorOffsets(deps, t, input.endOffsets).catch(() => undefined);
       }
-      return {
-        snapshotId: res.snapshot['snapshot-id'].toString(),
-        alreadyCommitted: res.alreadyCommitted,
-        committedAtMs: Number(res.snapshot['timestamp-ms']),
-        totalRecords: res.snapshot.summary['total-records'] ?? '0',
-      };
+      return commitResult(res.metadata, snapshotId, res.alreadyCommitted);
     }),
 
     ...createBackfillActivities(deps),
@@ -218,4 +304,3 @@ async function mirrorOffsets(deps: Deps, t: TableConfig, offsets: Offsets): Prom
   });
 }
 
-export { DEAD_LETTER_COLUMNS, INVALID_DATA, parseIdentifier, findCommit };

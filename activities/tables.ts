@@ -8,16 +8,32 @@ import type { ColumnConfig, FloeConfig, TableConfig } from '../config';
 import type { Catalog } from '../iceberg/catalog/catalog';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { catalogFromConfig } from '../iceberg/catalog/config';
-import { IcebergError, isIcebergError } from '../iceberg/errors';
+import { isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
 import { newTableMetadata } from '../iceberg/spec/metadata';
-import type { DataFile, LoadedTable, NestedField, Schema, Snapshot, TableMetadata } from '../iceberg/spec/types';
+import type { DataFile, LoadedTable, NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
 import { writePartitionedRows } from '../iceberg/parquet';
-import { FastAppend } from '../iceberg/transaction/snapshot-producer';
-import { findCommit } from './cursor';
+import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
 
-export interface AppendOutcome { snapshot: Snapshot; alreadyCommitted: boolean; metadata: TableMetadata }
+export interface AppendOutcome {
+  /** the new snapshot's id; null when `alreadyCommitted` (the caller knows where it recorded it) */
+  snapshotId: string | null;
+  alreadyCommitted: boolean;
+  metadata: TableMetadata;
+}
+
+export interface AppendRequest {
+  files: DataFile[];
+  summary: Record<string, string>;
+  /** table properties set in the same atomic commit, given the snapshot's id (fixed before the first try) */
+  properties?: (snapshotId: bigint) => Record<string, string>;
+  /**
+   * Runs against the freshly loaded metadata before every CAS attempt: throw to refuse (fencing),
+   * return ALREADY_COMMITTED when the table shows this append landed on an earlier try.
+   */
+  validate: (m: TableMetadata) => ValidateOutcome | Promise<ValidateOutcome>;
+}
 
 export interface Tables {
   catalog: Catalog;
@@ -28,12 +44,11 @@ export interface Tables {
   /** Writes rows as Parquet, one file per table partition (rolled at the target size). */
   writeDataFiles(table: string, rows: Row[], prefix: string, targetFileSizeBytes: number): Promise<DataFile[]>;
   /**
-   * Appends `files` in one snapshot unless a snapshot with `commitId` is already in the main
-   * ancestry. `validate` runs against the freshly loaded metadata before every CAS attempt (fencing).
-   * Concurrency: optimistic; CAS conflicts reload and retry, appends never conflict logically.
+   * Appends `files` (and properties) in one snapshot through the library's Transaction, exactly
+   * once as far as `validate` can tell. Concurrency: optimistic; CAS conflicts reload, re-validate
+   * and retry with the table's `commit.retry.*` backoff; appends never conflict logically.
    */
-  appendOnce(table: string, commitId: string, files: DataFile[], summary: Record<string, string>,
-    validate: (m: TableMetadata) => Promise<void> | void): Promise<AppendOutcome>;
+  appendOnce(table: string, req: AppendRequest): Promise<AppendOutcome>;
   close(): Promise<void>;
 }
 
@@ -53,8 +68,6 @@ export function schemaOf(columns: ColumnConfig[]): Schema {
     fields: columns.map((c, i): NestedField => ({ id: i + 1, name: c.name, required: c.required, type: c.type, ...(c.doc ? { doc: c.doc } : {}) })),
   };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function openTables(cfg: FloeConfig): Promise<Tables> {
   const { catalog, io } = await catalogFromConfig({
@@ -107,37 +120,12 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       });
     },
 
-    async appendOnce(table, commitId, files, summary, validate) {
-      const id = parseIdentifier(table);
-      // One action for all attempts: its snapshot id and new-file manifests are fixed up front.
-      const action = new FastAppend(files, summary);
-      for (let attempt = 1; ; attempt++) {
-        const loaded = await catalog.loadTable(id);
-        const existing = findCommit(loaded.metadata, commitId);
-        if (existing) return { snapshot: existing, alreadyCommitted: true, metadata: loaded.metadata };
-        await validate(loaded.metadata);
-        const pending = await action.prepare(loaded.metadata, io, attempt);
-        try {
-          const after = await catalog.commitTable(id, pending.requirements, pending.updates);
-          // Manifests merged away on this attempt are referenced by nothing: delete them now
-          // rather than leave them to the orphan sweep.
-          const referenced = new Set(pending.referencedFiles);
-          await Promise.all(action.writtenFiles().filter((f) => !referenced.has(f)).map((f) => io.delete(f).catch(() => undefined)));
-          const snap = findCommit(after.metadata, commitId);
-          if (!snap) throw new IcebergError('Unexpected', `append of commit ${commitId} landed but its snapshot is not on main`);
-          return { snapshot: snap, alreadyCommitted: false, metadata: after.metadata };
-        } catch (e) {
-          if (isIcebergError(e, 'CommitConflict') && attempt < 30) {
-            // This attempt's manifest list provably did not land; the next attempt writes its own.
-            await Promise.all(pending.attemptFiles.map((f) => io.delete(f).catch(() => undefined)));
-            await sleep(Math.min(2000, 20 * 2 ** attempt) * (0.5 + Math.random() / 2));
-            continue;
-          }
-          // CommitStateUnknown and everything else keep the files: the commit may have landed, and
-          // the activity retry will find it by commit id.
-          throw e;
-        }
-      }
+    async appendOnce(table, req) {
+      const tx = new Transaction(parseIdentifier(table));
+      const append = tx.fastAppend(req.files, req.summary);
+      if (req.properties) tx.setProperties(req.properties(append.snapshotId));
+      const r = await tx.commit(catalog, io, { validate: (t) => req.validate(t.metadata) });
+      return { snapshotId: r.alreadyCommitted ? null : append.snapshotId.toString(), alreadyCommitted: r.alreadyCommitted, metadata: r.table.metadata };
     },
 
     close: () => catalog.close(),

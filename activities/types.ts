@@ -2,7 +2,9 @@
  * Activity inputs/outputs. Everything here crosses Temporal history as JSON: offsets and
  * snapshot ids are decimal strings, data files are in their wire form (iceberg/spec/data-file.ts).
  */
-import type { Offsets } from './cursor';
+import type { OffsetRange, Offsets } from '../ingest/cursor';
+
+export type { OffsetRange };
 
 /** A DataFile in its JSON wire form; opaque to workflows. */
 export type WireDataFile = Record<string, unknown>;
@@ -12,9 +14,10 @@ export interface TableRef {
   ingestId: string;
   /** Backfills: the bounded offset range [from, to) this ingest id loads, then stops. */
   range?: OffsetRange;
+  /** Start even though another live ingest id already holds the table's topic. */
+  force?: boolean;
 }
 
-export interface OffsetRange { from: Offsets; to: Offsets }
 
 export interface CyclePlan {
   /** Snapshot carrying this ingest's cursor when the cycle began (null: never committed). Fencing token. */
@@ -22,6 +25,10 @@ export interface CyclePlan {
   /** Next offset per partition: the table's cursor, and the earliest offset for partitions it lacks. */
   startOffsets: Offsets;
   highWatermarks: Offsets;
+  /** Dead letters below these offsets are already in the dead-letter table (skip them). */
+  deadLetterFloor: Offsets;
+  /** Commit that last moved the dead-letter cursor (its fencing token); null: none yet. */
+  deadLetterBaseCommitId: string | null;
   /** Partition groups, one pollAndWrite activity each. */
   groups: number[][];
   commitIntervalMs: number;
@@ -45,6 +52,8 @@ export interface PollInput extends TableRef {
   untilCaughtUp?: boolean;
   /** Never read at or past these offsets (backfill upper bound). */
   limit?: Offsets;
+  /** Dead letters below these offsets are already recorded: not written again. */
+  deadLetterFloor?: Offsets;
 }
 
 export interface PollResult {
@@ -62,6 +71,8 @@ export interface PollResult {
 export interface CommitInput extends TableRef {
   commitId: string;
   baseSnapshotId: string | null;
+  deadLetterFloor: Offsets;
+  deadLetterBaseCommitId: string | null;
   startOffsets: Offsets;
   endOffsets: Offsets;
   files: WireDataFile[];
@@ -78,7 +89,3 @@ export interface CommitResult {
   committedAtMs: number;
   totalRecords: string;
 }
-
-/** Non-retryable failure types raised by activities. */
-export const STALE_CURSOR = 'StaleCursor' as const;
-export const INVALID_DATA = 'DataInvalid';

@@ -17,7 +17,7 @@ import { loadConfig, type FloeConfig } from '../config';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { createWorker } from '../workers';
 import { openTables } from '../activities/tables';
-import { parseOffsets } from '../activities/cursor';
+import { parseOffsets } from '../ingest/cursor';
 import { ancestors } from '../iceberg/spec/metadata';
 import { readColumnValues } from '../client/tables';
 

@@ -116,7 +116,7 @@ export function registerMaintenanceCommands(program: Command): void {
       const r = await withClient(cmd, (fc) => expireTable(fc, table, { olderThanMs: o.olderThan, retainLast: o.retainLast, dryRun: o.dryRun }, { onProgress: bar.onProgress }))
         .finally(() => bar.stop());
       if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
-      console.log(`${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots} snapshots older than ${new Date(r.cutoffMs).toISOString()}; ${r.retainedSnapshots} retained; cursor snapshots kept: ${r.protectedCursorSnapshotIds.join(', ') || 'none needed'}`);
+      console.log(`${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots} snapshots older than ${new Date(r.cutoffMs).toISOString()}; ${r.retainedSnapshots} retained; legacy cursors carried into table properties: ${r.carriedCursors.join(', ') || 'none'}`);
       printTable([{ data_files: r.deleted.dataFiles, manifests: r.deleted.manifests, manifest_lists: r.deleted.manifestLists, metadata_files: r.deleted.metadataFiles }]);
     });
 

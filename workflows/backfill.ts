@@ -7,12 +7,13 @@
 import { executeChild, proxyActivities } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { BackfillBound, PreparedBackfill } from '../activities/backfill';
+import { FailureType } from '../contract';
 import { ingestWorkflow, ingestWorkflowId, type IngestStatus } from './ingest';
 
 type Activities = ReturnType<typeof createActivities>;
 const { prepareBackfill } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
-  retry: { maximumInterval: '10s', nonRetryableErrorTypes: ['BackfillOverlap', 'BadBackfillRange', 'ConfigError'] },
+  retry: { maximumInterval: '10s', nonRetryableErrorTypes: [FailureType.BackfillOverlap, FailureType.BadBackfillRange, FailureType.ConfigError] },
 });
 
 export interface BackfillInput { table: string; from: BackfillBound; to: BackfillBound; force?: boolean }

@@ -60,7 +60,7 @@ export async function expireWorkflow(input: ExpireInput): Promise<ExpireResult> 
   progress.done = 2;
   return {
     table: input.table, window: input.window ?? null, cutoffMs: asOfMs - olderThanMs,
-    expiredSnapshots: commit.expiredSnapshotIds.length, protectedCursorSnapshotIds: commit.protectedCursorSnapshotIds,
+    expiredSnapshots: commit.expiredSnapshotIds.length, carriedCursors: commit.carriedCursors,
     retainedSnapshots: commit.retainedSnapshots, deleted, dryRun: input.dryRun ?? false, durationMs: Date.now() - started,
   };
 }

@@ -8,11 +8,11 @@ import {
   proxyActivities, setHandler, uuid4, workflowInfo,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { Offsets } from '../activities/cursor';
-import type { CyclePlan, OffsetRange, PollResult, STALE_CURSOR as StaleCursorType } from '../activities/types';
+import type { Offsets } from '../ingest/cursor';
+import type { CyclePlan, OffsetRange, PollResult } from '../activities/types';
+import { INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
 
-// The value lives with the activities; workflows may import types only, so the type pins the literal.
-const STALE_CURSOR: typeof StaleCursorType = 'StaleCursor';
+export { ingestWorkflowId };
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -21,18 +21,18 @@ type Activities = ReturnType<typeof createActivities>;
 const { loadCursor } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', maximumInterval: '30s' },
+  retry: { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: INGEST_NON_RETRYABLE },
 });
 // Polls run for a commit interval; heartbeats let a killed worker's attempt be retried quickly.
 const { pollAndWrite } = proxyActivities<Activities>({
   startToCloseTimeout: '15 minutes',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: ['DataInvalid'] },
+  retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: INGEST_NON_RETRYABLE },
 });
 const { commit } = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '500ms', maximumInterval: '20s', nonRetryableErrorTypes: [STALE_CURSOR, 'DataInvalid'] },
+  retry: { initialInterval: '500ms', maximumInterval: '20s', nonRetryableErrorTypes: INGEST_NON_RETRYABLE },
 });
 
 export interface IngestInput {
@@ -40,6 +40,8 @@ export interface IngestInput {
   ingestId: string;
   /** Backfill: load exactly [from, to) and stop. */
   range?: OffsetRange;
+  /** Start even though another live ingest id already holds the table's topic. */
+  force?: boolean;
   /** carried across continueAsNew */
   carry?: IngestStatus;
 }
@@ -71,7 +73,6 @@ export const resumeSignal = defineSignal('resume');
 export const drainAndStopSignal = defineSignal('drainAndStop');
 export const statusQuery = defineQuery<IngestStatus>('status');
 
-export const ingestWorkflowId = (table: string, ingestId: string): string => `floe-ingest/${table}/${ingestId}`;
 
 const lagOf = (cursor: Offsets, high: Offsets): Record<string, string> => {
   const out: Record<string, string> = {};
@@ -107,7 +108,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     status.state = draining ? 'draining' : 'running';
 
-    const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId, range: input.range });
+    const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId, range: input.range, force: input.force });
     if (input.range && rangeDone(plan.startOffsets, input.range)) {
       status.state = 'stopped';
       status.cursor = plan.startOffsets;
@@ -130,6 +131,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
           ...(input.range ? { stopAt: input.range.to, limit: input.range.to } : {}),
           maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
           maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
+          deadLetterFloor: plan.deadLetterFloor,
         })),
     );
     status.cycles++;
@@ -152,6 +154,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
       try {
         const res = await commit({
           table: input.table, ingestId: input.ingestId, commitId, baseSnapshotId: plan.baseSnapshotId,
+          deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
           startOffsets: plan.startOffsets, endOffsets, files, deadLetterFiles, records, deadLetters, range: input.range,
         });
         status.commits++;
@@ -164,10 +167,11 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
         status.rowsPerSecond = Math.round((records * 1000) / Math.max(1, Date.now() - started));
         status.cursor = endOffsets;
       } catch (err) {
-        // Fenced: another writer moved this ingest's cursor. Our files are orphans; start over from the table.
-        if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === STALE_CURSOR) {
+        // Fenced (another writer moved this ingest's cursor) or files gone: our files are orphans;
+        // start over from the table.
+        if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && INGEST_RELOAD.includes(err.cause.type ?? '')) {
           status.fencedCommits++;
-          log.warn('commit fenced: cursor moved since this cycle began; reloading', { commitId });
+          log.warn('commit refused; reloading the cursor from the table', { commitId, reason: err.cause.type });
           continue;
         }
         throw err;
@@ -182,7 +186,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     if (cyclesThisRun >= plan.cyclesPerRun || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof ingestWorkflow>({
-        table: input.table, ingestId: input.ingestId, range: input.range,
+        table: input.table, ingestId: input.ingestId, range: input.range, force: input.force,
         carry: { ...status, state: draining ? 'draining' : paused ? 'paused' : 'running' },
       });
     }

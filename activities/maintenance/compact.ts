@@ -20,7 +20,7 @@ import { partitionPath } from '../../iceberg/spec/partition';
 import { readManifestList } from '../../iceberg/spec/manifest-list';
 import { type DataFile, ManifestContent, type TableMetadata } from '../../iceberg/spec/types';
 import { rewriteFiles } from '../../iceberg/transaction';
-import { findCommit, SUMMARY_COMMIT_ID } from '../cursor';
+import { findCommit, SUMMARY_COMMIT_ID } from '../../ingest/cursor';
 import { crashPoint } from '../hooks';
 import type { Tables } from '../tables';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';

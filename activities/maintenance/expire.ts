@@ -1,7 +1,8 @@
 /**
  * Snapshot expiry in two crash-safe steps:
- * 1. `expireSnapshotsCommit`: choose snapshots (older-than, retain-last, never a ref head nor the
- *    newest snapshot of any ingest cursor) and commit `remove-snapshots`. The commit records the
+ * 1. `expireSnapshotsCommit`: choose snapshots (older-than, retain-last, never a ref head) and
+ *    commit `remove-snapshots`. Ingest cursors are table properties, so no snapshot needs keeping
+ *    for them (keeping one would pin the files compaction replaced, forever). The commit records the
  *    workflow's expire id and the metadata it was based on in the table properties, so a retry
  *    that lost the response finds its own commit.
  * 2. `deleteExpiredFiles`: from the two immutable metadata.json files (before, after) recompute
@@ -18,7 +19,11 @@ import { IcebergError, isIcebergError } from '../../iceberg/errors';
 import { MAIN_BRANCH, parseMetadataVersion, parseTableMetadata } from '../../iceberg/spec/metadata';
 import type { TableMetadata } from '../../iceberg/spec/types';
 import { snapshotsToExpire, unreachableFiles } from '../../iceberg/transaction/expire';
-import { cursorSnapshotIds } from '../cursor';
+import { ALREADY_COMMITTED, Transaction } from '../../iceberg/transaction/transaction';
+import type { PendingCommit, TableAction } from '../../iceberg/transaction/snapshot-producer';
+import type { TableUpdate } from '../../iceberg/transaction/updates';
+import { CURSOR_PROPERTY_PREFIX } from '../../contract';
+import { carryLegacyCursors } from '../../ingest/cursor';
 import type { Tables } from '../tables';
 import { pool } from './reachable';
 import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireCommitInput, ExpireCommitResult } from './types';
@@ -26,48 +31,61 @@ import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireComm
 export const PROP_EXPIRE_ID = 'floe.maintenance.expire-id';
 export const PROP_EXPIRE_BEFORE = 'floe.maintenance.expire-base-metadata';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * `remove-snapshots` for what is old enough, plus the table properties that make the commit
+ * findable by a retry. Tables written before ingest cursors were properties have their cursors
+ * only in summaries; this commit carries them into properties first, so no cursor depends on
+ * history that it cuts (ingest/cursor.ts).
+ */
+class ExpireAction implements TableAction {
+  baseLocation = '';
+  result: ExpireCommitResult | null = null;
+  constructor(private readonly input: ExpireCommitInput, private readonly cutoff: bigint) {}
+  writtenFiles(): string[] { return []; }
+  async prepare(base: TableMetadata): Promise<PendingCommit> {
+    const { expire, retain } = snapshotsToExpire(base, { olderThanMs: this.cutoff, retainLast: this.input.retainLast });
+    const carried = carryLegacyCursors(base);
+    this.result = {
+      expiredSnapshotIds: expire.map((s) => s['snapshot-id'].toString()),
+      carriedCursors: Object.keys(carried).map((k) => k.slice(CURSOR_PROPERTY_PREFIX.length)),
+      retainedSnapshots: retain.length, beforeMetadataLocation: this.baseLocation, afterMetadataLocation: null, alreadyCommitted: false,
+    };
+    const updates: TableUpdate[] = expire.length === 0 || this.input.dryRun ? [] : [
+      { action: 'remove-snapshots', 'snapshot-ids': expire.map((s) => s['snapshot-id']) },
+      { action: 'set-properties', updates: { ...carried, [PROP_EXPIRE_ID]: this.input.expireId, [PROP_EXPIRE_BEFORE]: this.baseLocation } },
+    ];
+    return {
+      updates, attemptFiles: [], referencedFiles: [],
+      requirements: [
+        { type: 'assert-table-uuid', uuid: base['table-uuid'] },
+        { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': base.refs[MAIN_BRANCH]?.['snapshot-id'] ?? null },
+      ],
+    };
+  }
+}
 
 export async function expireSnapshotsCommit(tables: Tables, input: ExpireCommitInput): Promise<ExpireCommitResult> {
   const id = parseIdentifier(input.table);
-  const cutoff = BigInt(input.asOfMs - input.olderThanMs);
-  for (let attempt = 1; ; attempt++) {
-    const loaded = await tables.catalog.loadTable(id);
-    const m = loaded.metadata;
-    if (m.properties[PROP_EXPIRE_ID] === input.expireId) {
-      return {
-        expiredSnapshotIds: [], protectedCursorSnapshotIds: [], retainedSnapshots: m.snapshots.length,
-        beforeMetadataLocation: m.properties[PROP_EXPIRE_BEFORE] ?? null, afterMetadataLocation: loaded.metadataLocation,
-        alreadyCommitted: true,
-      };
-    }
-    const cursors = cursorSnapshotIds(m);
-    const { expire, retain } = snapshotsToExpire(m, { olderThanMs: cutoff, retainLast: input.retainLast, protect: cursors });
-    const wouldExpireWithoutProtection = snapshotsToExpire(m, { olderThanMs: cutoff, retainLast: input.retainLast }).expire;
-    const protectedIds = wouldExpireWithoutProtection.filter((s) => cursors.includes(s['snapshot-id'])).map((s) => s['snapshot-id'].toString());
-    const result: ExpireCommitResult = {
-      expiredSnapshotIds: expire.map((s) => s['snapshot-id'].toString()), protectedCursorSnapshotIds: protectedIds,
-      retainedSnapshots: retain.length, beforeMetadataLocation: null, afterMetadataLocation: null, alreadyCommitted: false,
+  const action = new ExpireAction(input, BigInt(input.asOfMs - input.olderThanMs));
+  // Ingest commits every few seconds: losing the CAS is normal, so allow many re-plans.
+  const r = await new Transaction(id).add(action).commit(tables.catalog, tables.io, {
+    maxAttempts: 50, minWaitMs: 20, maxWaitMs: 2000,
+    validate: (t) => {
+      if (t.metadata.properties[PROP_EXPIRE_ID] === input.expireId) return ALREADY_COMMITTED;
+      action.baseLocation = t.metadataLocation;
+    },
+  });
+  if (r.alreadyCommitted) {
+    const m = r.table.metadata;
+    return {
+      expiredSnapshotIds: [], carriedCursors: [], retainedSnapshots: m.snapshots.length,
+      beforeMetadataLocation: m.properties[PROP_EXPIRE_BEFORE] ?? null, afterMetadataLocation: r.table.metadataLocation,
+      alreadyCommitted: true,
     };
-    if (expire.length === 0 || input.dryRun) return result;
-    try {
-      const after = await tables.catalog.commitTable(id, [
-        { type: 'assert-table-uuid', uuid: m['table-uuid'] },
-        { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': m.refs[MAIN_BRANCH]?.['snapshot-id'] ?? null },
-      ], [
-        { action: 'remove-snapshots', 'snapshot-ids': expire.map((s) => s['snapshot-id']) },
-        { action: 'set-properties', updates: { [PROP_EXPIRE_ID]: input.expireId, [PROP_EXPIRE_BEFORE]: loaded.metadataLocation } },
-      ]);
-      return { ...result, beforeMetadataLocation: loaded.metadataLocation, afterMetadataLocation: after.metadataLocation };
-    } catch (e) {
-      // Ingest commits every few seconds: losing the CAS is normal, re-plan on the new head.
-      if (isIcebergError(e, 'CommitConflict') && attempt < 50) {
-        await sleep(Math.min(2000, 20 * 2 ** Math.min(attempt, 7)) * (0.5 + Math.random() / 2));
-        continue;
-      }
-      throw e;
-    }
   }
+  const result = action.result!;
+  if (result.expiredSnapshotIds.length === 0 || input.dryRun) return { ...result, beforeMetadataLocation: null };
+  return { ...result, afterMetadataLocation: r.table.metadataLocation };
 }
 
 async function readMetadata(tables: Tables, location: string): Promise<TableMetadata> {

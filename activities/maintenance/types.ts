@@ -168,8 +168,8 @@ export interface ExpireCommitInput extends ExpireOptions {
 
 export interface ExpireCommitResult {
   expiredSnapshotIds: string[];
-  /** Cursor snapshots that were old enough to go but are kept (DESIGN §7). */
-  protectedCursorSnapshotIds: string[];
+  /** Ingest ids whose legacy summary-only cursor this commit carried into a table property. */
+  carriedCursors: string[];
   retainedSnapshots: number;
   /** Metadata the expiry commit was based on and the one it produced (null: nothing expired). */
   beforeMetadataLocation: string | null;
@@ -201,7 +201,7 @@ export interface ExpireResult {
   window: string | null;
   cutoffMs: number;
   expiredSnapshots: number;
-  protectedCursorSnapshotIds: string[];
+  carriedCursors: string[];
   retainedSnapshots: number;
   deleted: DeletedCounts;
   dryRun: boolean;

@@ -29,18 +29,25 @@ export interface RetryOptions {
 export interface CommitOptions extends RetryOptions {
   /**
    * Runs against the freshly loaded table before every attempt (fencing, idempotency lookups).
-   * Throw to stop: nothing is committed and this transaction's files are cleaned up.
+   * Throw to stop: nothing is committed and this transaction's files are cleaned up. Return
+   * `ALREADY_COMMITTED` when the table shows this transaction landed on an earlier try (a retry
+   * whose response was lost): nothing more is committed and the result says so.
    */
-  validate?: (table: LoadedTable) => Promise<void> | void;
+  validate?: (table: LoadedTable) => Promise<ValidateOutcome> | ValidateOutcome;
   /** the table as already loaded, used for the first attempt instead of a load */
   table?: LoadedTable;
 }
 
+export const ALREADY_COMMITTED = 'already-committed' as const;
+export type ValidateOutcome = void | typeof ALREADY_COMMITTED;
+
 export interface CommitResult {
   table: LoadedTable;
-  /** snapshot ids created, in action order */
+  /** snapshot ids created, in action order (empty when `alreadyCommitted`) */
   snapshotIds: bigint[];
   attempts: number;
+  /** `validate` found this transaction's effect already in the table */
+  alreadyCommitted: boolean;
 }
 
 class SetProperties implements TableAction {
@@ -136,19 +143,23 @@ export class Transaction {
     for (let attempt = 1; ; attempt++) {
       let prepared: Awaited<ReturnType<Transaction['prepareAll']>>;
       try {
-        await opts.validate?.(table);
+        if (await opts.validate?.(table) === ALREADY_COMMITTED) {
+          // An earlier try landed; whatever this process wrote since is referenced by nothing.
+          await this.deleteQuietly(io, all());
+          return { table, snapshotIds: [], attempts: attempt, alreadyCommitted: true };
+        }
         prepared = await this.prepareAll(table.metadata, io, attempt);
       } catch (e) {
         await this.deleteQuietly(io, all()); // nothing was sent to the catalog
         throw e;
       }
-      if (prepared.updates.length === 0) return { table, snapshotIds: [], attempts: attempt };
+      if (prepared.updates.length === 0) return { table, snapshotIds: [], attempts: attempt, alreadyCommitted: false };
       try {
         const committed = await catalog.commitTable(this.identifier, prepared.requirements, prepared.updates);
         const referenced = new Set(prepared.commits.flatMap((c) => c.referencedFiles));
         await this.deleteQuietly(io, all().filter((p) => !referenced.has(p)));
         const snapshotIds = this.actions.filter((a): a is SnapshotProducer => a instanceof SnapshotProducer).map((a) => a.snapshotId);
-        return { table: committed, snapshotIds, attempts: attempt };
+        return { table: committed, snapshotIds, attempts: attempt, alreadyCommitted: false };
       } catch (e) {
         const conflict = isIcebergError(e, 'CommitConflict');
         const provenNotLanded = conflict || isIcebergError(e, 'CommitFailed');

@@ -61,6 +61,7 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
     assert.equal(b.records, 50);
     const commitOf = (id: string, r: typeof a) => ({
       table, ingestId: 'main', commitId: id, baseSnapshotId: plan.baseSnapshotId, startOffsets: plan.startOffsets,
+      deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
       endOffsets: r.endOffsets, files: r.files, deadLetterFiles: r.deadLetterFiles, records: r.records, deadLetters: r.deadLetters,
     });
     const first = (await env.run(acts.commit, commitOf("commit-b", b))) as CommitResult;

@@ -10,7 +10,7 @@ import { ensureStack } from '../../stack/stack';
 import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { compactTable, expireTable } from '../../client/maintenance';
 import { openTables } from '../../activities/tables';
-import { cursorSnapshotIds, readCursor } from '../../activities/cursor';
+import { readCursor } from '../../ingest/cursor';
 import { reachableFiles } from '../../activities/maintenance/index';
 import { orderEvents, eventKey } from '../../demo/generator';
 import type { FloeConfig } from '../../config';
@@ -80,7 +80,7 @@ async function listing(cfg: FloeConfig, table: string): Promise<Set<string>> {
 describe('snapshot expiry (real stack)', { timeout: 20 * 60_000 }, () => {
   before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
 
-  it('deletes exactly the unreachable files, keeps the cursor snapshot, and ingest resumes after it', async () => {
+  it('deletes exactly the unreachable files; the cursor survives expiry of every snapshot that carried it and ingest resumes at it', async () => {
     const name = uniq('it_expire');
     const { table, cfg } = maintenanceTestConfig(name);
     const topic = name;
@@ -95,8 +95,6 @@ describe('snapshot expiry (real stack)', { timeout: 20 * 60_000 }, () => {
         const before = await tables.load(table);
         const cursorBefore = readCursor(before.metadata, 'main');
         assert.equal(cursorBefore.offsets['0'], '180');
-        const protectedIds = cursorSnapshotIds(before.metadata).map(String);
-        assert.equal(protectedIds.length, 1);
         const reachBefore = await reachableFiles(tables.io, before.metadata, before.metadataLocation);
         const listBefore = await listing(cfg, table);
         assert.ok(before.metadata.snapshots.length >= 4, `several snapshots to expire, found ${before.metadata.snapshots.length}`);
@@ -107,13 +105,12 @@ describe('snapshot expiry (real stack)', { timeout: 20 * 60_000 }, () => {
         const listAfter = await listing(cfg, table);
         const reachAfter = await reachableFiles(tables.io, after.metadata, after.metadataLocation);
 
-        // The cursor snapshot survived (it is not the head: compaction is) and still carries the cursor.
-        const ids = after.metadata.snapshots.map((s) => s['snapshot-id'].toString());
-        assert.ok(ids.includes(protectedIds[0]!), 'the cursor snapshot is kept');
-        assert.deepEqual(r.protectedCursorSnapshotIds, protectedIds);
-        assert.equal(after.metadata.snapshots.length, 2, 'head (replace) + cursor snapshot remain');
-        assert.equal(r.expiredSnapshots, before.metadata.snapshots.length - 2);
+        // Only the head (compaction's replace) remains; the cursor lives in a table property.
+        assert.equal(after.metadata.snapshots.length, 1, 'only the head remains');
+        assert.equal(r.expiredSnapshots, before.metadata.snapshots.length - 1);
+        assert.deepEqual(r.carriedCursors, [], 'cursors written by this version are already properties');
         assert.deepEqual(readCursor(after.metadata, 'main').offsets, cursorBefore.offsets);
+        assert.equal(readCursor(after.metadata, 'main').snapshotId, cursorBefore.snapshotId);
 
         // Exactly the files only expired snapshots reached are gone; every reachable file is still there.
         const isReach = (x: Awaited<ReturnType<typeof reachableFiles>>, l: string) =>

@@ -75,7 +75,7 @@ export async function seedSmallFiles(cfg: FloeConfig, table: string, commits: nu
     let files = 0;
     for (let c = 0; c < commits; c++) {
       const written = await tables.writeDataFiles(t.table, orderRows(c * rowsPerCommit, rowsPerCommit), `seed-${c}`, t.targetFileSizeBytes);
-      await tables.appendOnce(t.table, `seed-${table}-${c}`, written, { 'floe.commit-id': `seed-${table}-${c}` }, () => undefined);
+      await tables.appendOnce(t.table, { files: written, summary: { 'floe.commit-id': `seed-${table}-${c}` }, validate: () => undefined });
       files += written.length;
     }
     return files;

@@ -1,0 +1,60 @@
+/**
+ * The contract between workflows, activities and clients: failure types, limits and id builders.
+ * Pure values with no imports, so workflow code may import them as values (Temporal replays
+ * workflows; everything here is deterministic), after safe-message-handlers/src/types.ts in
+ * temporalio/samples-typescript.
+ */
+
+/**
+ * Application failure types. Temporal matches `nonRetryableErrorTypes` against these strings, so
+ * every activity throws through them (activities/failures.ts maps library errors onto them).
+ */
+export const FailureType = {
+  /** The batch's base cursor is no longer the table's: another writer moved it. Reload and re-poll. */
+  StaleCursor: 'StaleCursor',
+  /** A file the commit would reference is gone (swept, lost). Reload and re-poll / re-plan. */
+  FilesMissing: 'FilesMissing',
+  /** A value or file violates the spec or the table's schema; retrying cannot help. */
+  DataInvalid: 'DataInvalid',
+  /** Valid Iceberg that floe does not implement. */
+  FeatureUnsupported: 'FeatureUnsupported',
+  /** The config is wrong for this operation (unknown table, bad option). */
+  ConfigError: 'ConfigError',
+  /** The configured columns no longer match the table (another engine changed it). */
+  TableDrift: 'TableDrift',
+  /** The table's cursor for this ingest id was written for another topic. */
+  CursorTopicMismatch: 'CursorTopicMismatch',
+  /** The cursor is beyond the topic's end: the topic was recreated or failed over. */
+  CursorAheadOfTopic: 'CursorAheadOfTopic',
+  /** A second live ingest id would load a topic the table already holds (needs force). */
+  IngestOverlap: 'IngestOverlap',
+  BackfillOverlap: 'BackfillOverlap',
+  BadBackfillRange: 'BadBackfillRange',
+  UnsafeGracePeriod: 'UnsafeGracePeriod',
+  InvalidWindow: 'InvalidWindow',
+  InputsVanished: 'InputsVanished',
+  MetadataGone: 'MetadataGone',
+} as const;
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+/** Failures no ingest activity retry can fix: the workflow fails visibly (or reloads, for the first two). */
+export const INGEST_NON_RETRYABLE: string[] = [
+  FailureType.StaleCursor, FailureType.FilesMissing, FailureType.DataInvalid, FailureType.FeatureUnsupported,
+  FailureType.ConfigError, FailureType.TableDrift, FailureType.CursorTopicMismatch, FailureType.CursorAheadOfTopic,
+  FailureType.IngestOverlap,
+];
+
+/** Failures after which the ingest loop reloads the cursor from the table and starts the cycle over. */
+export const INGEST_RELOAD: string[] = [FailureType.StaleCursor, FailureType.FilesMissing];
+
+/** Orphan removal below this grace period needs `force`: files of in-flight commits look like orphans. */
+export const ORPHANS_MIN_GRACE_MS = 60 * 60 * 1000;
+export const ORPHANS_DEFAULT_GRACE_MS = 3 * 24 * 60 * 60 * 1000;
+
+/** One ingest per (table, ingest id): the workflow id is derived from both. */
+export const ingestWorkflowId = (table: string, ingestId: string): string => `floe-ingest/${table}/${ingestId}`;
+
+/** Table property holding an ingest id's cursor (see ingest/cursor.ts). */
+export const CURSOR_PROPERTY_PREFIX = 'floe.cursor.';
+/** Dead-letter table property: offsets below which this ingest id's dead letters are recorded. */
+export const DEAD_LETTER_CURSOR_PROPERTY_PREFIX = 'floe.dead-letter-cursor.';
