@@ -1,12 +1,27 @@
 /**
  * Kafka message -> table row, with a reason for every rejection (the dead-letter table stores it).
  *
- * Values are parsed with lossless-json so a 64-bit id in the JSON stays exact. Row value types
- * follow iceberg/parquet's writer: long/timestamp* -> bigint (micros for timestamps), int/date -> number
- * (days for date), float/double -> number, string/uuid -> string, binary -> Uint8Array, boolean.
+ * Two promises, both per column and compiled once per table (`compileDecoder`):
+ * - Every row returned is writable. Anything the Parquet writer (iceberg/parquet/columns.ts,
+ *   metrics.ts) or the table's partition transforms (iceberg/spec/partition.ts: transform results,
+ *   partition paths, manifest bounds) would refuse is refused here as a DecodeError naming the
+ *   column and the value, so one bad value becomes a dead letter instead of failing every retry
+ *   of the batch (a stalled table).
+ * - Input is never silently changed: invalid UTF-8, unpaired surrogates, malformed base64,
+ *   impossible dates and times, digits a decimal or timestamp cannot hold, numbers that overflow,
+ *   and paths that only resolve through the prototype chain are rejected, never rounded or rolled.
+ *
+ * Values are parsed with lossless-json when the text may hold a number with more than 15
+ * significant digits, so a 64-bit id or a long decimal stays exact. Row value types follow
+ * iceberg/parquet's writer: long/time/timestamp* -> bigint (micros), int/date -> number (days),
+ * float/double -> number, string/uuid -> string, binary/fixed -> Uint8Array, boolean,
+ * decimal(P,S) -> unscaled bigint.
  */
-import { isLosslessNumber, parse as parseLossless, type LosslessNumber } from 'lossless-json';
-import type { ColumnConfig } from '../config/types';
+import { LosslessNumber, parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
+import type { ColumnConfig, PartitionFieldConfig } from '../config/types';
+import { FailureType } from '../contract';
+import { parseTransform, transformResultType } from '../iceberg/spec/partition';
+import { parseDecimalType, parseFixedType } from '../iceberg/spec/conversions';
 
 export type RowValue = null | boolean | number | bigint | string | Uint8Array;
 export type Row = Record<string, RowValue>;
@@ -19,154 +34,579 @@ export interface KafkaRecord {
   value: Buffer | null;
 }
 
-export class DecodeError extends Error {}
+/** One record cannot become a row; the message says which column and value, and why. */
+export class DecodeError extends Error {
+  override name = 'DecodeError';
+}
 
 /**
- * Native JSON.parse is exact for every integer of at most 15 digits, and its strings are flat.
- * Only a value with a run of 16+ digits (a 64-bit id, a long fraction) needs lossless-json, whose
- * strings are built piecewise: retained in bulk they cost ~10x in GC (measured: 3.8k vs 39k rec/s).
+ * The table's config cannot decode any record (a column type its source cannot fill, a partition
+ * transform its column type does not allow). Not one record's fault: the caller fails the cycle
+ * with it instead of dead-lettering the whole stream. Named after the Temporal failure type it is.
  */
-const MAYBE_UNSAFE_NUMBER = /\d{16,}/;
-export function parseJsonExact(text: string): unknown {
-  return MAYBE_UNSAFE_NUMBER.test(text) ? parseLossless(text) : JSON.parse(text);
+export class DecoderConfigError extends Error {
+  override name = FailureType.ConfigError;
 }
 
+/** What a decoder needs of a table's config. */
+export interface DecoderTable {
+  columns: readonly ColumnConfig[];
+  partitionBy?: readonly PartitionFieldConfig[];
+}
+export type Decoder = (rec: KafkaRecord) => Row;
+
+// ---------- JSON ----------
+/**
+ * Native JSON.parse is exact for every number of at most 15 significant digits, and its strings
+ * are flat. A literal with more (a 64-bit id, a long decimal, also split by a dot:
+ * 1234567890.1234567) needs lossless-json, whose strings are built piecewise: retained in bulk they
+ * cost ~10x in GC (measured: 3.8k vs 39k rec/s), so only such texts take it.
+ */
+const MAYBE_UNSAFE_NUMBER = /\d[\d.]{15,}/;
+/** Tables with decimals also route 3-digit exponents: 1e-400 parses to 0 natively, 1e400 to Infinity. */
+const MAYBE_UNSAFE_DECIMAL = /\d[\d.]{15,}|\d[eE][+-]?\d{3}/;
+export function parseJsonExact(text: string, unsafe: RegExp = MAYBE_UNSAFE_NUMBER): unknown {
+  return unsafe.test(text) ? parseLossless(text) : JSON.parse(text);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** String.prototype.isWellFormed / toWellFormed (ES2024, in Node 20; not in this project's TS lib). */
+type Es2024String = string & { isWellFormed(): boolean; toWellFormed(): string };
+const wellFormed = (s: string): boolean => (s as Es2024String).isWellFormed();
+
+const MAX_SHOWN = 120;
+const clip = (s: string): string => (s.length > MAX_SHOWN ? `${s.slice(0, MAX_SHOWN)}… (${s.length} chars)` : s);
+/** A value as an error message shows it: JSON-ish and bounded (a 1 MiB string must not become a 1 MiB reason). */
+function show(v: unknown): string {
+  let s: string;
+  if (typeof v === 'string') s = JSON.stringify(v);
+  else if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') s = String(v);
+  else if (v instanceof LosslessNumber) s = v.value;
+  else if (v === undefined) s = 'nothing';
+  else {
+    try {
+      s = stringifyLossless(v) ?? String(v);
+    } catch {
+      s = Object.prototype.toString.call(v);
+    }
+  }
+  return clip(s);
+}
+
+const fail = (col: string, expected: string, v: unknown): DecodeError => new DecodeError(`${col}: expected ${expected}, found ${show(v)}`);
+
+// ---------- exact numbers ----------
 const INT_MIN = -(2 ** 31), INT_MAX = 2 ** 31 - 1;
+const INT_MIN_N = BigInt(INT_MIN), INT_MAX_N = BigInt(INT_MAX);
 const LONG_MIN = -(2n ** 63n), LONG_MAX = 2n ** 63n - 1n;
+const INT_STRING = /^-?\d+$/;
+/** JSON's number grammar, plus what decimal strings commonly hold: a leading '+', "1." and ".5". */
+const NUMBER_LITERAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
 
-function getPath(obj: unknown, path: string): unknown {
-  let cur: unknown = obj;
-  for (const part of path.split('.')) {
-    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
-    cur = (cur as Record<string, unknown>)[part];
-  }
-  return cur;
+/** An exact decimal literal: (neg ? -1 : 1) * digits * 10^exp, digits without leading or trailing zeros ('' is zero). */
+interface Literal { neg: boolean; digits: string; exp: number }
+
+function parseLiteral(s: string): Literal | undefined {
+  const m = NUMBER_LITERAL.exec(s);
+  if (!m) return undefined;
+  const int = m[2]!, frac = m[3] ?? '';
+  if (int === '' && frac === '') return undefined;
+  let digits = int + frac;
+  let a = 0, b = digits.length;
+  while (a < b && digits.charCodeAt(a) === 48) a++;
+  while (b > a && digits.charCodeAt(b - 1) === 48) b--;
+  // a huge exponent stays a (possibly infinite) number: nothing is built from it before a range check
+  const exp = (m[4] === undefined ? 0 : Number(m[4])) - frac.length + (digits.length - b);
+  digits = digits.slice(a, b);
+  return { neg: m[1] === '-', digits, exp };
 }
 
-function toBigInt(v: unknown, col: string): bigint {
+/** The literal text of a JSON number: its own text when lossless, else the shortest form of the double (exact below 16 digits). */
+function literalOf(v: unknown): Literal | undefined {
+  if (v instanceof LosslessNumber) return parseLiteral(v.value);
+  if (typeof v === 'number' && Number.isFinite(v)) return parseLiteral(String(v));
+  return undefined;
+}
+
+/** Unscaled integer of a literal at `scale`; 'fraction' when it has more fractional digits, 'range' past `digitLimit` digits (never builds 1e1000000000). */
+function unscaled(l: Literal, scale: number, digitLimit: number): bigint | 'fraction' | 'range' {
+  if (l.digits === '') return 0n;
+  const shift = l.exp + scale;
+  if (shift < 0) return 'fraction';
+  if (l.digits.length + shift > digitLimit) return 'range';
+  const u = BigInt(shift === 0 ? l.digits : l.digits + '0'.repeat(shift));
+  return l.neg ? -u : u;
+}
+
+/** An exact integer from a JSON number, a lossless number or a string of digits; 'range' past 40 digits. */
+function integerOf(v: unknown): bigint | 'range' | undefined {
   if (typeof v === 'number') {
-    if (!Number.isSafeInteger(v)) throw new DecodeError(`${col}: expected an integer, found ${v}`);
-    return BigInt(v);
+    if (Number.isSafeInteger(v)) return BigInt(v);
+    if (!Number.isFinite(v)) return 'range'; // JSON has no Infinity literal: this overflowed a double
+  } else if (typeof v === 'string') {
+    if (!INT_STRING.test(v)) return undefined;
+    return v.length > 41 ? 'range' : BigInt(v); // no BigInt of a megabyte of digits
   }
-  if (isLosslessNumber(v)) {
-    const s = (v as LosslessNumber).value;
-    if (!/^-?\d+$/.test(s)) throw new DecodeError(`${col}: expected an integer, found ${s}`);
-    return BigInt(s);
-  }
-  if (typeof v === 'string' && /^-?\d+$/.test(v)) return BigInt(v);
-  throw new DecodeError(`${col}: expected an integer, found ${JSON.stringify(v)}`);
+  const l = literalOf(v);
+  if (l === undefined) return undefined;
+  const u = unscaled(l, 0, 40);
+  return u === 'fraction' ? undefined : u;
 }
 
-function toNumber(v: unknown, col: string): number {
-  if (typeof v === 'number') return v;
-  if (isLosslessNumber(v)) return Number((v as LosslessNumber).value);
-  if (typeof v === 'string' && ['NaN', 'Infinity', '-Infinity'].includes(v)) return Number(v);
-  throw new DecodeError(`${col}: expected a number, found ${JSON.stringify(v)}`);
+// ---------- ranges (what the writer and the table's partition transforms accept) ----------
+interface Range<T> { lo: T; hi: T; why: string }
+
+/** Intersects `ranges`; on a miss, the first range that excludes the value explains why. */
+class Bounds<T extends number | bigint> {
+  readonly lo: T;
+  readonly hi: T;
+  constructor(readonly col: string, readonly ranges: Array<Range<T>>) {
+    this.lo = ranges.reduce((m, r) => (r.lo > m ? r.lo : m), ranges[0]!.lo);
+    this.hi = ranges.reduce((m, r) => (r.hi < m ? r.hi : m), ranges[0]!.hi);
+  }
+  /** `x` when in range; `input` (or `shown`) is what the error names. */
+  check(x: T, input: unknown, shown?: string): T {
+    if (x >= this.lo && x <= this.hi) return x;
+    const r = this.ranges.find((q) => x < q.lo || x > q.hi)!;
+    throw new DecodeError(`${this.col}: ${shown ?? show(input)} is out of range for ${r.why}`);
+  }
+}
+
+/** The smallest multiple of w at or above lo: truncate[w] floors to multiples of w, so anything below underflows. */
+const ceilMultiple = (lo: bigint, w: bigint): bigint => { const q = lo / w; return (q * w < lo ? q + 1n : q) * w; };
+
+const MICROS_PER_DAY = 86_400_000_000n;
+const MICROS_PER_HOUR = 3_600_000_000n;
+/** JS Date's range, which partition paths (day, hour, identity: Transform.toHumanString) go through: ±1e8 days. */
+const DATE_DAYS = 100_000_000;
+
+// ---------- calendar ----------
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const isLeap = (y: number): boolean => y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil); undefined if it does not exist. */
+function civilDays(y: number, m: number, d: number): number | undefined {
+  if (m < 1 || m > 12 || d < 1 || d > (m === 2 && isLeap(y) ? 29 : DAYS_IN_MONTH[m - 1]!)) return undefined;
+  const yy = m <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (m > 2 ? m - 3 : m + 9) + 2) / 5) + d - 1;
+  return era * 146097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719468;
 }
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const ISO_TS = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?$/;
+const ISO_TIME = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$/;
+const ISO_TS = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?$/;
+const SUB_MICROS = /[1-9]/;
 
-/** ISO-8601 string or epoch millis -> epoch micros (bigint); keeps sub-millisecond digits. */
-function toTimestampMicros(v: unknown, col: string, withZone: boolean): bigint {
-  if (isLosslessNumber(v) || typeof v === 'number') return toBigInt(v, col) * 1000n;
-  if (typeof v !== 'string') throw new DecodeError(`${col}: expected an ISO-8601 timestamp or epoch millis, found ${JSON.stringify(v)}`);
-  const m = ISO_TS.exec(v);
-  if (!m) throw new DecodeError(`${col}: expected an ISO-8601 timestamp, found ${JSON.stringify(v)}`);
-  const [, date, hh, mm, ss, frac = '', zone] = m;
-  if (withZone && !zone) throw new DecodeError(`${col}: timestamptz needs a zone (Z or ±hh:mm), found ${JSON.stringify(v)}`);
-  const ms = Date.parse(`${date}T${hh}:${mm}:${ss}${zone && zone !== 'Z' ? zone : 'Z'}`);
-  if (Number.isNaN(ms)) throw new DecodeError(`${col}: invalid timestamp ${JSON.stringify(v)}`);
-  return BigInt(ms) * 1000n + BigInt((frac + '000000').slice(0, 6));
+/** Seconds of a clock time h:m:s, or undefined when there is no such time (24:00, 12:60, leap seconds). */
+const clockSeconds = (h: string, m: string, s: string): number | undefined => {
+  const hh = Number(h), mm = Number(m), ss = Number(s);
+  return hh > 23 || mm > 59 || ss > 59 ? undefined : hh * 3600 + mm * 60 + ss;
+};
+
+/** Fraction digits -> micros; digits beyond the sixth must be zeros (never truncated away). */
+function fractionMicros(col: string, frac: string | undefined, v: unknown, what: string): number {
+  if (frac === undefined) return 0;
+  if (frac.length > 6 && SUB_MICROS.test(frac.slice(6))) throw new DecodeError(`${col}: ${show(v)} has sub-microsecond digits; a ${what} holds microseconds`);
+  return Number(frac.length >= 6 ? frac.slice(0, 6) : frac.padEnd(6, '0'));
 }
 
-function toDays(v: unknown, col: string): number {
-  const m = typeof v === 'string' ? ISO_DATE.exec(v) : null;
-  if (!m) throw new DecodeError(`${col}: expected a date YYYY-MM-DD, found ${JSON.stringify(v)}`);
-  const ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
-  return Math.floor(ms / 86_400_000);
-}
-
-/** Converts one JSON value to the column's in-memory type or throws DecodeError with the reason. */
-export function convertValue(c: ColumnConfig, v: unknown): RowValue {
-  if (v === null || v === undefined) {
-    if (c.required) throw new DecodeError(`${c.name}: required field is missing`);
-    return null;
+// ---------- base64 ----------
+/**
+ * Buffer's base64 decoder skips characters it does not know; only a canonical encoding that
+ * re-encodes to itself (padding optional) is the value the producer meant.
+ */
+function base64Bytes(col: string, v: unknown, what: string): Uint8Array {
+  if (typeof v !== 'string') throw fail(col, what, v);
+  const b = Buffer.from(v, 'base64');
+  const back = b.toString('base64');
+  if (back !== v) {
+    let end = back.length;
+    while (end > 0 && back.charCodeAt(end - 1) === 61) end--; // '='
+    if (v.length !== end || !back.startsWith(v)) throw fail(col, `${what} (canonical base64: A-Z a-z 0-9 + /, optional = padding)`, v);
   }
+  return new Uint8Array(b.buffer, b.byteOffset, b.length);
+}
+
+// ---------- per-column compilation ----------
+type Convert = (v: unknown) => RowValue;
+
+function transformsOn(c: ColumnConfig, partitionBy: readonly PartitionFieldConfig[]): string[] {
+  const out: string[] = [];
+  for (const p of partitionBy) {
+    if (p.column !== c.name) continue;
+    try {
+      transformResultType(p.transform, c.type);
+    } catch (e) {
+      throw new DecoderConfigError(`column ${c.name}: partition transform ${p.transform} cannot apply to type ${c.type} (${(e as Error).message})`);
+    }
+    out.push(p.transform.trim().toLowerCase());
+  }
+  return out;
+}
+
+function intBounds(c: ColumnConfig, transforms: string[]): Bounds<number> {
+  const ranges: Array<Range<number>> = [{ lo: INT_MIN, hi: INT_MAX, why: 'a 32-bit int' }];
+  for (const t of transforms) {
+    const p = parseTransform(t);
+    if (p.kind === 'truncate') ranges.push({ lo: Number(ceilMultiple(BigInt(INT_MIN), BigInt(p.width))), hi: INT_MAX, why: `partition transform ${t} (the truncated value must fit a 32-bit int)` });
+  }
+  return new Bounds(c.name, ranges);
+}
+
+function longBounds(c: ColumnConfig, transforms: string[]): Bounds<bigint> {
+  const ranges: Array<Range<bigint>> = [{ lo: LONG_MIN, hi: LONG_MAX, why: 'a 64-bit long' }];
+  for (const t of transforms) {
+    const p = parseTransform(t);
+    if (p.kind === 'truncate') ranges.push({ lo: ceilMultiple(LONG_MIN, BigInt(p.width)), hi: LONG_MAX, why: `partition transform ${t} (the truncated value must fit a 64-bit long)` });
+  }
+  return new Bounds(c.name, ranges);
+}
+
+function dateBounds(c: ColumnConfig, transforms: string[]): Bounds<number> {
+  const ranges: Array<Range<number>> = [{ lo: INT_MIN, hi: INT_MAX, why: 'a date (32-bit days since 1970-01-01)' }];
+  for (const t of transforms) {
+    const k = parseTransform(t).kind;
+    if (k === 'identity' || k === 'year' || k === 'month' || k === 'day') {
+      ranges.push({ lo: -DATE_DAYS, hi: DATE_DAYS, why: `partition transform ${t} (its partition value needs a date within ${DATE_DAYS} days of 1970-01-01)` });
+    }
+  }
+  return new Bounds(c.name, ranges);
+}
+
+/** Micros since 1970: int64 for the writer, narrower for transforms whose results are ints or dates. */
+function timestampBounds(c: ColumnConfig, transforms: string[]): Bounds<bigint> {
+  const ranges: Array<Range<bigint>> = [{ lo: LONG_MIN, hi: LONG_MAX, why: 'a timestamp (64-bit microseconds since 1970)' }];
+  const days = BigInt(DATE_DAYS);
+  for (const t of transforms) {
+    const k = parseTransform(t).kind;
+    if (k === 'hour') {
+      ranges.push({ lo: BigInt(INT_MIN) * MICROS_PER_HOUR, hi: (BigInt(INT_MAX) + 1n) * MICROS_PER_HOUR - 1n, why: `partition transform ${t} (hours since 1970 must fit a 32-bit int)` });
+    } else if (k === 'year' || k === 'month' || k === 'day') {
+      ranges.push({ lo: -days * MICROS_PER_DAY, hi: (days + 1n) * MICROS_PER_DAY - 1n, why: `partition transform ${t} (its partition value needs a time within ${DATE_DAYS} days of 1970)` });
+    } else if (k === 'identity') {
+      ranges.push({ lo: -days * MICROS_PER_DAY, hi: days * MICROS_PER_DAY + 999n, why: `partition transform ${t} (its partition value needs a time within ${DATE_DAYS} days of 1970)` });
+    }
+  }
+  return new Bounds(c.name, ranges);
+}
+
+function decimalBounds(c: ColumnConfig, precision: number, scale: number, transforms: string[]): Bounds<bigint> {
+  const max = 10n ** BigInt(precision) - 1n;
+  const ranges: Array<Range<bigint>> = [{ lo: -max, hi: max, why: `decimal(${precision}, ${scale}) (at most ${precision} digits)` }];
+  for (const t of transforms) {
+    const p = parseTransform(t);
+    if (p.kind === 'truncate') ranges.push({ lo: ceilMultiple(-max, BigInt(p.width)), hi: max, why: `partition transform ${t} (the truncated value must keep at most ${precision} digits)` });
+  }
+  return new Bounds(c.name, ranges);
+}
+
+/** The converter of one JSON value (never null) to the column's row value, or a DecodeError. */
+function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
+  const col = c.name;
   const t = c.type;
   switch (t) {
     case 'boolean':
-      if (typeof v !== 'boolean') throw new DecodeError(`${c.name}: expected a boolean, found ${JSON.stringify(v)}`);
-      return v;
+      return (v) => {
+        if (typeof v !== 'boolean') throw fail(col, 'a boolean', v);
+        return v;
+      };
     case 'int': {
-      const n = toBigInt(v, c.name);
-      if (n < INT_MIN || n > INT_MAX) throw new DecodeError(`${c.name}: ${n} does not fit a 32-bit int`);
-      return Number(n);
+      const bounds = intBounds(c, transforms);
+      return (v) => {
+        if (typeof v === 'number' && Number.isInteger(v)) {
+          if (v < INT_MIN || v > INT_MAX) throw new DecodeError(`${col}: ${show(v)} does not fit a 32-bit int`);
+          return bounds.check(v, v) + 0; // + 0: no -0
+        }
+        const n = integerOf(v);
+        if (n === undefined) throw fail(col, 'an integer', v);
+        if (n === 'range' || n < INT_MIN_N || n > INT_MAX_N) throw new DecodeError(`${col}: ${show(v)} does not fit a 32-bit int`);
+        return bounds.check(Number(n), v);
+      };
     }
     case 'long': {
-      const n = toBigInt(v, c.name);
-      if (n < LONG_MIN || n > LONG_MAX) throw new DecodeError(`${c.name}: ${n} does not fit a 64-bit long`);
-      return n;
+      const bounds = longBounds(c, transforms);
+      return (v) => {
+        const n = integerOf(v);
+        if (n === undefined) throw fail(col, 'an integer', v);
+        if (n === 'range' || n < LONG_MIN || n > LONG_MAX) throw new DecodeError(`${col}: ${show(v)} does not fit a 64-bit long`);
+        return bounds.check(n, v);
+      };
     }
     case 'float':
-    case 'double':
-      return toNumber(v, c.name);
+    case 'double': {
+      const isFloat = t === 'float';
+      return (v) => {
+        let x: number;
+        if (typeof v === 'number') x = v;
+        else if (v instanceof LosslessNumber) x = Number(v.value);
+        else if (v === 'NaN' || v === 'Infinity' || v === '-Infinity') return Number(v);
+        else throw fail(col, 'a number', v);
+        // JSON has no literal for infinities: an infinite result is an overflow, not the value sent
+        if (!Number.isFinite(x) || (isFloat && !Number.isFinite(Math.fround(x)))) throw new DecodeError(`${col}: ${show(v)} is out of range for a ${t}`);
+        return x;
+      };
+    }
     case 'string':
-      if (typeof v !== 'string') throw new DecodeError(`${c.name}: expected a string, found ${JSON.stringify(v)}`);
-      return v;
+      return (v) => {
+        if (typeof v !== 'string') throw fail(col, 'a string', v);
+        // an unpaired surrogate (a "\ud800" escape) has no UTF-8 form: writing it would change it to U+FFFD
+        if (!wellFormed(v)) throw fail(col, 'a Unicode string (no unpaired surrogate escapes)', v);
+        return v;
+      };
     case 'uuid':
-      if (typeof v !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) {
-        throw new DecodeError(`${c.name}: expected a UUID string, found ${JSON.stringify(v)}`);
-      }
-      return v.toLowerCase();
+      return (v) => {
+        if (typeof v !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) throw fail(col, 'a UUID string', v);
+        return v.toLowerCase();
+      };
     case 'binary':
-      if (typeof v !== 'string') throw new DecodeError(`${c.name}: expected base64 binary, found ${JSON.stringify(v)}`);
-      return new Uint8Array(Buffer.from(v, 'base64'));
-    case 'date':
-      return toDays(v, c.name);
+      return (v) => base64Bytes(col, v, 'base64 binary');
+    case 'date': {
+      const bounds = dateBounds(c, transforms);
+      return (v) => {
+        const m = typeof v === 'string' ? ISO_DATE.exec(v) : null;
+        if (!m) throw fail(col, 'a date YYYY-MM-DD', v);
+        const days = civilDays(Number(m[1]), Number(m[2]), Number(m[3]));
+        if (days === undefined) throw fail(col, 'a date that exists (YYYY-MM-DD)', v);
+        return bounds.check(days, v);
+      };
+    }
+    case 'time':
+      return (v) => {
+        const m = typeof v === 'string' ? ISO_TIME.exec(v) : null;
+        if (!m) throw fail(col, 'a time HH:MM:SS[.ffffff]', v);
+        const s = clockSeconds(m[1]!, m[2]!, m[3]!);
+        if (s === undefined) throw fail(col, 'a time of day from 00:00:00 to 23:59:59.999999', v);
+        return BigInt(s) * 1_000_000n + BigInt(fractionMicros(col, m[4], v, 'time'));
+      };
     case 'timestamp':
-    case 'timestamptz':
-      return toTimestampMicros(v, c.name, t === 'timestamptz');
-    default:
-      throw new DecodeError(`${c.name}: column type ${t} is not supported for JSON ingest`);
+    case 'timestamptz': {
+      const bounds = timestampBounds(c, transforms);
+      const withZone = t === 'timestamptz';
+      return (v) => {
+        if (typeof v !== 'string') {
+          const ms = integerOf(v);
+          if (ms === undefined) throw fail(col, 'an ISO-8601 timestamp or epoch millis', v);
+          if (ms === 'range') throw new DecodeError(`${col}: ${show(v)} ms is out of range for ${bounds.ranges[0]!.why}`);
+          const us = ms * 1000n;
+          return us >= bounds.lo && us <= bounds.hi ? us : bounds.check(us, v, `${show(v)} ms`);
+        }
+        const m = ISO_TS.exec(v);
+        if (!m) throw fail(col, 'an ISO-8601 timestamp', v);
+        const zone = m[8];
+        if (withZone && !zone) throw new DecodeError(`${col}: timestamptz needs a zone (Z or ±hh:mm), found ${show(v)}`);
+        const days = civilDays(Number(m[1]), Number(m[2]), Number(m[3]));
+        const secs = clockSeconds(m[4]!, m[5]!, m[6]!);
+        if (days === undefined || secs === undefined) throw fail(col, 'a timestamp that exists (no Feb 30, no 24:00, no leap second)', v);
+        let offset = 0;
+        if (zone && zone !== 'Z') {
+          const zh = Number(zone.slice(1, 3)), zm = Number(zone.slice(-2));
+          if (zh > 18 || zm > 59) throw fail(col, 'a zone offset within ±18:00', v);
+          offset = (zone[0] === '-' ? -1 : 1) * (zh * 3600 + zm * 60);
+        }
+        return bounds.check(BigInt(days * 86_400 + secs - offset) * 1_000_000n + BigInt(fractionMicros(col, m[7], v, 'timestamp')), v);
+      };
+    }
+    default: {
+      const dec = parseDecimalType(t);
+      if (dec) {
+        const { precision: p, scale: s } = dec;
+        if (p < 1 || p > 38) throw new DecoderConfigError(`column ${col}: ${t} needs a precision from 1 to 38`);
+        const bounds = decimalBounds(c, p, s, transforms);
+        return (v) => {
+          const l = typeof v === 'string' ? parseLiteral(v) : literalOf(v);
+          if (l === undefined) throw fail(col, `a decimal number or string for ${t}`, v);
+          const u = unscaled(l, s, p + 1);
+          if (u === 'fraction') throw new DecodeError(`${col}: ${show(v)} has more than ${s} fractional digits for ${t}`);
+          if (u === 'range') throw new DecodeError(`${col}: ${show(v)} is out of range for ${bounds.ranges[0]!.why}`);
+          return bounds.check(u, v);
+        };
+      }
+      const width = parseFixedType(t);
+      if (width !== undefined) {
+        return (v) => {
+          const b = base64Bytes(col, v, `base64 of ${width} bytes`);
+          if (b.length !== width) throw new DecodeError(`${col}: expected base64 of exactly ${width} bytes for ${t}, found ${b.length} bytes in ${show(v)}`);
+          return b;
+        };
+      }
+      throw new DecoderConfigError(`column ${col}: type ${t} is not supported for JSON ingest`);
+    }
   }
 }
 
-/** Decodes a Kafka record into a row of the configured columns; throws DecodeError with why not. */
-export function decodeRecord(columns: ColumnConfig[], rec: KafkaRecord): Row {
-  let parsed: unknown;
-  const needsValue = columns.some((c) => (c.source ?? 'value') === 'value');
-  if (needsValue) {
-    if (rec.value === null) throw new DecodeError('value: record has a null value (tombstone)');
-    try {
-      parsed = parseJsonExact(rec.value.toString('utf8'));
-    } catch (e) {
-      throw new DecodeError(`value: not valid JSON (${(e as Error).message})`);
-    }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      throw new DecodeError('value: expected a JSON object');
-    }
+type Read = (parsed: Record<string, unknown>, rec: KafkaRecord) => RowValue;
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * A reader of the dotted JSON path. Own properties only: a path segment a message lacks is
+ * missing, even when Object.prototype has it (`constructor`, `__proto__`, `toString`); and a path
+ * never descends into a number (a lossless number is an object with a `value`).
+ */
+function compilePath(path: string): (obj: Record<string, unknown>) => unknown {
+  const parts = path.split('.');
+  if (parts.length === 1) {
+    const p = parts[0]!;
+    return (obj) => (hasOwn.call(obj, p) ? obj[p] : undefined);
   }
-  const row: Row = {};
-  for (const c of columns) {
-    switch (c.source ?? 'value') {
-      case 'value':
-        row[c.name] = convertValue(c, getPath(parsed, c.path ?? c.name));
-        break;
-      case 'key':
-        if (rec.key === null && c.required) throw new DecodeError(`${c.name}: record key is required but null`);
-        row[c.name] = rec.key === null ? null : c.type === 'binary' ? new Uint8Array(rec.key) : rec.key.toString('utf8');
-        break;
-      case 'partition':
-        row[c.name] = c.type === 'long' ? BigInt(rec.partition) : rec.partition;
-        break;
-      case 'offset':
-        row[c.name] = BigInt(rec.offset);
-        break;
-      case 'timestamp':
-        row[c.name] = BigInt(rec.timestamp) * 1000n;
-        break;
+  return (obj) => {
+    let cur: unknown = obj;
+    for (const p of parts) {
+      if (cur === null || typeof cur !== 'object' || Array.isArray(cur) || cur instanceof LosslessNumber || !hasOwn.call(cur, p)) return undefined;
+      cur = (cur as Record<string, unknown>)[p];
     }
+    return cur;
+  };
+}
+
+function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConfig[]): Read {
+  const col = c.name;
+  const transforms = transformsOn(c, partitionBy);
+  const source = c.source ?? 'value';
+  const missing = (what: string): null => {
+    if (c.required) throw new DecodeError(`${col}: ${what}`);
+    return null;
+  };
+  switch (source) {
+    case 'value': {
+      const get = compilePath(c.path ?? col);
+      const convert = compileConvert(c, transforms);
+      return (parsed) => {
+        const v = get(parsed);
+        return v === null || v === undefined ? missing('required field is missing') : convert(v);
+      };
+    }
+    case 'key': {
+      if (c.type === 'binary') return (_, rec) => (rec.key === null ? missing('record key is required but null') : new Uint8Array(rec.key));
+      const width = parseFixedType(c.type);
+      if (width !== undefined) {
+        return (_, rec) => {
+          if (rec.key === null) return missing('record key is required but null');
+          if (rec.key.length !== width) throw new DecodeError(`${col}: expected a record key of exactly ${width} bytes for ${c.type}, found ${rec.key.length} bytes`);
+          return new Uint8Array(rec.key);
+        };
+      }
+      if (c.type !== 'string' && c.type !== 'uuid' && c.type !== 'int' && c.type !== 'long') {
+        throw new DecoderConfigError(`column ${col}: a record key fills string, uuid, int, long, binary or fixed[N] columns, not ${c.type}`);
+      }
+      const convert = compileConvert(c, transforms);
+      return (_, rec) => {
+        if (rec.key === null) return missing('record key is required but null');
+        let s: string;
+        try {
+          s = utf8.decode(rec.key);
+        } catch {
+          throw new DecodeError(`${col}: the record key is not valid UTF-8 (${show(rec.key.toString('base64'))} in base64)`);
+        }
+        return convert(s);
+      };
+    }
+    case 'partition':
+      if (c.type === 'int') return (_, rec) => rec.partition;
+      if (c.type === 'long') return (_, rec) => BigInt(rec.partition);
+      throw new DecoderConfigError(`column ${col}: the Kafka partition fills an int or long column, not ${c.type}`);
+    case 'offset':
+      if (c.type === 'long') return (_, rec) => BigInt(rec.offset);
+      throw new DecoderConfigError(`column ${col}: the Kafka offset fills a long column (offsets outgrow an int), not ${c.type}`);
+    case 'timestamp': {
+      // epoch millis -> micros; a long column holds the same micros a timestamp would
+      const bounds = c.type === 'long' || c.type === 'timestamp' || c.type === 'timestamptz' ? timestampBounds(c, transforms) : undefined;
+      if (!bounds) throw new DecoderConfigError(`column ${col}: the Kafka timestamp fills a timestamp, timestamptz or long (micros) column, not ${c.type}`);
+      return (_, rec) => {
+        const us = BigInt(rec.timestamp) * 1000n;
+        return us >= bounds.lo && us <= bounds.hi ? us : bounds.check(us, null, `the Kafka timestamp ${rec.timestamp} ms`);
+      };
+    }
+    default:
+      throw new DecoderConfigError(`column ${col}: unknown source ${String(source)}`);
   }
-  return row;
+}
+
+/**
+ * Compiles the decoder of a table's records: one converter per column, with the value ranges the
+ * writer and the table's partition transforms need. Throws DecoderConfigError for a config no
+ * record could satisfy.
+ */
+export function compileDecoder(table: DecoderTable): Decoder {
+  const partitionBy = table.partitionBy ?? [];
+  const names = new Set(table.columns.map((c) => c.name));
+  for (const p of partitionBy) {
+    if (!names.has(p.column)) throw new DecoderConfigError(`partition field on ${p.column}: no such column`);
+  }
+  for (const c of table.columns) {
+    // assigning row.__proto__ would set the row's prototype, not a column
+    if (c.name === '__proto__') throw new DecoderConfigError('column __proto__: the name cannot be a row key');
+  }
+  const keys = table.columns.map((c) => c.name);
+  const reads = table.columns.map((c) => compileColumn(c, partitionBy));
+  const needsValue = table.columns.some((c) => (c.source ?? 'value') === 'value');
+  const unsafe = table.columns.some((c) => parseDecimalType(c.type) !== undefined) ? MAYBE_UNSAFE_DECIMAL : MAYBE_UNSAFE_NUMBER;
+  const empty: Record<string, unknown> = {};
+  const n = reads.length;
+  return (rec) => {
+    let parsed = empty;
+    if (needsValue) {
+      if (rec.value === null) throw new DecodeError('value: record has a null value (tombstone)');
+      let text: string;
+      try {
+        text = utf8.decode(rec.value);
+      } catch {
+        throw new DecodeError('value: not valid UTF-8 (the message must be UTF-8 JSON)');
+      }
+      let v: unknown;
+      try {
+        v = parseJsonExact(text, unsafe);
+      } catch (e) {
+        throw new DecodeError(`value: not valid JSON (${clip(String((e as Error).message))})`);
+      }
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new DecodeError('value: expected a JSON object');
+      parsed = v as Record<string, unknown>;
+    }
+    const row: Row = {};
+    for (let i = 0; i < n; i++) row[keys[i]!] = reads[i]!(parsed, rec);
+    return row;
+  };
+}
+
+const decoders = new WeakMap<object, Decoder>();
+
+/**
+ * Decodes a Kafka record into a row of the table's columns (throws DecodeError with why not).
+ * The decoder is compiled once per table config object (or column array) and reused.
+ */
+export function decodeRecord(table: DecoderTable | readonly ColumnConfig[], rec: KafkaRecord): Row {
+  let d = decoders.get(table);
+  if (d === undefined) {
+    d = compileDecoder(Array.isArray(table) ? { columns: table } : (table as DecoderTable));
+    decoders.set(table, d);
+  }
+  return d(rec);
+}
+
+const MAX_REASON = 1000;
+/** Kafka timestamps are int64 millis; as micros only those within int64 fit the dead-letter table's timestamptz. */
+const MAX_KAFKA_MS = LONG_MAX / 1000n;
+
+/**
+ * The dead-letter row of a record `decodeRecord` threw for. Any error thrown for one record makes
+ * it a dead letter, including an unforeseen one (its reason says so): one record must never stall
+ * the table. The exception is DecoderConfigError, which says no record can decode: rethrown.
+ */
+export function deadLetterRow(topic: string, rec: KafkaRecord, e: unknown): Row {
+  if (e instanceof DecoderConfigError) throw e;
+  let reason = e instanceof DecodeError ? e.message : `unexpected ${e instanceof Error ? `${e.name}: ${e.message}` : show(e)}`;
+  if (reason.length > MAX_REASON) reason = `${reason.slice(0, MAX_REASON)}…`;
+  let ms: bigint | null = null;
+  try {
+    ms = BigInt(rec.timestamp);
+  } catch { /* not a number: no timestamp */ }
+  return {
+    topic, partition: rec.partition, offset: BigInt(rec.offset),
+    key: rec.key === null ? null : new Uint8Array(rec.key),
+    value: rec.value === null ? null : new Uint8Array(rec.value),
+    error: (reason as Es2024String).toWellFormed(),
+    kafka_timestamp: ms === null || ms > MAX_KAFKA_MS || ms < -MAX_KAFKA_MS ? null : ms * 1000n,
+  };
 }

@@ -16,7 +16,7 @@ import {
   maxOffsets, readCursor, readDeadLetterCursor, type Offsets,
 } from '../ingest/cursor';
 import { nonRetryable, withFailureMapping } from './failures';
-import { DecodeError, decodeRecord, type Row } from './decode';
+import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
 import { crashPoint } from './hooks';
 import { pollPartitions, topicWatermarks } from './kafka';
 import { openTables, type Tables } from './tables';
@@ -177,15 +177,13 @@ const createIngestActivities = (deps: Deps) => {
         },
         (rec) => {
           try {
-            rows.push(decodeRecord(t.columns, rec));
+            // compiled once per table config: every row it returns is writable under t's partition spec
+            rows.push(decodeRecord(t, rec));
           } catch (e) {
-            if (!(e instanceof DecodeError)) throw e;
-            deadRows.push({
-              topic: t.topic, partition: rec.partition, offset: BigInt(rec.offset),
-              key: rec.key === null ? null : new Uint8Array(rec.key),
-              value: rec.value === null ? null : new Uint8Array(rec.value),
-              error: e.message, kafka_timestamp: BigInt(rec.timestamp) * 1000n,
-            });
+            // A config no record can decode is not this record's fault: fail the cycle, visibly.
+            if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
+            // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
+            deadRows.push(deadLetterRow(t.topic, rec, e));
           }
           if (rows.length + deadRows.length === 1) crashPoint('poll');
         },

@@ -147,6 +147,9 @@ function buildPrimitive(type: PrimitiveType, arrowType: arrow.DataType, get: Get
         const ascii = bytes.length === joined.length;
         for (let i = c0; i < c1; i++) {
           const str = strs[i - c0]!;
+          // An unpaired surrogate has no UTF-8 form: encoding would silently write U+FFFD instead
+          // (and two halves in neighbouring values would pair up in `joined`, shifting every offset).
+          if (!ascii && !(str as string & { isWellFormed(): boolean }).isWellFormed()) throw bad(path, 'a Unicode string (no unpaired surrogates)', str);
           pos += ascii ? str.length : Buffer.byteLength(str, 'utf8');
           valueOffsets[i + 1] = pos;
         }

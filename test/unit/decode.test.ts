@@ -1,7 +1,17 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeRecord, DecodeError, type KafkaRecord } from '../../activities/decode';
+import {
+  compileDecoder, deadLetterRow, decodeRecord, DecodeError, DecoderConfigError,
+  type DecoderTable, type KafkaRecord, type Row,
+} from '../../activities/decode';
 import type { ColumnConfig } from '../../config';
+import { MemoryCatalog } from '../../iceberg/catalog/memory';
+import { MemoryFileIO } from '../../iceberg/io/memory';
+import { readParquetTable, writePartitionedRows } from '../../iceberg/parquet';
+import { planFiles } from '../../iceberg/scan';
+import { newTableMetadata } from '../../iceberg/spec/metadata';
+import type { Schema } from '../../iceberg/spec/types';
+import { fastAppend } from '../../iceberg/transaction';
 
 const cols: ColumnConfig[] = [
   { name: 'id', type: 'long', required: true },
@@ -14,10 +24,51 @@ const cols: ColumnConfig[] = [
   { name: 'p', type: 'int', required: true, source: 'partition' },
   { name: 'o', type: 'long', required: true, source: 'offset' },
 ];
-const rec = (value: string | null, key: string | null = 'k1'): KafkaRecord => ({
-  partition: 3, offset: '9007199254740993', timestamp: '1782864000000',
+const rec = (value: string | Buffer | null, key: string | Buffer | null = 'k1', timestamp = '1782864000000'): KafkaRecord => ({
+  partition: 3, offset: '9007199254740993', timestamp,
   key: key === null ? null : Buffer.from(key), value: value === null ? null : Buffer.from(value),
 });
+
+/** Asserts decoding `value` throws a DecodeError whose message matches `re`. */
+function rejects(table: DecoderTable | ColumnConfig[], value: string | Buffer | null, re: RegExp, key: string | Buffer | null = 'k1', timestamp?: string): void {
+  assert.throws(() => decodeRecord(table, rec(value, key, timestamp)), (e: Error) => {
+    assert.ok(e instanceof DecodeError, `a DecodeError, found ${e.name}: ${e.message}`);
+    assert.match(e.message, re);
+    return true;
+  });
+}
+
+/**
+ * Writes `rows` as a table of `t` would (partitioned Parquet files under the spec) and commits
+ * them (manifests with partition values, manifest list with partition summaries): every place a
+ * value that decodes can still fail later. Returns the committed rows as the reader sees them.
+ */
+async function commitRows(t: DecoderTable, rows: Row[]): Promise<Array<Record<string, unknown>>> {
+  const io = new MemoryFileIO();
+  const catalog = new MemoryCatalog('c', io);
+  await catalog.createNamespace(['db']);
+  const schema: Schema = {
+    type: 'struct', 'schema-id': 0,
+    fields: t.columns.map((c, i) => ({ id: i + 1, name: c.name, required: c.required, type: c.type })),
+  };
+  const spec = {
+    'spec-id': 0,
+    fields: (t.partitionBy ?? []).map((p, i) => ({
+      'source-id': schema.fields.find((f) => f.name === p.column)!.id, 'field-id': 1000 + i, name: `${p.column}_${i}`, transform: p.transform,
+    })),
+  };
+  const id = { namespace: ['db'], name: 't' };
+  await catalog.createTable(id, newTableMetadata({ location: 'memory://t', schema, spec, tableUuid: 'u' }));
+  let table = await catalog.loadTable(id);
+  const files = await writePartitionedRows(io, table.metadata, rows, { fileName: (n) => `f${n}.parquet` });
+  table = await fastAppend(catalog, io, table, files);
+  const out: Array<Record<string, unknown>> = [];
+  for (const f of await planFiles(table.metadata, io)) {
+    const data = await readParquetTable(io, f.filePath);
+    for (const r of data) out.push(r.toJSON());
+  }
+  return out;
+}
 
 describe('decodeRecord', () => {
   it('maps JSON and Kafka metadata to typed values; 64-bit ids stay exact', () => {
@@ -35,6 +86,7 @@ describe('decodeRecord', () => {
   it('accepts epoch millis and offsets in timestamps', () => {
     assert.equal(decodeRecord(cols, rec('{"id": 1, "ts": 1782864000000}')).ts, 1782864000000000n);
     assert.equal(decodeRecord(cols, rec('{"id": 1, "ts": "2026-07-01T02:00:00+02:00"}')).ts, 1782864000000000n);
+    assert.equal(decodeRecord(cols, rec('{"id": 1, "ts": "2026-07-01T02:00:00+0200"}')).ts, 1782864000000000n);
   });
   const bad: Array<[string, string | null, RegExp]> = [
     ['not JSON', '{"id": 1,', /value: not valid JSON/],
@@ -48,8 +100,301 @@ describe('decodeRecord', () => {
     ['bad date', '{"id": 1, "ts": 0, "day": "July 1"}', /expected a date YYYY-MM-DD/],
   ];
   for (const [name, value, re] of bad) {
-    it(`rejects ${name} with a reason`, () => {
-      assert.throws(() => decodeRecord(cols, rec(value)), (e: Error) => e instanceof DecodeError && re.test(e.message));
-    });
+    it(`rejects ${name} with a reason`, () => rejects(cols, value, re));
   }
+  it('one compiled decoder serves every record of a table config', () => {
+    const t: DecoderTable = { columns: [{ name: 'x', type: 'int', required: true }] };
+    const d = compileDecoder(t);
+    assert.deepEqual(d(rec('{"x": 1}')), { x: 1 });
+    assert.deepEqual(decodeRecord(t, rec('{"x": 2}')), { x: 2 });
+  });
+});
+
+describe('no value may stall a table', () => {
+  const dayTable: DecoderTable = {
+    columns: [{ name: 'ts', type: 'timestamptz', required: true }, { name: 'id', type: 'long', required: true }],
+    partitionBy: [{ column: 'ts', transform: 'day' }, { column: 'id', transform: 'bucket[4]' }],
+  };
+
+  it('a timestamp of 1e16 ms becomes a dead letter instead of stalling the table', async () => {
+    // 1e16 ms is 1e19 µs: beyond int64, which the Parquet writer refuses (old decode returned it)
+    rejects(dayTable, '{"ts": 10000000000000000, "id": 1}', /^ts: 10000000000000000 ms is out of range for a timestamp \(64-bit microseconds/);
+    rejects(dayTable, '{"ts": 1e16, "id": 1}', /^ts: 10000000000000000 ms is out of range/);
+    rejects(dayTable, '{"ts": -1e16, "id": 1}', /^ts: -10000000000000000 ms is out of range/);
+    rejects(dayTable, '{"ts": 1e400, "id": 1}', /^ts: Infinity ms is out of range/); // JSON.parse already overflowed it
+    // what the old decoder returned fails every write: the day's partition path, the Parquet column
+    await assert.rejects(commitRows(dayTable, [{ ts: 10n ** 19n, id: 1n }]), /Invalid time value/);
+    await assert.rejects(commitRows({ columns: dayTable.columns }, [{ ts: 10n ** 19n, id: 1n }]), /column ts: expected a 64-bit signed integer/);
+  });
+
+  it('a timestamp past the day transform\'s range becomes a dead letter instead of a partition path that throws', async () => {
+    // day transform results are printed through JS Date (partition paths): ±1e8 days of 1970
+    const lastMs = (100_000_000 + 1) * 86_400_000 - 1;
+    const row = decodeRecord(dayTable, rec(`{"ts": ${lastMs}, "id": 1}`));
+    assert.equal(row.ts, BigInt(lastMs) * 1000n);
+    assert.equal((await commitRows(dayTable, [row])).length, 1);
+    rejects(dayTable, `{"ts": ${lastMs + 1}, "id": 1}`, /^ts: 8640000086400000 ms is out of range for partition transform day/);
+    await assert.rejects(commitRows(dayTable, [{ ts: BigInt(lastMs + 1) * 1000n, id: 1n }]), RangeError);
+    rejects(dayTable, `{"ts": ${-100_000_000 * 86_400_000 - 1}, "id": 1}`, /out of range for partition transform day/);
+  });
+
+  it('a timestamp whose hour does not fit an int becomes a dead letter instead of a commit that fails forever', async () => {
+    const t: DecoderTable = { columns: [{ name: 'ts', type: 'timestamp', required: true }], partitionBy: [{ column: 'ts', transform: 'hour' }] };
+    const lastMs = 2 ** 31 * 3_600_000 - 1; // hour 2^31 - 1
+    const row = decodeRecord(t, rec(`{"ts": ${lastMs}}`));
+    assert.equal((await commitRows(t, [row])).length, 1);
+    rejects(t, `{"ts": ${lastMs + 1}}`, /^ts: 7730941132800000 ms is out of range for partition transform hour \(hours since 1970 must fit a 32-bit int\)/);
+    // the old decoder's value: the hour 2^31 fails only at commit (manifest partition summary)
+    await assert.rejects(commitRows(t, [{ ts: BigInt(lastMs + 1) * 1000n }]), /invalid "int": 2147483648/);
+    rejects(t, `{"ts": ${-(2 ** 31) * 3_600_000 - 1}}`, /out of range for partition transform hour/);
+  });
+
+  it('a timestamp beyond what an identity partition path can print becomes a dead letter', async () => {
+    const t: DecoderTable = { columns: [{ name: 'ts', type: 'timestamptz', required: true }], partitionBy: [{ column: 'ts', transform: 'identity' }] };
+    const last = 8_640_000_000_000_000;
+    assert.equal((await commitRows(t, [decodeRecord(t, rec(`{"ts": ${last}}`))])).length, 1);
+    rejects(t, `{"ts": ${last + 1}}`, /out of range for partition transform identity/);
+    await assert.rejects(commitRows(t, [{ ts: BigInt(last + 1) * 1000n }]), RangeError);
+  });
+
+  it('the Kafka timestamp of a record is range-checked like a JSON one', () => {
+    const t: DecoderTable = { columns: [{ name: 'kts', type: 'timestamptz', required: true, source: 'timestamp' }], partitionBy: [{ column: 'kts', transform: 'hour' }] };
+    assert.equal(decodeRecord(t, rec(null, null, '1782864000000')).kts, 1782864000000000n);
+    rejects(t, null, /^kts: the Kafka timestamp 9223372036854775 ms is out of range for partition transform hour/, null, '9223372036854775');
+  });
+
+  it('an int whose truncate result underflows 32 bits becomes a dead letter instead of a commit that fails forever', async () => {
+    const t: DecoderTable = { columns: [{ name: 'n', type: 'int', required: true }], partitionBy: [{ column: 'n', transform: 'truncate[10]' }] };
+    const row = decodeRecord(t, rec('{"n": -2147483640}'));
+    assert.equal((await commitRows(t, [row, decodeRecord(t, rec('{"n": 2147483647}'))])).length, 2);
+    rejects(t, '{"n": -2147483641}', /^n: -2147483641 is out of range for partition transform truncate\[10\] \(the truncated value must fit a 32-bit int\)/);
+    await assert.rejects(commitRows(t, [{ n: -2147483641 }]), /invalid "int": -2147483650/);
+  });
+
+  it('a long whose truncate result underflows 64 bits becomes a dead letter instead of a commit that fails forever', async () => {
+    const t: DecoderTable = { columns: [{ name: 'n', type: 'long', required: true }], partitionBy: [{ column: 'n', transform: 'truncate[1000]' }] };
+    assert.equal((await commitRows(t, [decodeRecord(t, rec('{"n": -9223372036854775000}'))])).length, 1);
+    rejects(t, '{"n": -9223372036854775001}', /^n: -9223372036854775001 is out of range for partition transform truncate\[1000\]/);
+    await assert.rejects(commitRows(t, [{ n: -9223372036854775001n }]), /does not match the Avro schema/);
+    rejects(t, '{"n": 9223372036854775808}', /^n: 9223372036854775808 does not fit a 64-bit long/);
+  });
+
+  it('a decimal whose truncate result needs more digits than its precision becomes a dead letter', async () => {
+    const t: DecoderTable = { columns: [{ name: 'd', type: 'decimal(4, 2)', required: true }], partitionBy: [{ column: 'd', transform: 'truncate[10]' }] };
+    assert.equal((await commitRows(t, [decodeRecord(t, rec('{"d": -99.90}')), decodeRecord(t, rec('{"d": 99.99}'))])).length, 2);
+    rejects(t, '{"d": -99.91}', /^d: -99.91 is out of range for partition transform truncate\[10\] \(the truncated value must keep at most 4 digits\)/);
+    await assert.rejects(commitRows(t, [{ d: -9991n }]), /at most 4 digits/);
+  });
+
+  it('a double that overflows to Infinity, or a double too big for a float column, becomes a dead letter', () => {
+    const t: DecoderTable = { columns: [{ name: 'f', type: 'float', required: false }, { name: 'd', type: 'double', required: false }] };
+    rejects(t, '{"d": 1e400}', /^d: Infinity is out of range for a double/); // JSON.parse already overflowed it
+    rejects(t, '{"d": 12345678901234567890e400}', /^d: 12345678901234567890e400 is out of range for a double/); // lossless path
+    rejects(t, '{"f": 1e39}', /^f: 1e\+39 is out of range for a float/);
+    assert.equal(decodeRecord(t, rec('{"f": 3e38, "d": "-Infinity"}')).d, -Infinity);
+  });
+
+  it('a row of every accepted extreme writes and commits (decode pre-empts every writer and transform failure)', async () => {
+    const t: DecoderTable = {
+      columns: [
+        { name: 'ts', type: 'timestamptz', required: true }, { name: 'n', type: 'int', required: true },
+        { name: 'l', type: 'long', required: true }, { name: 'd', type: 'date', required: true },
+        { name: 'dec', type: 'decimal(38, 0)', required: true }, { name: 'tm', type: 'time', required: true },
+        { name: 's', type: 'string', required: true }, { name: 'u', type: 'uuid', required: true },
+        { name: 'fx', type: 'fixed[2]', required: true }, { name: 'b', type: 'binary', required: true },
+      ],
+      partitionBy: [
+        { column: 'ts', transform: 'hour' }, { column: 'ts', transform: 'year' }, { column: 'n', transform: 'truncate[7]' },
+        { column: 'l', transform: 'truncate[3]' }, { column: 'd', transform: 'month' }, { column: 'dec', transform: 'truncate[9]' },
+        { column: 'tm', transform: 'identity' }, { column: 's', transform: 'truncate[1]' }, { column: 'u', transform: 'bucket[3]' },
+        { column: 'fx', transform: 'identity' }, { column: 'b', transform: 'truncate[1]' },
+      ],
+    };
+    const lo = `{"ts": ${-(2 ** 31) * 3_600_000}, "n": ${-(2 ** 31) + 2}, "l": -9223372036854775806, "d": "0000-01-01", "dec": "-${'9'.repeat(38).replace(/9$/, '0')}", "tm": "00:00:00", "s": "", "u": "00000000-0000-0000-0000-000000000000", "fx": "AAA=", "b": ""}`;
+    const hi = `{"ts": ${2 ** 31 * 3_600_000 - 1}, "n": 2147483647, "l": 9223372036854775807, "d": "9999-12-31", "dec": "${'9'.repeat(38)}", "tm": "23:59:59.999999", "s": "\u{10ffff}x", "u": "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "fx": "//8", "b": "/w=="}`;
+    const rows = [decodeRecord(t, rec(lo)), decodeRecord(t, rec(hi))];
+    assert.equal(rows[0]!.d, -719528);
+    assert.equal(rows[1]!.tm, 86_399_999_999n);
+    assert.equal((await commitRows(t, rows)).length, 2);
+  });
+});
+
+describe('decoding one record never fails the batch', () => {
+  it('an unforeseen error while decoding one record becomes that record\'s dead letter with its reason', () => {
+    const r = rec('{"x": 1}', null, '1782864000000');
+    const dl = deadLetterRow('orders', r, new TypeError('Cannot read properties of undefined'));
+    assert.equal(dl.error, 'unexpected TypeError: Cannot read properties of undefined');
+    assert.equal(dl.offset, 9007199254740993n);
+    assert.equal(dl.kafka_timestamp, 1782864000000000n);
+    assert.deepEqual(dl.value, new Uint8Array(Buffer.from('{"x": 1}')));
+    assert.equal(deadLetterRow('orders', r, new DecodeError('x: expected a string, found 1')).error, 'x: expected a string, found 1');
+  });
+
+  it('a dead letter whose Kafka timestamp does not fit micros, or whose reason holds a broken surrogate, still writes', () => {
+    const dl = deadLetterRow('orders', rec('{}', null, '9223372036854775807'), new DecodeError(`x: found "\ud83d"`));
+    assert.equal(dl.kafka_timestamp, null);
+    assert.equal(dl.error, 'x: found "\ufffd"');
+    assert.ok((deadLetterRow('t', rec('{}'), new DecodeError('y'.repeat(5000))).error as string).length <= 1001);
+  });
+
+  it('a config no record can decode fails the cycle instead of dead-lettering every record', () => {
+    const configErr = (t: DecoderTable, re: RegExp) => assert.throws(() => compileDecoder(t), (e: Error) => e instanceof DecoderConfigError && e.name === 'ConfigError' && re.test(e.message));
+    configErr({ columns: [{ name: 'o', type: 'int', required: true, source: 'offset' }] }, /column o: the Kafka offset fills a long column/);
+    configErr({ columns: [{ name: 'p', type: 'string', required: true, source: 'partition' }] }, /column p: the Kafka partition fills an int or long column/);
+    configErr({ columns: [{ name: 'd', type: 'date', required: true }], partitionBy: [{ column: 'd', transform: 'hour' }] }, /column d: partition transform hour cannot apply to type date/);
+    configErr({ columns: [{ name: 'x', type: 'decimal(40, 2)', required: true }] }, /decimal\(40, 2\) needs a precision from 1 to 38/);
+    configErr({ columns: [{ name: 'x', type: 'int', required: true }], partitionBy: [{ column: 'y', transform: 'identity' }] }, /no such column/);
+    configErr({ columns: [{ name: '__proto__', type: 'int', required: true }] }, /__proto__/);
+    assert.throws(() => deadLetterRow('t', rec('{}'), new DecoderConfigError('bad')), DecoderConfigError);
+  });
+});
+
+describe('input is never silently mangled', () => {
+  const s: DecoderTable = { columns: [{ name: 's', type: 'string', required: false }, { name: 'k', type: 'string', required: false, source: 'key' }] };
+
+  it('invalid UTF-8 in the message becomes a dead letter instead of U+FFFD in the row', () => {
+    rejects(s, Buffer.concat([Buffer.from('{"s": "caf'), Buffer.from([0xe9]), Buffer.from('"}')]), /^value: not valid UTF-8/);
+    rejects(s, Buffer.from([0x7b, 0x22, 0x73, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d]), /^value: not valid UTF-8/); // an encoded surrogate
+    assert.equal(decodeRecord(s, rec('{"s": "café 😀"}')).s, 'café 😀');
+  });
+
+  it('an unpaired surrogate escape in a string becomes a dead letter instead of U+FFFD in the file', () => {
+    rejects(s, '{"s": "a\\ud800b"}', /^s: expected a Unicode string \(no unpaired surrogate escapes\), found "a\\ud800b"/);
+    rejects(s, '{"s": "\\udc00"}', /^s: expected a Unicode string/);
+    assert.equal(decodeRecord(s, rec('{"s": "\\ud83d\\ude00"}')).s, '😀');
+  });
+
+  it('a record key that is not UTF-8 becomes a dead letter instead of U+FFFD in a string key column', () => {
+    rejects(s, '{}', /^k: the record key is not valid UTF-8 \("\/w=="/, Buffer.from([0xff]));
+    const raw: DecoderTable = { columns: [{ name: 'k', type: 'binary', required: true, source: 'key' }] };
+    assert.deepEqual(decodeRecord(raw, rec(null, Buffer.from([0xff]))).k, Uint8Array.of(0xff));
+  });
+
+  it('malformed base64 in a binary column becomes a dead letter instead of the bytes of the characters Buffer kept', () => {
+    const b: DecoderTable = { columns: [{ name: 'b', type: 'binary', required: false }] };
+    assert.deepEqual(decodeRecord(b, rec('{"b": "AQID"}')).b, Uint8Array.of(1, 2, 3));
+    assert.deepEqual(decodeRecord(b, rec('{"b": "AQI="}')).b, Uint8Array.of(1, 2));
+    assert.deepEqual(decodeRecord(b, rec('{"b": "AQI"}')).b, Uint8Array.of(1, 2), 'padding is optional');
+    assert.deepEqual(decodeRecord(b, rec('{"b": ""}')).b, Uint8Array.of());
+    for (const v of ['AQ!D', 'AQ ID', 'AQI==', 'AQ-_', 'A', 'AQJ=', '=AQI']) rejects(b, JSON.stringify({ b: v }), /^b: expected base64 binary \(canonical base64/);
+    rejects(b, '{"b": 5}', /^b: expected base64 binary, found 5/);
+  });
+
+  it('an impossible date (2026-02-31, 2025-02-29, month 13) becomes a dead letter instead of rolling into March', () => {
+    const d: DecoderTable = { columns: [{ name: 'd', type: 'date', required: false }] };
+    for (const v of ['2026-02-31', '2025-02-29', '2026-13-01', '2026-00-10', '2026-04-31', '2026-01-00']) {
+      rejects(d, JSON.stringify({ d: v }), /^d: expected a date that exists \(YYYY-MM-DD\), found/);
+    }
+    assert.equal(decodeRecord(d, rec('{"d": "2024-02-29"}')).d, 19782);
+    assert.equal(decodeRecord(d, rec('{"d": "1969-12-31"}')).d, -1);
+  });
+
+  it('year 0050 stays year 50 instead of becoming 1950', () => {
+    const d: DecoderTable = { columns: [{ name: 'd', type: 'date', required: true }, { name: 'ts', type: 'timestamp', required: true }] };
+    const row = decodeRecord(d, rec('{"d": "0050-03-01", "ts": "0050-03-01T00:00:00"}'));
+    assert.equal(row.d, -701_206); // Date.UTC(50, ...) says 1950-03-01 (-7246)
+    assert.equal(row.ts, -701_206n * 86_400_000_000n);
+  });
+
+  it('T24:00, minute 60 and second 60 become dead letters instead of rolling into the next minute or day', () => {
+    for (const v of ['2026-07-01T24:00:00Z', '2026-07-01T23:60:00Z', '2026-07-01T23:59:60Z', '2026-02-30T00:00:00Z']) {
+      rejects(cols, JSON.stringify({ id: 1, ts: v }), /^ts: expected a timestamp that exists/);
+    }
+    rejects(cols, '{"id": 1, "ts": "2026-07-01T00:00:00+19:00"}', /^ts: expected a zone offset within ±18:00/);
+  });
+
+  it('sub-microsecond digits become a dead letter instead of being truncated away', () => {
+    rejects(cols, '{"id": 1, "ts": "2026-07-01T00:00:00.123456789Z"}', /^ts: "2026-07-01T00:00:00.123456789Z" has sub-microsecond digits; a timestamp holds microseconds/);
+    assert.equal(decodeRecord(cols, rec('{"id": 1, "ts": "2026-07-01T00:00:00.123456000Z"}')).ts, 1782864000123456n);
+    assert.equal(decodeRecord(cols, rec('{"id": 1, "ts": "2026-07-01T00:00:00.5Z"}')).ts, 1782864000500000n);
+  });
+
+  it('a path through the prototype chain (constructor, __proto__, toString) is missing, never one of Object\'s members', () => {
+    const t: DecoderTable = {
+      columns: [
+        { name: 'a', type: 'string', required: false, path: 'constructor' },
+        { name: 'b', type: 'string', required: false, path: 'x.__proto__' },
+        { name: 'c', type: 'string', required: false, path: 'x.toString' },
+        { name: 'd', type: 'string', required: false, path: 'prototype' },
+      ],
+    };
+    assert.deepEqual(decodeRecord(t, rec('{"x": {}}')), { a: null, b: null, c: null, d: null });
+    const req: DecoderTable = { columns: [{ name: 'a', type: 'string', required: true, path: 'x.constructor' }] };
+    rejects(req, '{"x": {"y": 1}}', /^a: required field is missing/);
+    // a message that does hold such a key has it, through either JSON parser
+    assert.deepEqual(decodeRecord(t, rec('{"constructor": "c", "x": {"__proto__": "p", "toString": "t"}}')), { a: 'c', b: 'p', c: 't', d: null });
+    assert.deepEqual(decodeRecord(t, rec('{"constructor": "c", "x": {"__proto__": "p", "toString": "t"}, "big": 12345678901234567890}')), { a: 'c', b: 'p', c: 't', d: null });
+  });
+
+  it('a path never resolves inside a 64-bit number, and a look-alike object is not taken for one', () => {
+    const t: DecoderTable = { columns: [{ name: 'v', type: 'string', required: false, path: 'n.value' }, { name: 'l', type: 'long', required: false, path: 'o' }] };
+    assert.deepEqual(decodeRecord(t, rec('{"n": 12345678901234567890}')), { v: null, l: null });
+    rejects(t, '{"o": {"isLosslessNumber": true, "value": "5"}, "n": 12345678901234567890}', /^l: expected an integer, found \{"isLosslessNumber":true,"value":"5"\}/);
+  });
+
+  it('a decimal with more fractional digits than its scale becomes a dead letter instead of being rounded', () => {
+    const t: DecoderTable = { columns: [{ name: 'd', type: 'decimal(9, 2)', required: false }] };
+    rejects(t, '{"d": 1.005}', /^d: 1.005 has more than 2 fractional digits for decimal\(9, 2\)/);
+    rejects(t, '{"d": "0.001"}', /^d: "0.001" has more than 2 fractional digits/);
+    rejects(t, '{"d": 1e-400}', /^d: 1e-400 has more than 2 fractional digits/); // natively 0
+    rejects(t, '{"d": 12345678.9}', /^d: 12345678.9 is out of range for decimal\(9, 2\) \(at most 9 digits\)/);
+    rejects(t, '{"d": 1e400}', /^d: 1e400 is out of range for decimal\(9, 2\)/);
+    assert.equal(decodeRecord(t, rec('{"d": 1.50}')).d, 150n, 'trailing zeros are not digits lost');
+    assert.equal(decodeRecord(t, rec('{"d": "1.2300"}')).d, 123n);
+  });
+
+  it('a 17-digit decimal split by a dot keeps every digit instead of the double nearest to it', () => {
+    const t: DecoderTable = { columns: [{ name: 'd', type: 'decimal(38, 7)', required: true }, { name: 'l', type: 'long', required: false }] };
+    assert.equal(decodeRecord(t, rec('{"d": 1234567890.1234567}')).d, 12345678901234567n);
+    assert.equal(decodeRecord(t, rec('{"d": 0, "l": 9007199254.740993e6}')).l, 9007199254740993n);
+  });
+});
+
+describe('decimal, fixed and time columns decode instead of dead-lettering every record', () => {
+  const t: DecoderTable = {
+    columns: [
+      { name: 'amount', type: 'decimal(10, 3)', required: false },
+      { name: 'hash', type: 'fixed[4]', required: false },
+      { name: 'at', type: 'time', required: false },
+    ],
+  };
+
+  it('decimal(P,S) from a JSON number, a long literal or a string, as the exact unscaled value', () => {
+    const d = (v: string) => decodeRecord(t, rec(`{"amount": ${v}}`)).amount;
+    assert.equal(d('12.5'), 12500n);
+    assert.equal(d('-0.001'), -1n);
+    assert.equal(d('"-1234567.891"'), -1234567891n);
+    assert.equal(d('1.5e3'), 1500000n);
+    assert.equal(d('"+7"'), 7000n);
+    assert.equal(d('0'), 0n);
+    assert.equal(d('9999999.999'), 9999999999n);
+    rejects(t, '{"amount": 10000000}', /^amount: 10000000 is out of range for decimal\(10, 3\) \(at most 10 digits\)/);
+    rejects(t, '{"amount": "12,5"}', /^amount: expected a decimal number or string for decimal\(10, 3\), found "12,5"/);
+    rejects(t, '{"amount": true}', /^amount: expected a decimal number or string/);
+  });
+
+  it('fixed[N] from base64 of exactly N bytes', () => {
+    assert.deepEqual(decodeRecord(t, rec('{"hash": "3q2+7w=="}')).hash, Uint8Array.of(0xde, 0xad, 0xbe, 0xef));
+    rejects(t, '{"hash": "3q2+"}', /^hash: expected base64 of exactly 4 bytes for fixed\[4\], found 3 bytes in "3q2\+"/);
+    rejects(t, '{"hash": "3q2+7+8="}', /^hash: expected base64 of exactly 4 bytes/);
+  });
+
+  it('time from HH:MM:SS[.ffffff] to microseconds since midnight', () => {
+    assert.equal(decodeRecord(t, rec('{"at": "00:00:00"}')).at, 0n);
+    assert.equal(decodeRecord(t, rec('{"at": "13:45:07.25"}')).at, 49_507_250_000n);
+    assert.equal(decodeRecord(t, rec('{"at": "23:59:59.999999"}')).at, 86_399_999_999n);
+    for (const v of ['24:00:00', '12:60:00', '12:00:60']) rejects(t, JSON.stringify({ at: v }), /^at: expected a time of day from 00:00:00 to 23:59:59.999999/);
+    for (const v of ['12:00', '1:00:00', 'noon', '12:00:00Z']) rejects(t, JSON.stringify({ at: v }), /^at: expected a time HH:MM:SS\[.ffffff\]/);
+    rejects(t, '{"at": "12:00:00.0000001"}', /^at: "12:00:00.0000001" has sub-microsecond digits/);
+  });
+
+  it('decimal, fixed and time rows write, commit and read back as the values sent', async () => {
+    const rows = [decodeRecord(t, rec('{"amount": "-12.345", "hash": "AAECAw==", "at": "01:02:03.000004"}')), decodeRecord(t, rec('{}'))];
+    const back = await commitRows(t, rows);
+    assert.equal(back.length, 2);
+    const got = back.find((r) => r.amount !== null)!;
+    assert.deepEqual([...(got.hash as Uint8Array)], [0, 1, 2, 3]);
+    const words = got.amount as Uint32Array; // Arrow JS Decimal128: four little-endian 32-bit words
+    assert.equal(BigInt.asIntN(128, (BigInt(words[3]!) << 96n) | (BigInt(words[2]!) << 64n) | (BigInt(words[1]!) << 32n) | BigInt(words[0]!)), -12345n);
+  });
 });

@@ -205,6 +205,17 @@ test('required columns reject nulls; wrong JS types say expected vs found', asyn
   await assert.rejects(writeParquetFile(schema, { rows: [{ id: 'x' }] }), (e) => isIcebergError(e, 'DataInvalid') && /expected a bigint/.test(e.message));
 });
 
+test('a string with an unpaired surrogate fails the write instead of landing as U+FFFD (or shifting its neighbours)', async () => {
+  const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 's', required: false, type: 'string' }] };
+  await assert.rejects(writeParquetFile(schema, { rows: [{ s: 'é' }, { s: 'a\ud800' }] }), /column s: expected a Unicode string \(no unpaired surrogates\)/);
+  // two halves in neighbouring values would pair up once joined: still refused, value by value
+  await assert.rejects(writeParquetFile(schema, { rows: [{ s: 'x\ud83d' }, { s: '\ude00y' }] }), /no unpaired surrogates/);
+  const ok = await writeParquetFile(schema, { rows: [{ s: '😀' }, { s: 'é' }] });
+  const io = new MemoryFileIO();
+  await io.write('memory://s.parquet', ok.bytes);
+  assert.deepEqual([...(await readParquetTable(io, 'memory://s.parquet')).getChild('s')!], ['😀', 'é']);
+});
+
 test('columnar input and Arrow input from another layout give the same file contents', async () => {
   const schema: Schema = {
     type: 'struct', 'schema-id': 0,
