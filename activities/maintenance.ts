@@ -10,6 +10,7 @@ import {
   type OrphansResult, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
 } from './maintenance/index';
 import { tableConfigOrUndefined } from './maintenance/compact';
+import { clearPending, markPending } from '../maintenance/pending';
 import type { MaintenanceConfig } from '../config';
 
 /** The configured maintenance settings of a table (null when the table is not in the config). */
@@ -43,6 +44,17 @@ export const createMaintenanceActivities = (deps: Deps) => ({
   /** Lists the table location and deletes unreachable files older than the grace period. Idempotent. */
   async removeOrphanFiles(input: OrphansInput): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
     return removeOrphanFiles(deps.tables, input);
+  },
+  /**
+   * Announces that files named `<filePrefix>...` under the table location belong to a commit in
+   * flight, so the orphan sweep keeps them (maintenance/pending.ts). Idempotent.
+   */
+  async markPendingFiles(input: { location: string; owner: string; filePrefix: string }): Promise<void> {
+    await markPending(deps.tables.io, input.location, input.owner, input.filePrefix);
+  },
+  /** Removes every marker of `owner`. Best effort, idempotent. */
+  async clearPendingFiles(input: { location: string; owner: string }): Promise<void> {
+    await clearPending(deps.tables.io, input.location, input.owner);
   },
   /** The table's maintenance config, so scheduled workflows need only the table name. */
   async maintenanceSettings(input: { table: string }): Promise<TableMaintenanceSettings> {

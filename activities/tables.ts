@@ -8,7 +8,9 @@ import type { ColumnConfig, FloeConfig, TableConfig } from '../config';
 import type { Catalog } from '../iceberg/catalog/catalog';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { catalogFromConfig } from '../iceberg/catalog/config';
-import { isIcebergError } from '../iceberg/errors';
+import { overlappingTables } from '../iceberg/catalog/locations';
+import { METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX } from '../iceberg/catalog/metadata-files';
+import { IcebergError, isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
 import { newTableMetadata } from '../iceberg/spec/metadata';
 import type { DataFile, LoadedTable, NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
@@ -86,10 +88,20 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       await catalog.createNamespace(id.namespace).catch((e) => { if (!isIcebergError(e, 'AlreadyExists')) throw e; });
     }
     if (await catalog.tableExists(id)) return;
+    const location = `${warehouse}/${id.namespace.join('/')}/${id.name}`;
+    // A table owns everything under its location: orphan removal of the outer one of two nested
+    // tables (`a.b` at <wh>/a/b, `a.b.c` at <wh>/a/b/c) would delete the inner one's files.
+    const overlaps = await overlappingTables(catalog, location, id);
+    if (overlaps.length > 0) {
+      const o = overlaps[0]!;
+      const how = o.relation === 'same' ? 'is the location of' : o.relation === 'contains' ? 'contains the location of' : 'lies inside the location of';
+      throw IcebergError.mismatch('DataInvalid', `cannot create table ${table} at ${location}: its location ${how} table ${o.name} (${o.location}), so one table's maintenance would delete the other's files`,
+        'a location that neither contains nor lies inside another table\'s location (rename the table or namespace)', `${overlaps.length} overlapping table(s): ${overlaps.map((x) => x.name).join(', ')}`, false);
+    }
     const schema = schemaOf(columns);
     const byName = new Map(schema.fields.map((f) => [f.name, f.id]));
     const metadata = newTableMetadata({
-      location: `${warehouse}/${id.namespace.join('/')}/${id.name}`,
+      location,
       schema,
       spec: {
         'spec-id': 0,
@@ -98,7 +110,15 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
           name: p.name ?? (p.transform === 'identity' ? p.column : `${p.column}_${p.transform.replace(/\[.*$/, '')}`),
         })),
       },
-      properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd', ...properties },
+      properties: {
+        'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd',
+        // Metadata growth: without these every commit leaves a metadata.json behind forever (8,640
+        // a day at a 10 s commit interval). 100 previous versions (Java's default) is ~15 KB of
+        // metadata log, and at least 100 commit intervals (17 min at 10 s) for a reader that was
+        // handed an older version to open it; floe's expiry reads its base version within seconds.
+        [METADATA_DELETE_AFTER_COMMIT]: 'true', [METADATA_PREVIOUS_VERSIONS_MAX]: '100',
+        ...properties,
+      },
       tableUuid: randomUUID(),
     });
     await catalog.createTable(id, metadata).catch((e) => { if (!isIcebergError(e, 'AlreadyExists')) throw e; });

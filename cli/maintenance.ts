@@ -13,6 +13,7 @@ import {
 } from '../client/maintenance';
 import type { CompactOptions } from '../activities/maintenance/types';
 import { configOf, printTable } from './common';
+import { parseWindow } from '../maintenance/window';
 
 const UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 export function parseBytes(s: string): number {
@@ -31,6 +32,12 @@ const int = (s: string): number => {
   if (!/^\d+$/.test(s)) throw new Error(`expected a non-negative integer, found "${s}"`);
   return Number(s);
 };
+
+/** `--window`: an ISO 8601 time not in the future (checked again by the client, workflow and activity). */
+export function parseWindowOption(s: string): string {
+  parseWindow(s, Date.now(), '--window');
+  return s.trim();
+}
 
 const mb = (n: number): string => (n / 1024 / 1024).toFixed(2);
 
@@ -131,13 +138,18 @@ export function registerMaintenanceCommands(program: Command): void {
       const r = await withClient(cmd, (fc) => removeOrphans(fc, table, { olderThanMs: o.olderThan, dryRun: o.dryRun, force: o.force }, { onProgress: bar.onProgress }))
         .finally(() => bar.stop());
       if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
-      printTable([{ listed: r.filesListed, reachable: r.reachableFiles, orphans: r.orphans, orphan_MB: mb(r.orphanBytes), kept_by_grace: r.keptByGracePeriod, deleted: r.deleted }]);
+      printTable([{
+        listed: r.filesListed, reachable: r.reachableFiles, orphans: r.orphans, orphan_MB: mb(r.orphanBytes), kept_by_grace: r.keptByGracePeriod,
+        kept_pending: r.keptByPending, kept_other_tables: r.keptByOtherTables, deleted: r.deleted,
+      }]);
+      if (r.nestedTables.length) console.log(`left alone: files of tables inside this table's location: ${r.nestedTables.join(', ')}`);
+      if (r.stalePendingOwners.length) console.log(`pending markers older than 7 days (their runs may have died; files stay protected): ${r.stalePendingOwners.join(', ')}`);
       if (r.dryRun) for (const l of r.sample) console.log(`would delete ${l}`);
     });
 
   program.command('maintain <table>')
     .description('compact, then expire, then remove orphans; one run per table and window')
-    .option('--window <iso>', 'window (ISO time); default now')
+    .option('--window <iso>', 'window (ISO 8601 time, e.g. 2026-07-01T03:00:00Z, not in the future); default now', parseWindowOption)
     .option('--dry-run', 'expire/orphans: report only')
     .action(async (table: string, o: { window?: string; dryRun?: boolean }, cmd: Command) => {
       const r = await withClient(cmd, (fc) => maintainTable(fc, table, { window: o.window, dryRun: o.dryRun }));
@@ -165,6 +177,9 @@ export function registerMaintenanceCommands(program: Command): void {
     .requiredOption('--start <iso>', 'start of the time range').requiredOption('--end <iso>', 'end of the time range')
     .action(async (table: string, kind: string, o: { start: string; end: string }, cmd: Command) => {
       if (!SCHEDULE_KINDS.includes(kind as ScheduleKind)) throw new Error(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`);
+      for (const [k, v] of [['--start', o.start], ['--end', o.end]] as const) {
+        if (Number.isNaN(new Date(v).getTime())) throw new Error(`${k}: expected an ISO 8601 time like 2026-07-01T00:00:00Z, found "${v}"`);
+      }
       await withClient(cmd, (fc) => backfillSchedule(fc, table, kind as ScheduleKind, new Date(o.start), new Date(o.end)));
       console.log(`backfill of ${kind} for ${table} from ${o.start} to ${o.end} requested`);
     });

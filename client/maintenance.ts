@@ -21,6 +21,7 @@ import {
   type ExpireInput, type MaintainInput, type MaintainResult, type MaintenanceWorkflowKind, type OrphansWorkflowInput,
 } from '../workflows';
 import type { FloeClient } from './index';
+import { parseOptionalWindow } from '../maintenance/window';
 
 export type ProgressCallback = (p: { phase: string; done: number; total: number; unit: string }) => void;
 
@@ -68,8 +69,18 @@ const tableName = (fc: FloeClient, table: string): string => {
 
 export interface RunOptions { onProgress?: ProgressCallback; window?: string }
 
+/**
+ * Refuses an unparsable or future window before anything starts (InvalidWindowError): it would
+ * become the workflow id and, for expiry and orphan removal, the time cutoffs count back from.
+ */
+function checkWindow(window: string | null | undefined): string | undefined {
+  parseOptionalWindow(window, Date.now());
+  return window ?? undefined;
+}
+
 /** Compacts a table now (Spark rewrite_data_files). Returns the result table. */
 export async function compactTable(fc: FloeClient, table: string, options: Partial<CompactOptions> = {}, run: RunOptions = {}): Promise<CompactResult> {
+  checkWindow(run.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(compactWorkflow, {
     ...startOpts(fc, runId('compact', t, run.window)),
@@ -84,6 +95,7 @@ export async function compactTable(fc: FloeClient, table: string, options: Parti
 }
 
 export async function expireTable(fc: FloeClient, table: string, options: Omit<ExpireInput, 'table'> = {}, run: RunOptions = {}): Promise<ExpireResult> {
+  checkWindow(run.window ?? options.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(expireWorkflow, {
     ...startOpts(fc, runId('expire', t, run.window ?? options.window ?? undefined)),
@@ -93,6 +105,7 @@ export async function expireTable(fc: FloeClient, table: string, options: Omit<E
 }
 
 export async function removeOrphans(fc: FloeClient, table: string, options: Omit<OrphansWorkflowInput, 'table'> = {}, run: RunOptions = {}): Promise<OrphansResult> {
+  checkWindow(run.window ?? options.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(orphansWorkflow, {
     ...startOpts(fc, runId('orphans', t, run.window ?? options.window ?? undefined)),
@@ -104,7 +117,7 @@ export async function removeOrphans(fc: FloeClient, table: string, options: Omit
 /** compact -> expire -> orphans; one run per (table, window). */
 export async function maintainTable(fc: FloeClient, table: string, input: Omit<MaintainInput, 'table'> = {}): Promise<MaintainResult> {
   const t = tableName(fc, table);
-  const window = input.window ?? windowOf(new Date());
+  const window = checkWindow(input.window) ?? windowOf(new Date());
   return fc.client.workflow.execute(maintainWorkflow, {
     ...startOpts(fc, maintenanceWorkflowId('maintain', t, window)),
     args: [{ ...input, table: t, window }],

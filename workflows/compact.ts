@@ -5,17 +5,24 @@
  * A group that fails or whose inputs vanished is reported, never fatal to the others.
  * Deterministic orchestration only; see activities/maintenance/compact.ts for the side effects.
  */
-import { ActivityFailure, defineQuery, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, CancellationScope, defineQuery, log, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type {
   CommitRewriteInput, CompactOptions, CompactProgress, CompactResult, FailedGroup, FileGroup, RewriteGroupResult,
 } from '../activities/maintenance/types';
+import { INVALID_WINDOW } from '../maintenance/window';
+import { workflowWindowMs } from './orphans';
 
 type Activities = ReturnType<typeof createActivities>;
 
 const { planCompaction, tableFileStats } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['FeatureUnsupported', 'ConfigError'] },
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['FeatureUnsupported', 'ConfigError', INVALID_WINDOW] },
+});
+// Pending markers keep the outputs of this run from the orphan sweep until the run ends.
+const { markPendingFiles, clearPendingFiles } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumInterval: '10s', maximumAttempts: 10 },
 });
 // A rewrite streams its inputs and heartbeats per batch: a killed worker's attempt is retried
 // within the heartbeat timeout, under a new attempt number (new output names).
@@ -47,9 +54,9 @@ export async function compactWorkflow(input: CompactInput): Promise<CompactResul
   const started = Date.now();
   const progress: CompactProgress = { phase: 'planning', groupsTotal: 0, groupsDone: 0, groupsFailed: 0, bytesTotal: 0, bytesDone: 0, commits: 0 };
   setHandler(compactProgressQuery, () => progress);
+  workflowWindowMs(input.window); // refuses an unparsable or future window before any work
 
   const plan = await planCompaction({ table: input.table, options: input.options, window: input.window ?? null });
-  const o = plan.options;
   progress.phase = 'rewriting';
   progress.groupsTotal = plan.groups.length;
   progress.bytesTotal = plan.groups.reduce((a, g) => a + g.bytes, 0);
@@ -68,6 +75,27 @@ export async function compactWorkflow(input: CompactInput): Promise<CompactResul
     return { ...result, durationMs: Date.now() - started };
   }
 
+  // Output names carry the run id (and group + attempt): no two runs or attempts collide.
+  const runId = `compact-${workflowInfo().runId}`;
+  const marker = { location: plan.location, owner: runId };
+  // Before any output is written: the sweep keeps `<runId>-*` files while this run may commit them.
+  await markPendingFiles({ ...marker, filePrefix: `${runId}-` });
+  try {
+    return await rewriteAndCommit(input, plan, runId, result, progress, failed, started);
+  } finally {
+    // Committed outputs are reachable now, uncommitted ones orphans: either way the marker goes,
+    // also when the run is cancelled. Best effort: a leftover marker only delays the sweep.
+    await CancellationScope.nonCancellable(() => clearPendingFiles(marker)).catch((e: unknown) => {
+      log.warn('could not clear the pending marker of this compaction run', { runId, error: String(e) });
+    });
+  }
+}
+
+async function rewriteAndCommit(
+  input: CompactInput, plan: Awaited<ReturnType<typeof planCompaction>>, runId: string, result: CompactResult,
+  progress: CompactProgress, failed: (g: FileGroup, reason: string) => void, started: number,
+): Promise<CompactResult> {
+  const o = plan.options;
   const byIndex = new Map(plan.groups.map((g) => [g.index, g]));
   const commit = async (batch: Array<{ group: FileGroup; result: RewriteGroupResult }>) => {
     if (batch.length === 0) return;
@@ -100,8 +128,6 @@ export async function compactWorkflow(input: CompactInput): Promise<CompactResul
   let commits: Promise<void> = Promise.resolve();
   const enqueue = (batch: typeof queue) => { commits = commits.then(() => commit(batch)); };
 
-  // Output names carry the run id (and group + attempt): no two runs or attempts collide.
-  const runId = `compact-${workflowInfo().runId}`;
   let next = 0;
   const rewriter = async () => {
     for (;;) {

@@ -7,17 +7,19 @@
 import { defineQuery, proxyActivities, setHandler, uuid4 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { DeletedCounts, ExpireResult, Progress } from '../activities/maintenance/types';
+import { INVALID_WINDOW } from '../maintenance/window';
+import { workflowWindowMs } from './orphans';
 
 type Activities = ReturnType<typeof createActivities>;
 
 const { expireSnapshotsCommit, maintenanceSettings } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10 },
+  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: [INVALID_WINDOW] },
 });
 const { deleteExpiredFiles } = proxyActivities<Activities>({
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['MetadataGone', 'DataInvalid'] },
+  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['MetadataGone', 'DataInvalid', INVALID_WINDOW] },
 });
 
 export interface ExpireInput {
@@ -37,13 +39,14 @@ export async function expireWorkflow(input: ExpireInput): Promise<ExpireResult> 
   const started = Date.now();
   const progress: Progress = { phase: 'planning', done: 0, total: 2, unit: 'steps' };
   setHandler(expireProgressQuery, () => progress);
+  const windowMs = workflowWindowMs(input.window);
   let { olderThanMs, retainLast } = input;
   if (olderThanMs === undefined || retainLast === undefined) {
     const s = await maintenanceSettings({ table: input.table });
     olderThanMs ??= s?.expire.olderThanMs ?? 5 * 86_400_000;
     retainLast ??= s?.expire.retainLast ?? 1;
   }
-  const asOfMs = input.window ? Date.parse(input.window) : Date.now();
+  const asOfMs = windowMs ?? Date.now();
   const commit = await expireSnapshotsCommit({
     table: input.table, expireId: uuid4(), olderThanMs, retainLast, asOfMs, dryRun: input.dryRun ?? false,
   });

@@ -12,7 +12,7 @@ import { executeChild, log, ParentClosePolicy, WorkflowIdReusePolicy, workflowIn
 import type { CompactOptions, CompactResult, ExpireResult, OrphansResult } from '../activities/maintenance/types';
 import { compactWorkflow } from './compact';
 import { expireWorkflow } from './expire';
-import { orphansWorkflow } from './orphans';
+import { orphansWorkflow, workflowWindowMs } from './orphans';
 
 export type MaintenanceWorkflowKind = 'compact' | 'expire' | 'orphans' | 'maintain';
 
@@ -46,6 +46,8 @@ export interface MaintainResult {
 
 export async function maintainWorkflow(input: MaintainInput): Promise<MaintainResult> {
   const window = input.window ?? null;
+  // Refused here, before compaction runs, not only when the expire/orphans children get to it.
+  workflowWindowMs(window);
   const skip = new Set(input.skip ?? []);
   const base = workflowInfo().workflowId;
   const child = { parentClosePolicy: ParentClosePolicy.TERMINATE, workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY };

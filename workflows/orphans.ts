@@ -7,6 +7,7 @@
 import { ApplicationFailure, defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { OrphansResult, Progress } from '../activities/maintenance/types';
+import { INVALID_WINDOW, InvalidWindowError, parseOptionalWindow } from '../maintenance/window';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -14,8 +15,22 @@ const { maintenanceSettings } = proxyActivities<Activities>({ startToCloseTimeou
 const { removeOrphanFiles } = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['UnsafeGracePeriod'] },
+  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['UnsafeGracePeriod', INVALID_WINDOW] },
 });
+
+/**
+ * The run's reference time from its window (null: none given, use now), refused with a
+ * non-retryable `InvalidWindow` failure when it does not parse or lies in the future: a NaN
+ * cutoff would count every unreachable file as an orphan. Shared by the maintenance workflows.
+ */
+export function workflowWindowMs(window: string | null | undefined): number | null {
+  try {
+    return parseOptionalWindow(window, Date.now());
+  } catch (e) {
+    if (e instanceof InvalidWindowError) throw ApplicationFailure.nonRetryable(e.message, INVALID_WINDOW);
+    throw e;
+  }
+}
 
 /** Same floor as activities/maintenance/types ORPHANS_MIN_GRACE_MS (workflows import types only). */
 const MIN_GRACE_MS = 60 * 60 * 1000;
@@ -36,12 +51,16 @@ export async function orphansWorkflow(input: OrphansWorkflowInput): Promise<Orph
   const started = Date.now();
   const progress: Progress = { phase: 'listing', done: 0, total: 1, unit: 'steps' };
   setHandler(orphansProgressQuery, () => progress);
+  const windowMs = workflowWindowMs(input.window);
   let olderThanMs = input.olderThanMs;
   if (olderThanMs === undefined) olderThanMs = (await maintenanceSettings({ table: input.table }))?.orphans.olderThanMs ?? 3 * 86_400_000;
+  if (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
+    throw ApplicationFailure.nonRetryable(`orphan grace period: expected a non-negative number of milliseconds, found ${String(olderThanMs)}`, 'UnsafeGracePeriod');
+  }
   if (olderThanMs < MIN_GRACE_MS && !input.force) {
     throw ApplicationFailure.nonRetryable(`orphan grace period: expected at least 1 hour, found ${Math.round(olderThanMs / 1000)} s; pass force to override`, 'UnsafeGracePeriod');
   }
-  const asOfMs = input.window ? Date.parse(input.window) : Date.now();
+  const asOfMs = windowMs ?? Date.now();
   const r = await removeOrphanFiles({ table: input.table, olderThanMs, asOfMs, dryRun: input.dryRun ?? false, force: input.force ?? false });
   progress.phase = 'done';
   progress.done = 1;

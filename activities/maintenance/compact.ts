@@ -25,7 +25,8 @@ import { crashPoint } from '../hooks';
 import type { Tables } from '../tables';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
-import { absPath, liveDataFiles, relPath } from './reachable';
+import { absPath, liveDataFiles, pool, relPath } from './reachable';
+import { windowMsActivity } from './window';
 import {
   compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
   type FileStats, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
@@ -84,10 +85,11 @@ export async function planCompaction(tables: Tables, cfgTable: TableConfig | und
   }
   // A scheduled run compacts the `lookbackPartitions` time partitions ending at its window.
   const lookback = cfgTable?.maintenance.compact.lookbackPartitions;
-  if (input.window && lookback && !options.partitionFilter) {
+  const windowMs = windowMsActivity(input.window, 'compaction window');
+  if (windowMs !== null && lookback && !options.partitionFilter) {
     const timeField = metadata['partition-specs'].find((s) => s['spec-id'] === metadata['default-spec-id'])?.fields
       .find((f) => ['hour', 'day', 'month', 'year'].includes(f.transform));
-    const w = timeField ? lookbackWindow(timeField.transform, Date.parse(input.window), lookback) : null;
+    const w = timeField ? lookbackWindow(timeField.transform, windowMs, lookback) : null;
     if (w) options.partitionFilter = w;
   }
   const live = (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile);
@@ -195,8 +197,20 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       if (missing.length) skipped.push({ index: p.group.index, reason: `${missing.length} of ${p.group.files.length} input files are no longer live (e.g. ${missing[0]})` });
       else ready.push(p);
     }
-    await dropOutputs(pending.filter((p) => !ready.includes(p)));
-    pending = ready;
+    // Never commit a dangling reference: every output must exist, at its size, right before the
+    // commit (a sweep, a lifecycle rule or a lost write may have removed one since the rewrite).
+    // A group with a missing output is left out; its inputs stay live, so the next run rewrites it.
+    const complete: typeof pending = [];
+    for (const p of ready) {
+      const problems = (await pool(p.result.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
+      if (problems.length) {
+        skipped.push({ index: p.group.index, reason: `${problems.length} of ${p.result.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run` });
+      } else {
+        complete.push(p);
+      }
+    }
+    await dropOutputs(pending.filter((p) => !complete.includes(p)));
+    pending = complete;
     if (pending.length === 0) return { snapshotId: null, alreadyCommitted: false, committedGroups: [], skippedGroups: skipped };
 
     const deleted: DataFile[] = [];
@@ -228,6 +242,19 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       if (isIcebergError(e, 'CommitFailed') && ++rounds < 10) continue;
       throw e;
     }
+  }
+}
+
+/** Null when output `o` exists with the size the rewrite recorded; else what is wrong with it. */
+async function outputProblem(tables: Tables, o: RewriteGroupResult['outputs'][number]): Promise<string | null> {
+  const location = String(o.filePath);
+  try {
+    const info = await tables.io.stat(location);
+    const expected = Number(o.fileSizeInBytes);
+    return info.size === expected ? null : `${location} has ${info.size} bytes, expected ${expected}`;
+  } catch (e) {
+    if (isIcebergError(e, 'NotFound') || /NoSuchKey|NotFound|not found|ENOENT/i.test(String((e as Error).message))) return `${location} does not exist`;
+    throw e;
   }
 }
 

@@ -25,6 +25,7 @@ import type { TableUpdate } from '../../iceberg/transaction/updates';
 import { CURSOR_PROPERTY_PREFIX } from '../../contract';
 import { carryLegacyCursors } from '../../ingest/cursor';
 import type { Tables } from '../tables';
+import { checkAsOfActivity } from './window';
 import { pool } from './reachable';
 import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireCommitInput, ExpireCommitResult } from './types';
 
@@ -65,6 +66,7 @@ class ExpireAction implements TableAction {
 }
 
 export async function expireSnapshotsCommit(tables: Tables, input: ExpireCommitInput): Promise<ExpireCommitResult> {
+  checkAsOfActivity(input.asOfMs, 'expiry asOf');
   const id = parseIdentifier(input.table);
   const action = new ExpireAction(input, BigInt(input.asOfMs - input.olderThanMs));
   // Ingest commits every few seconds: losing the CAS is normal, so allow many re-plans.

@@ -2,21 +2,36 @@
  * Orphan removal (Spark remove_orphan_files): list everything under the table location, subtract
  * what the current metadata reaches (every retained snapshot's manifest list, manifests and
  * files, statistics, the current metadata.json and its metadata log), and delete what is left if
- * it is older than the grace period.
+ * it is older than the grace period. Never deleted, whatever their age:
+ * - files a pending commit announced (maintenance/pending.ts markers), and the markers themselves;
+ * - anything under another table's location (a table nested inside this one's location).
  *
- * Concurrency: a commit in flight writes files before its CAS makes them reachable; the grace
- * period (default 3 days, never below the safety floor unless forced) keeps them. The listing is
- * taken after the metadata is loaded, so a file committed in between is young and kept too.
+ * Concurrency: a commit in flight writes files before its CAS makes them reachable. Writers that
+ * may outlive the grace period mark their file prefix first; the markers are read *before* the
+ * metadata is loaded and the location listed, so a file is either still marked when we look, or
+ * its commit landed before we loaded the metadata (then it is reachable), or its run ended without
+ * a commit (then it is an orphan). Files written after we read the markers are younger than the
+ * cutoff, which counts back from the earlier of the window and the start of this sweep.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { parseIdentifier } from '../../iceberg/catalog/catalog';
+import { locationContains, normalizeLocation, tableLocations } from '../../iceberg/catalog/locations';
+import { isPendingMarker, isProtected, listPending } from '../../maintenance/pending';
 import type { Tables } from '../tables';
 import { pool, reachableFiles, reachableSize } from './reachable';
+import { checkAsOfActivity } from './window';
 import { ORPHANS_MIN_GRACE_MS, type OrphansInput, type OrphansResult } from './types';
 
 export const UNSAFE_GRACE = 'UnsafeGracePeriod';
 
+/** A pending marker older than this is reported as stale (its owner probably died before clearing it). */
+export const STALE_PENDING_MS = 7 * 24 * 60 * 60 * 1000;
+
 export function checkGrace(olderThanMs: number, force: boolean): void {
+  if (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
+    throw ApplicationFailure.nonRetryable(`orphan grace period: expected a non-negative number of milliseconds, found ${String(olderThanMs)}`, UNSAFE_GRACE);
+  }
   if (olderThanMs < ORPHANS_MIN_GRACE_MS && !force) {
     throw ApplicationFailure.nonRetryable(
       `orphan grace period: expected at least ${ORPHANS_MIN_GRACE_MS / 60_000} minutes (files of in-flight commits look like orphans), found ${Math.round(olderThanMs / 1000)} s; pass force to override`,
@@ -26,20 +41,35 @@ export function checkGrace(olderThanMs: number, force: boolean): void {
 
 export async function removeOrphanFiles(tables: Tables, input: OrphansInput): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
   checkGrace(input.olderThanMs, input.force);
+  checkAsOfActivity(input.asOfMs, 'orphan removal asOf');
   const ctx = Context.current();
+  const startedMs = Date.now();
+  const id = parseIdentifier(input.table);
+  const location = normalizeLocation((await tables.load(input.table)).metadata.location);
+
+  // 1. Pending markers first (see the header: the order is what makes them safe).
+  const pending = await listPending(tables.io, location);
+  // 2. Tables nested inside this location own their files.
+  const nestedTables = (await tableLocations(tables.catalog, { exclude: id })).filter((t) => locationContains(location, t.location));
+  const nested = nestedTables.map((t) => `${t.location}/`);
+  // 3. Then what the metadata reaches, then the listing.
   const loaded = await tables.load(input.table);
   const m = loaded.metadata;
   const reachable = await reachableFiles(tables.io, m, loaded.metadataLocation);
   const isReachable = (l: string) => reachable.dataFiles.has(l) || reachable.manifests.has(l) || reachable.manifestLists.has(l)
     || reachable.metadataFiles.has(l) || reachable.other.has(l);
-  const cutoffMs = input.asOfMs - input.olderThanMs;
+  const cutoffMs = Math.min(input.asOfMs, startedMs) - input.olderThanMs;
   const orphans: Array<{ location: string; size: number }> = [];
-  let listed = 0, young = 0;
+  let listed = 0, young = 0, keptByPending = 0, keptByOtherTables = 0, markers = 0;
   // Trailing slash: `warehouse/ns/orders` must not list its sibling `warehouse/ns/orders_dead_letters`.
-  for await (const f of tables.io.list(`${m.location.replace(/\/+$/, '')}/`)) {
+  for await (const f of tables.io.list(`${location}/`)) {
     listed++;
     if (listed % 1000 === 0) ctx.heartbeat({ listed });
+    if (isPendingMarker(f.location, location)) { markers++; continue; }
+    const l = f.location.replace(/^s3[an]:\/\//i, 's3://');
+    if (nested.some((n) => l.startsWith(n))) { keptByOtherTables++; continue; }
     if (isReachable(f.location)) continue;
+    if (isProtected(f.location, pending)) { keptByPending++; continue; }
     if (f.lastModified >= cutoffMs) young++;
     else orphans.push({ location: f.location, size: f.size });
   }
@@ -53,6 +83,9 @@ export async function removeOrphanFiles(tables: Tables, input: OrphansInput): Pr
   return {
     table: input.table, cutoffMs, filesListed: listed, reachableFiles: reachableSize(reachable), orphans: orphans.length,
     orphanBytes: orphans.reduce((a, f) => a + f.size, 0), keptByGracePeriod: young, deleted, dryRun: input.dryRun,
+    keptByPending, pendingMarkers: markers,
+    stalePendingOwners: [...new Set(pending.filter((p) => startedMs - p.lastModified > STALE_PENDING_MS).map((p) => p.owner))],
+    keptByOtherTables, nestedTables: nestedTables.map((t) => t.name),
     sample: orphans.slice(0, 1000).map((f) => f.location),
   };
 }

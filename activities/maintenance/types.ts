@@ -231,6 +231,16 @@ export interface OrphansResult {
   orphanBytes: number;
   /** Unreachable but younger than the grace period (an in-flight commit may still claim them). */
   keptByGracePeriod: number;
+  /** Unreachable but announced by a pending commit's marker (maintenance/pending.ts), whatever their age. */
+  keptByPending: number;
+  /** Pending markers found (never deleted by the sweep). */
+  pendingMarkers: number;
+  /** Owners of markers older than 7 days: their runs probably died without clearing them. */
+  stalePendingOwners: string[];
+  /** Files under the location of another table nested in this one's, left to that table. */
+  keptByOtherTables: number;
+  /** Tables whose location lies inside (or is) this table's location. */
+  nestedTables: string[];
   deleted: number;
   dryRun: boolean;
   /** Up to 1000 orphan locations (all of them in a dry run up to that cap). */

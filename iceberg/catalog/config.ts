@@ -15,6 +15,7 @@ import { ResolvingFileIO, schemeOf } from '../io/resolve';
 import type { FileIOOptions } from '../io/resolve';
 import type { S3Options } from '../io/s3';
 import type { Catalog } from './catalog';
+import { configSecrets, redactError, redactSecrets } from './redact';
 import { RestCatalog } from './rest';
 import { SqlCatalog } from './sql';
 import type { SqlDialect } from './sql-dialect';
@@ -55,8 +56,9 @@ const S3_KEYS: readonly string[] = [
   'multipartThresholdBytes', 'partSizeBytes', 'listPageSize',
 ];
 
+// The found value is quoted back, redacted: a mistyped `uri` still holds the real password.
 const bad = (key: string, expected: string, found: unknown): IcebergError =>
-  IcebergError.mismatch('DataInvalid', `catalog config "${key}"`, expected, found === undefined ? 'nothing' : JSON.stringify(found), false);
+  IcebergError.mismatch('DataInvalid', `catalog config "${key}"`, expected, found === undefined ? 'nothing' : redactSecrets(JSON.stringify(found) ?? String(found)), false);
 
 const str = (o: Record<string, unknown>, key: string, required: boolean): string | undefined => {
   const v = o[key];
@@ -129,15 +131,16 @@ const dialectFor = (cfg: SqlCatalogConfig): SqlDialect => {
  */
 export async function catalogFromConfig(raw: unknown): Promise<{ catalog: Catalog; io: FileIO }> {
   const cfg = validateCatalogConfig(raw);
+  const secrets = configSecrets(cfg);
   const ioOptions: FileIOOptions = { s3: cfg.s3, properties: cfg.properties };
   if (cfg.type === 'sql') {
     const io = new ResolvingFileIO(ioOptions);
-    const catalog = new SqlCatalog({ name: cfg.name, dialect: dialectFor(cfg), io, warehouse: cfg.warehouse });
+    const catalog = new SqlCatalog({ name: cfg.name, dialect: dialectFor(cfg), io, warehouse: cfg.warehouse, secrets });
     try {
       await catalog.init();
     } catch (e) {
       await catalog.close().catch(() => undefined);
-      throw new IcebergError('Io', `catalog config "uri" ${redact(cfg.uri)}: cannot open the catalog: ${(e as Error).message}`, { cause: e });
+      throw new IcebergError('Io', redactSecrets(`catalog config "uri" ${cfg.uri}: cannot open the catalog: ${(e as Error).message}`, secrets), { cause: redactError(e, secrets) });
     }
     return { catalog, io };
   }
@@ -148,11 +151,8 @@ export async function catalogFromConfig(raw: unknown): Promise<{ catalog: Catalo
   try {
     await catalog.init();
   } catch (e) {
-    throw new IcebergError('Io', `catalog config "uri" ${cfg.uri}: cannot reach the REST catalog: ${(e as Error).message}`, { cause: e });
+    throw new IcebergError('Io', redactSecrets(`catalog config "uri" ${cfg.uri}: cannot reach the REST catalog: ${(e as Error).message}`, secrets), { cause: redactError(e, secrets) });
   }
   const io = new ResolvingFileIO({ s3: cfg.s3, properties: { ...catalog.properties, ...(cfg.properties ?? {}) } });
   return { catalog, io };
 }
-
-/** Hides a password in a connection URI for error messages. */
-const redact = (uri: string): string => uri.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');

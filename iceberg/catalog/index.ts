@@ -16,3 +16,11 @@ export { RestCatalog, encodeNamespace } from './rest';
 export type { RestCatalogOptions } from './rest';
 export { catalogFromConfig, validateCatalogConfig, sqlitePathFromUri } from './config';
 export type { CatalogConfig, SqlCatalogConfig, RestCatalogConfig } from './config';
+export {
+  DEFAULT_PREVIOUS_VERSIONS_MAX, previousVersionsMax, deleteRemovedMetadataFiles,
+} from './metadata-files';
+export { redactSecrets, redactError, configSecrets, uriPassword } from './redact';
+export {
+  listAllNamespaces, listAllTables, tableLocations, overlappingTables, locationContains, normalizeLocation,
+} from './locations';
+export type { TableLocation, Overlap } from './locations';

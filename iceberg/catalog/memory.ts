@@ -4,14 +4,14 @@
  * swap the pointer; all synchronous between awaits on one event loop, so the swap is atomic.
  * `beforeCommit` lets tests inject a concurrent commit or a failure at the CAS point.
  */
-import { randomUUID } from 'node:crypto';
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
-import { metadataFileLocation, parseMetadataVersion, parseTableMetadata, serializeTableMetadata } from '../spec/metadata';
+import { parseMetadataVersion, parseTableMetadata, serializeTableMetadata } from '../spec/metadata';
 import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
 import { applyUpdates, checkRequirements } from '../transaction/apply';
 import type { TableRequirement, TableUpdate } from '../transaction/updates';
 import { type Catalog, identToString } from './catalog';
+import { deleteRemovedMetadataFiles, newMetadataLocation, withPreviousMetadata } from './metadata-files';
 
 export class MemoryCatalog implements Catalog {
   private readonly namespaces = new Map<string, Record<string, string>>();
@@ -24,9 +24,15 @@ export class MemoryCatalog implements Catalog {
 
   constructor(readonly name: string, private readonly io: FileIO, private readonly now: () => bigint = () => BigInt(Date.now())) {}
 
+  /** Direct children of `parent`, including levels that exist only as a prefix of a deeper namespace (the SQL catalog's rule). */
   async listNamespaces(parent: string[] = []): Promise<string[][]> {
-    return [...this.namespaces.keys()].map((k) => k.split('\u0000'))
-      .filter((ns) => ns.length === parent.length + 1 && parent.every((p, i) => ns[i] === p));
+    const out = new Map<string, string[]>();
+    for (const ns of [...this.namespaces.keys()].map((k) => k.split('\u0000'))) {
+      if (ns.length <= parent.length || !parent.every((p, i) => ns[i] === p)) continue;
+      const child = ns.slice(0, parent.length + 1);
+      out.set(child.join('\u0000'), child);
+    }
+    return [...out.values()];
   }
   async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
     const k = namespace.join('\u0000');
@@ -56,7 +62,7 @@ export class MemoryCatalog implements Catalog {
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadedTable> {
     if (!(await this.namespaceExists(id.namespace))) throw new IcebergError('NotFound', `namespace ${id.namespace.join('.')} does not exist`, { retryable: false });
     if (this.tables.has(identToString(id))) throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false });
-    const metadataLocation = metadataFileLocation(metadata.location, 0, randomUUID());
+    const metadataLocation = newMetadataLocation(metadata, 0);
     await this.io.write(metadataLocation, Buffer.from(serializeTableMetadata(metadata)));
     this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata });
     return { identifier: id, metadataLocation, metadata };
@@ -76,9 +82,10 @@ export class MemoryCatalog implements Catalog {
     const base = await this.loadTable(id);
     checkRequirements(base.metadata, requirements);
     await this.beforeCommit?.(id, { requirements, updates });
-    const next = applyUpdates(base.metadata, updates, this.now());
-    next['metadata-log'] = [...next['metadata-log'], { 'timestamp-ms': base.metadata['last-updated-ms'], 'metadata-file': base.metadataLocation }];
-    const metadataLocation = metadataFileLocation(next.location, parseMetadataVersion(base.metadataLocation) + 1, randomUUID());
+    const applied = applyUpdates(base.metadata, updates, this.now());
+    // The metadata log and old-version cleanup follow the table properties, as in the SQL catalog.
+    const { metadata: next, dropped } = withPreviousMetadata(applied, { location: base.metadataLocation, lastUpdatedMs: base.metadata['last-updated-ms'] });
+    const metadataLocation = newMetadataLocation(next, parseMetadataVersion(base.metadataLocation) + 1);
     await this.io.write(metadataLocation, Buffer.from(serializeTableMetadata(next)));
     // The CAS: the pointer must still be the one we loaded (a beforeCommit hook may have moved it).
     const cur = this.tables.get(identToString(id));
@@ -88,6 +95,7 @@ export class MemoryCatalog implements Catalog {
     }
     this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata: next });
     this.commits++;
+    await deleteRemovedMetadataFiles(this.io, next, metadataLocation, dropped);
     return { identifier: id, metadataLocation, metadata: next };
   }
   async close(): Promise<void> {}

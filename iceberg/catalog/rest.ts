@@ -14,6 +14,7 @@ import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types'
 import type { TableRequirement, TableUpdate } from '../transaction/updates';
 import type { Catalog } from './catalog';
 import { identToString } from './catalog';
+import { configSecrets, redactError, redactSecrets } from './redact';
 
 export interface RestCatalogOptions {
   /** Base URI, e.g. http://127.0.0.1:8181 (the client appends /v1/...). */
@@ -72,6 +73,8 @@ export class RestCatalog implements Catalog {
   private readonly doFetch: typeof fetch;
   private configured: Promise<void> | undefined;
   private bearer: { token: string; expiresAtMs: number } | undefined;
+  /** Token, client secret and URI password: masked in every error this catalog throws (redact.ts). */
+  private readonly secrets: string[];
   private prefix = '';
   /** Server config merged as defaults < client properties < overrides. */
   properties: Record<string, string> = {};
@@ -80,9 +83,10 @@ export class RestCatalog implements Catalog {
 
   constructor(opts: RestCatalogOptions) {
     if (!/^https?:\/\//.test(opts.uri)) {
-      throw IcebergError.mismatch('DataInvalid', 'REST catalog "uri"', 'http(s)://host:port', opts.uri, false);
+      throw IcebergError.mismatch('DataInvalid', 'REST catalog "uri"', 'http(s)://host:port', redactSecrets(opts.uri), false);
     }
     this.opts = opts;
+    this.secrets = configSecrets({ uri: opts.uri, token: opts.token, credential: opts.credential });
     this.name = opts.name ?? 'rest';
     this.baseUri = opts.uri.replace(/\/+$/, '');
     this.doFetch = opts.fetch ?? fetch;
@@ -126,19 +130,24 @@ export class RestCatalog implements Catalog {
       form.set('client_secret', cred);
     }
     const url = this.opts.oauthServerUri ?? `${this.baseUri}/v1/oauth/tokens`;
-    const res = await this.doFetch(url, {
-      method: 'POST', body: form.toString(),
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
-      signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
-    });
-    const text = await res.text();
+    let res: Response, text: string;
+    try {
+      res = await this.doFetch(url, {
+        method: 'POST', body: form.toString(),
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
+      });
+      text = await res.text();
+    } catch (e) {
+      throw this.redactError(e);
+    }
     if (!res.ok) {
-      throw new IcebergError('Io', `REST catalog ${this.name}: OAuth2 token request to ${url} failed: HTTP ${res.status}: ${text.slice(0, 300)}`, {
+      throw new IcebergError('Io', this.redact(`REST catalog ${this.name}: OAuth2 token request to ${url} failed: HTTP ${res.status}: ${text.slice(0, 300)}`), {
         retryable: res.status >= 500, context: { status: res.status },
       });
     }
     const body = JSON.parse(text) as { access_token?: string; expires_in?: number };
-    if (!body.access_token) throw new IcebergError('Io', `REST catalog ${this.name}: OAuth2 response from ${url} has no access_token`, { retryable: false });
+    if (!body.access_token) throw new IcebergError('Io', this.redact(`REST catalog ${this.name}: OAuth2 response from ${url} has no access_token`), { retryable: false });
     this.bearer = { token: body.access_token, expiresAtMs: Date.now() + (body.expires_in ?? 3600) * 1000 };
     return body.access_token;
   }
@@ -179,18 +188,32 @@ export class RestCatalog implements Catalog {
     const auth = await this.authorization();
     if (auth) headers['Authorization'] = auth;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await this.doFetch(`${this.baseUri}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : stringifyIcebergJson(body),
-      signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
-    });
-    const text = method === 'HEAD' ? '' : await res.text();
+    let res: Response, text: string;
+    try {
+      res = await this.doFetch(`${this.baseUri}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : stringifyIcebergJson(body),
+        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
+      });
+      text = method === 'HEAD' ? '' : await res.text();
+    } catch (e) {
+      // fetch quotes the URL (with any userinfo) in its errors; keep `cause.code` for the callers.
+      throw this.redactError(e);
+    }
     if (res.ok) return text;
     let parsed: RestErrorBody = {};
     try { parsed = JSON.parse(text) as RestErrorBody; } catch { /* not JSON: keep the text */ }
     const msg = parsed.error?.message ?? (text.slice(0, 300) || res.statusText);
-    throw new HttpStatusError(res.status, parsed, `${what}: HTTP ${res.status}${parsed.error?.type ? ` ${parsed.error.type}` : ''}: ${msg}`);
+    throw new HttpStatusError(res.status, parsed, this.redact(`${what}: HTTP ${res.status}${parsed.error?.type ? ` ${parsed.error.type}` : ''}: ${msg}`));
+  }
+
+  private redact(text: string): string {
+    return redactSecrets(text, [...this.secrets, this.bearer?.token]);
+  }
+
+  private redactError(e: unknown): Error {
+    return redactError(e, [...this.secrets, this.bearer?.token]);
   }
 
   /** Maps protocol errors to kinds for everything but commits (which need their own rules). */
@@ -204,7 +227,7 @@ export class RestCatalog implements Catalog {
         retryable: kind === 'Io' && (s >= 500 || s === 429), context: { status: s, type: e.body.error?.type }, cause: e,
       });
     }
-    return new IcebergError('Io', `REST catalog ${this.name}: ${what} failed: ${(e as Error).message}`, { cause: e });
+    return new IcebergError('Io', this.redact(`REST catalog ${this.name}: ${what} failed: ${(e as Error).message}`), { cause: this.redactError(e) });
   }
 
   private async call(method: string, rel: string, what: string, body?: unknown, on404?: IcebergErrorKind): Promise<string> {
@@ -359,8 +382,8 @@ export class RestCatalog implements Catalog {
         throw new IcebergError('Io', `REST catalog ${this.name}: ${what}: cannot connect (${cause.code})`, { retryable: true, cause: e });
       }
       // Connection reset, timeout: the request may have reached the server.
-      throw new IcebergError('CommitStateUnknown', `REST catalog ${this.name}: ${what}: ${(e as Error).message}; the commit may or may not have been applied`, {
-        retryable: false, cause: e,
+      throw new IcebergError('CommitStateUnknown', this.redact(`REST catalog ${this.name}: ${what}: ${(e as Error).message}; the commit may or may not have been applied`), {
+        retryable: false, cause: this.redactError(e),
       });
     }
     return this.loaded(id, text);

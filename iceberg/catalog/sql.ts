@@ -7,17 +7,16 @@
  * has a property row or any table (PyIceberg's rule). The metadata files live in the table's
  * location and are read and written through the FileIO given at construction.
  */
-import { randomUUID } from 'node:crypto';
 import { IcebergError, isIcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
-import {
-  metadataFileLocation, parseMetadataVersion, parseTableMetadata, serializeTableMetadata,
-} from '../spec/metadata';
-import type { LoadedTable, MetadataLogEntry, TableIdentifier, TableMetadata } from '../spec/types';
+import { parseMetadataVersion, parseTableMetadata, serializeTableMetadata } from '../spec/metadata';
+import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
 import { applyUpdates, checkRequirements } from '../transaction/apply';
 import type { TableRequirement, TableUpdate } from '../transaction/updates';
 import type { Catalog } from './catalog';
 import { identToString } from './catalog';
+import { deleteRemovedMetadataFiles, newMetadataLocation, withPreviousMetadata } from './metadata-files';
+import { redactError, redactSecrets } from './redact';
 import { CREATE_NAMESPACE_PROPERTIES_DDL, CREATE_TABLES_DDL } from './sql-dialect';
 import type { SqlDialect } from './sql-dialect';
 
@@ -30,13 +29,13 @@ export interface SqlCatalogOptions {
   warehouse?: string;
   /** Create the two tables when missing (default true), like PyIceberg's `init_catalog_tables`. */
   initTables?: boolean;
+  /** Values to mask wherever they appear in error messages (the connection password): see redact.ts. */
+  secrets?: string[];
 }
 
-/** Table properties the catalog honours when writing metadata files (names from Java's TableProperties). */
-export const METADATA_PREVIOUS_VERSIONS_MAX = 'write.metadata.previous-versions-max';
-export const METADATA_DELETE_AFTER_COMMIT = 'write.metadata.delete-after-commit.enabled';
-export const WRITE_METADATA_PATH = 'write.metadata.path';
-const DEFAULT_PREVIOUS_VERSIONS_MAX = 100;
+export {
+  METADATA_PREVIOUS_VERSIONS_MAX, METADATA_DELETE_AFTER_COMMIT, WRITE_METADATA_PATH, newMetadataLocation, withPreviousMetadata,
+} from './metadata-files';
 
 const NAMESPACE_MINIMAL_PROPERTIES = { exists: 'true' };
 
@@ -59,35 +58,13 @@ export const namespaceToString = (ns: string[]): string => {
   return ns.join('.');
 };
 
-/** Builds the location of metadata file `version` (honours `write.metadata.path`). */
-export const newMetadataLocation = (m: TableMetadata, version: number): string => {
-  const dir = m.properties[WRITE_METADATA_PATH];
-  const uuid = randomUUID();
-  if (dir) return `${dir.replace(/\/+$/, '')}/${String(version).padStart(5, '0')}-${uuid}.metadata.json`;
-  return metadataFileLocation(m.location, version, uuid);
-};
-
-/**
- * Appends the replaced metadata file to `metadata-log` and trims the log to
- * `write.metadata.previous-versions-max` newest entries (Java's TableMetadata.addPreviousFile).
- * Returns the new metadata and the entries that fell off the log.
- */
-export function withPreviousMetadata(
-  next: TableMetadata, previous: { location: string; lastUpdatedMs: bigint },
-): { metadata: TableMetadata; dropped: MetadataLogEntry[] } {
-  const raw = next.properties[METADATA_PREVIOUS_VERSIONS_MAX];
-  const max = raw === undefined ? DEFAULT_PREVIOUS_VERSIONS_MAX : Math.max(1, Number.parseInt(raw, 10) || DEFAULT_PREVIOUS_VERSIONS_MAX);
-  const log = [...next['metadata-log'], { 'timestamp-ms': previous.lastUpdatedMs, 'metadata-file': previous.location }];
-  const cut = Math.max(0, log.length - max);
-  return { metadata: { ...next, 'metadata-log': log.slice(cut) }, dropped: log.slice(0, cut) };
-}
-
 export class SqlCatalog implements Catalog {
   readonly name: string;
   readonly io: FileIO;
   private readonly db: SqlDialect;
   private readonly warehouse: string | undefined;
   private readonly initTables: boolean;
+  private readonly secrets: string[];
   private ready: Promise<void> | undefined;
   /** Java's V1 schema column; absent in catalogs PyIceberg created, then we leave it alone. */
   private hasIcebergType = false;
@@ -99,6 +76,7 @@ export class SqlCatalog implements Catalog {
     this.io = opts.io;
     this.warehouse = opts.warehouse?.replace(/\/+$/, '');
     this.initTables = opts.initTables ?? true;
+    this.secrets = opts.secrets ?? [];
   }
 
   /** Creates the catalog tables if needed; every method calls it, so calling it is optional. */
@@ -131,7 +109,16 @@ export class SqlCatalog implements Catalog {
 
   private dbError(e: unknown, what: string): IcebergError {
     if (e instanceof IcebergError) return e;
-    return new IcebergError('Io', `${this.db.kind} catalog "${this.name}": ${what} failed: ${(e as Error).message}`, { cause: e });
+    return new IcebergError('Io', `${this.db.kind} catalog "${this.name}": ${what} failed: ${this.redact((e as Error).message)}`, { cause: this.redactError(e) });
+  }
+
+  /** Driver messages never reach a log with the connection's password in them. */
+  private redact(text: string): string {
+    return redactSecrets(String(text), this.secrets);
+  }
+
+  private redactError(e: unknown): Error {
+    return redactError(e, this.secrets);
   }
 
   /** Only rows that are tables (Java's JDBC catalog stores views in the same table). */
@@ -192,7 +179,7 @@ export class SqlCatalog implements Catalog {
         }
       });
     } catch (e) {
-      if (this.db.isUniqueViolation(e)) throw new IcebergError('AlreadyExists', `namespace ${ns} already exists`, { retryable: false, cause: e });
+      if (this.db.isUniqueViolation(e)) throw new IcebergError('AlreadyExists', `namespace ${ns} already exists`, { retryable: false, cause: this.redactError(e) });
       throw this.dbError(e, `create namespace ${ns}`);
     }
   }
@@ -323,7 +310,7 @@ export class SqlCatalog implements Catalog {
     } catch (e) {
       if (this.db.isUniqueViolation(e)) {
         await this.io.delete(location).catch(() => undefined);
-        throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false, cause: e });
+        throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false, cause: this.redactError(e) });
       }
       if (this.db.isDefiniteFailure(e)) await this.io.delete(location).catch(() => undefined);
       throw this.dbError(e, `create table ${identToString(id)}`);
@@ -399,10 +386,10 @@ export class SqlCatalog implements Catalog {
     } catch (e) {
       if (this.db.isDefiniteFailure(e)) {
         await this.io.delete(newLocation).catch(() => undefined);
-        throw new IcebergError('Io', `commit to ${identToString(id)} failed before the swap: ${(e as Error).message}`, { retryable: true, cause: e });
+        throw new IcebergError('Io', `commit to ${identToString(id)} failed before the swap: ${this.redact((e as Error).message)}`, { retryable: true, cause: this.redactError(e) });
       }
-      throw new IcebergError('CommitStateUnknown', `commit to ${identToString(id)}: the catalog update may or may not have been applied: ${(e as Error).message}`, {
-        retryable: false, context: { metadataLocation: newLocation, baseMetadataLocation: baseLocation }, cause: e,
+      throw new IcebergError('CommitStateUnknown', `commit to ${identToString(id)}: the catalog update may or may not have been applied: ${this.redact((e as Error).message)}`, {
+        retryable: false, context: { metadataLocation: newLocation, baseMetadataLocation: baseLocation }, cause: this.redactError(e),
       });
     }
     if (swapped === 0) {
@@ -411,10 +398,8 @@ export class SqlCatalog implements Catalog {
       throw IcebergError.mismatch('CommitConflict', `commit to ${identToString(id)} lost a race: table metadata_location changed`,
         baseLocation, now?.metadata_location ?? 'table dropped', true);
     }
-    if (next.properties[METADATA_DELETE_AFTER_COMMIT] === 'true') {
-      // Best effort, after the swap: a failed delete leaves an orphan, never a broken table.
-      for (const e of dropped) await this.io.delete(e['metadata-file']).catch(() => undefined);
-    }
+    // Best effort, after the swap: a failed delete leaves an orphan, never a broken table.
+    await deleteRemovedMetadataFiles(this.io, next, newLocation, dropped);
     return { identifier: id, metadataLocation: newLocation, metadata: next };
   }
 

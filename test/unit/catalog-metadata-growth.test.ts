@@ -1,0 +1,119 @@
+/**
+ * Metadata growth of a floe table under a steady ingest, on the memory catalog + memory FileIO:
+ * every commit writes a new metadata.json holding every retained snapshot, so its size is what
+ * each commit (and every reader) pays. Simulated time: an ingest commit every 10 s (4 Kafka
+ * partitions, 2 data files per commit, the cursor table property), and the configured expiry
+ * (`maintenance.expire` defaults: daily at 03:00, older than 5 d, retain last 10).
+ *
+ * The quick run (default) checks that with floe's table properties the metadata log and the
+ * metadata/ folder stay at `previous-versions-max`, and that expiry bounds the snapshots. With
+ * FLOE_SIM_DAY=1 it simulates a whole day (8,640 commits, a few minutes) and prints the sizes.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { test } from 'node:test';
+import { MemoryCatalog } from '../../iceberg/catalog/memory';
+import { METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX } from '../../iceberg/catalog/metadata-files';
+import { MemoryFileIO } from '../../iceberg/io/memory';
+import { newTableMetadata, serializeTableMetadata } from '../../iceberg/spec/metadata';
+import type { DataFile, Schema, TableIdentifier } from '../../iceberg/spec/types';
+import { snapshotsToExpire } from '../../iceberg/transaction/expire';
+import { Transaction } from '../../iceberg/transaction/transaction';
+import { MAIN_BRANCH } from '../../iceberg/spec/metadata';
+
+const schema: Schema = {
+  type: 'struct', 'schema-id': 0,
+  fields: [
+    { id: 1, name: 'event_id', required: true, type: 'string' },
+    { id: 2, name: 'event_type', required: true, type: 'string' },
+    { id: 3, name: 'event_time', required: true, type: 'timestamptz' },
+  ],
+};
+
+interface GrowthResult { commits: number; snapshots: number; metadataJsonBytes: number; metadataLog: number; metadataFiles: number; maxMetadataJsonBytes: number }
+
+/**
+ * `commits` ingest commits every `intervalMs` of simulated time starting 2026-07-01T00:00Z, with
+ * expiry (olderThan, retainLast) run at 03:00 every simulated day.
+ */
+async function simulate(commits: number, intervalMs: number, expire: { olderThanMs: number; retainLast: number }): Promise<GrowthResult> {
+  const io = new MemoryFileIO();
+  let now = Date.parse('2026-07-01T00:00:00Z');
+  const realNow = Date.now;
+  Date.now = () => now; // snapshot timestamps come from Date.now
+  try {
+    const catalog = new MemoryCatalog('sim', io, () => BigInt(now));
+    const id: TableIdentifier = { namespace: ['demo'], name: 'orders' };
+    await catalog.createNamespace(['demo']);
+    const location = 'memory://wh/demo/orders';
+    await catalog.createTable(id, newTableMetadata({
+      location, schema, tableUuid: randomUUID(),
+      spec: { 'spec-id': 0, fields: [
+        { 'source-id': 3, 'field-id': 1000, transform: 'day', name: 'event_time_day' },
+        { 'source-id': 2, 'field-id': 1001, transform: 'identity', name: 'event_type' },
+      ] },
+      // what activities/tables.ts `create` sets on floe tables
+      properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd', [METADATA_DELETE_AFTER_COMMIT]: 'true', [METADATA_PREVIOUS_VERSIONS_MAX]: '100' },
+    }));
+    const offsets = [0, 0, 0, 0];
+    let maxBytes = 0;
+    let nextExpire = Date.parse('2026-07-01T03:00:00Z');
+    for (let c = 0; c < commits; c++) {
+      now += intervalMs;
+      const day = Math.floor(now / 86_400_000);
+      const files: DataFile[] = ['placed', 'paid'].map((t, k) => ({
+        content: 0, filePath: `${location}/data/event_time_day=${day}/event_type=${t}/${randomUUID()}-a1-0000${k}.parquet`,
+        fileFormat: 'PARQUET', specId: 0, partition: { event_time_day: day, event_type: t }, recordCount: 100, fileSizeInBytes: 20_000,
+        columnSizes: new Map(), valueCounts: new Map(), nullValueCounts: new Map(), nanValueCounts: new Map(), lowerBounds: new Map(), upperBounds: new Map(),
+      }) as unknown as DataFile);
+      for (let p = 0; p < offsets.length; p++) offsets[p]! += 50;
+      const commitId = randomUUID();
+      const tx = new Transaction(id);
+      const append = tx.fastAppend(files, {
+        'floe.ingest-id': 'main', 'floe.offsets': JSON.stringify(Object.fromEntries(offsets.map((o, p) => [String(p), String(o)]))),
+        'floe.commit-id': commitId, 'floe.topic': 'orders', 'floe.dead-letters': '0',
+      });
+      tx.setProperties({ 'floe.cursor.main': JSON.stringify({ topic: 'orders', offsets: Object.fromEntries(offsets.map((o, p) => [String(p), String(o)])), 'snapshot-id': String(append.snapshotId), 'commit-id': commitId }) });
+      const r = await tx.commit(catalog, io);
+      maxBytes = Math.max(maxBytes, (await io.stat(r.table.metadataLocation)).size);
+      if (now >= nextExpire) {
+        nextExpire += 86_400_000;
+        const m = r.table.metadata;
+        const { expire: gone } = snapshotsToExpire(m, { olderThanMs: BigInt(now - expire.olderThanMs), retainLast: expire.retainLast });
+        if (gone.length) {
+          await catalog.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': m.refs[MAIN_BRANCH]!['snapshot-id'] }],
+            [{ action: 'remove-snapshots', 'snapshot-ids': gone.map((s) => s['snapshot-id']) }]);
+        }
+      }
+    }
+    const t = await catalog.loadTable(id);
+    let metadataFiles = 0;
+    for await (const f of io.list(`${location}/metadata/`)) if (f.location.endsWith('.metadata.json')) metadataFiles++;
+    return {
+      commits, snapshots: t.metadata.snapshots.length, metadataJsonBytes: Buffer.byteLength(serializeTableMetadata(t.metadata)),
+      metadataLog: t.metadata['metadata-log'].length, metadataFiles, maxMetadataJsonBytes: maxBytes,
+    };
+  } finally {
+    Date.now = realNow;
+  }
+}
+
+const DAY = 86_400_000;
+
+void test('metadata log and metadata/ folder stay at previous-versions-max; expiry bounds snapshots (memory catalog)', async () => {
+  // 2 simulated days at a commit every 10 min: expiry (older than 1 d, keep 10) runs at 03:00 both days.
+  const r = await simulate(2 * 24 * 6, 600_000, { olderThanMs: DAY, retainLast: 10 });
+  assert.equal(r.metadataLog, 100, 'the metadata log holds previous-versions-max entries');
+  assert.equal(r.metadataFiles, 101, 'delete-after-commit: the current metadata.json and the 100 in its log, nothing more');
+  // At the end (day 2, 24:00) the last expiry ran at day 2 03:00 and kept what was at most 1 d
+  // old then: the snapshots from day 1 03:00 (inclusive) on, 45 h of commits.
+  assert.equal(r.snapshots, 45 * 6 + 1);
+});
+
+void test('a simulated day at a 10 s commit interval with the expire defaults (FLOE_SIM_DAY=1)', { skip: !process.env.FLOE_SIM_DAY }, async () => {
+  const day = await simulate(8_640, 10_000, { olderThanMs: 5 * DAY, retainLast: 10 });
+  console.log(JSON.stringify({ defaults: 'olderThan 5d, retainLast 10, daily 03:00', ...day }));
+  const bytesPerSnapshot = day.metadataJsonBytes / day.snapshots;
+  console.log(JSON.stringify({ bytesPerSnapshot: Math.round(bytesPerSnapshot), steadyStateSnapshots: 6 * 8_640, steadyStateBytes: Math.round(6 * 8_640 * bytesPerSnapshot) }));
+  assert.equal(day.metadataFiles, 101);
+});
