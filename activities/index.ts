@@ -16,10 +16,12 @@ import {
   maxOffsets, readCursor, readDeadLetterCursor, type Offsets,
 } from '../ingest/cursor';
 import { nonRetryable, withFailureMapping } from './failures';
+import { clearPending, markPending } from '../maintenance/pending';
 import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
 import { crashPoint } from './hooks';
 import { pollPartitions, topicWatermarks } from './kafka';
-import { openTables, type Tables } from './tables';
+import { deadLetterColumns, openTables, type Tables } from './tables';
+import { checkIngestTablesDrift, tableDriftMessage } from '../ingest/drift';
 import {
   type CommitInput, type CommitResult, type CyclePlan, type PollInput,
   type PollResult, type TableRef,
@@ -99,7 +101,17 @@ async function requireFilesExist(deps: Deps, paths: string[], what: string): Pro
 
 export const createActivities = (deps: Deps) => withFailureMapping(createIngestActivities(deps));
 
+/** Pending-file markers of an ingest id (maintenance/pending.ts). */
+const pendingOwner = (ingestId: string): string => `ingest-${ingestId}`;
+
 const createIngestActivities = (deps: Deps) => {
+  // A table's location never changes under floe (set-location is not used): cache it.
+  const locations = new Map<string, string>();
+  const locationOf = async (table: string): Promise<string> => {
+    let l = locations.get(table);
+    if (l === undefined) locations.set(table, (l = (await deps.tables.load(table)).metadata.location));
+    return l;
+  };
   const tableCfg = (table: string): TableConfig => {
     try {
       return findTable(deps.cfg, table);
@@ -114,6 +126,9 @@ const createIngestActivities = (deps: Deps) => {
       const t = tableCfg(ref.table);
       await deps.tables.ensureIngestTables(t);
       const loaded = await deps.tables.load(t.table);
+      // Another engine changed the table (or its dead-letter table) under the config: fail visibly, never write.
+      const drift = checkIngestTablesDrift(t, loaded.metadata, (await deps.tables.load(t.deadLetterTable)).metadata, deadLetterColumns);
+      if (drift.length > 0) throw nonRetryable(FailureType.TableDrift, tableDriftMessage(drift));
       const cursor = readCursor(loaded.metadata, ref.ingestId);
       // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
       // a failover cluster) would silently skip or re-read records.
@@ -194,6 +209,10 @@ const createIngestActivities = (deps: Deps) => {
       const floor = input.deadLetterFloor ?? {};
       const freshDeadRows = deadRows.filter((r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!));
       const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
+      // Until this cycle commits, its files are unreachable: markers keep the orphan sweep off them
+      // however long the cycle takes (another group stuck, a paused worker). The commit clears them.
+      if (rows.length > 0) await markPending(deps.tables.io, await locationOf(t.table), pendingOwner(input.ingestId), `${input.commitId}-`);
+      if (freshDeadRows.length > 0) await markPending(deps.tables.io, await locationOf(t.deadLetterTable), pendingOwner(input.ingestId), `${input.commitId}-`);
       // Writing a large cycle takes a while: keep heartbeating so only a dead worker times out.
       const beat = setInterval(() => ctx.heartbeat({ records: outcome.records, phase: 'write' }), 2000);
       let files, deadLetterFiles;
@@ -280,6 +299,9 @@ const createIngestActivities = (deps: Deps) => {
         },
       });
       crashPoint('after-cas');
+      // Every earlier cycle of this ingest is now either committed or abandoned (fenced): its files
+      // are referenced or true orphans, so none needs protecting any more.
+      await Promise.all([t.table, t.deadLetterTable].map(async (n) => clearPending(deps.tables.io, await locationOf(n), pendingOwner(input.ingestId))));
       const snapshotId = res.snapshotId ?? landedCommit(res.metadata, input.ingestId, input.commitId);
       if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${t.table} reported landed but the table does not name it`);
       if (!res.alreadyCommitted) {
