@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { connectClient, ingestStatus, parseBackfillBound, runBackfill, signalIngest, startIngest, type IngestSignal } from '../client';
+import { connectClient, ingestStatus, parseBackfillBound, runBackfill, signalIngest, startIngest, TableDriftError, type IngestSignal } from '../client';
 import { runWorker } from '../workers';
 import { configOf, printTable } from './common';
 
@@ -19,6 +19,12 @@ export function registerIngestCommands(program: Command): void {
       try {
         const { workflowId, runId } = await startIngest(fc, table);
         console.log(`ingest ${table}: workflow ${workflowId} run ${runId}`);
+      } catch (e) {
+        if (!(e instanceof TableDriftError)) throw e;
+        // One line per problem: table, column, both types.
+        console.error(`floe: ingest ${table} not started: the configured columns no longer match the table:\n${e.problems.map((p) => `  - ${p}`).join('\n')}`);
+        console.error('Change the config to match the table (or the table back), then start the ingest again.');
+        process.exitCode = 1;
       } finally { await fc.close(); }
     });
   for (const [name, signal, what] of [['pause', 'pause', 'pause after the current cycle'], ['resume', 'resume', 'resume a paused ingest'],

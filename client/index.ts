@@ -4,14 +4,19 @@
  * already-running ingest is reused, never duplicated.
  */
 import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
-import type { FloeConfig } from '../config';
+import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
 import type { BackfillBound } from '../activities/backfill';
+import { deadLetterColumns, openTables } from '../activities/tables';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import { checkIngestTablesDrift, TableDriftError } from '../ingest/drift';
 import {
   backfillWorkflow, backfillWorkflowId, type BackfillResult,
   drainAndStopSignal, ingestWorkflow, ingestWorkflowId, pauseSignal, resumeSignal, statusQuery,
   type IngestStatus,
 } from '../workflows';
+
+export { TableDriftError };
 
 export interface FloeClient {
   client: Client;
@@ -25,8 +30,29 @@ export async function connectClient(cfg: FloeConfig): Promise<FloeClient> {
   return { client, cfg, close: () => connection.close() };
 }
 
+/**
+ * How the table and its dead-letter table drifted from the config (ingest/drift.ts); empty when an
+ * ingest can write. A table that does not exist yet cannot drift: the first cycle creates it.
+ */
+export async function ingestTableDrift(cfg: FloeConfig, t: TableConfig): Promise<string[]> {
+  const tables = await openTables(cfg);
+  try {
+    const metadata = async (id: string) =>
+      (await tables.catalog.tableExists(parseIdentifier(id))) ? (await tables.load(id)).metadata : null;
+    return checkIngestTablesDrift(t, await metadata(t.table), await metadata(t.deadLetterTable), deadLetterColumns);
+  } finally {
+    await tables.close();
+  }
+}
+
+/**
+ * Starts (or attaches to) the table's ingest. Refuses with a TableDriftError, before touching
+ * Temporal, when the table no longer matches the configured columns (another engine changed it).
+ */
 export async function startIngest(fc: FloeClient, table: string): Promise<{ workflowId: string; runId: string }> {
   const t = findTable(fc.cfg, table);
+  const drift = await ingestTableDrift(fc.cfg, t);
+  if (drift.length > 0) throw new TableDriftError(drift);
   const workflowId = ingestWorkflowId(t.table, t.ingestId);
   const handle = await fc.client.workflow.start(ingestWorkflow, {
     taskQueue: fc.cfg.temporal.taskQueue,

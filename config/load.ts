@@ -1,12 +1,19 @@
 import { readFileSync } from 'node:fs';
+import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
+import { COMMIT_INTERVAL_LIMIT_MS } from './types';
 import type { ColumnConfig, FloeConfig, MaintenanceConfig, PartitionFieldConfig, TableConfig } from './types';
 
 /** A bad config fails fast, naming the key path that is wrong and what was expected. */
 export class ConfigError extends Error {
-  constructor(readonly key: string, expected: string, found: unknown) {
-    super(`config ${key}: expected ${expected}, found ${JSON.stringify(found)}`);
+  constructor(readonly key: string, expected: string, found: unknown, problem?: string) {
+    super(`config ${key}: ${problem ?? `expected ${expected}, found ${JSON.stringify(found)}`}`);
     this.name = 'ConfigError';
+  }
+
+  /** `config <key>: <problem>` for what is not a wrong value (an unknown key, a clash between entries). */
+  static problem(key: string, problem: string): ConfigError {
+    return new ConfigError(key, '', undefined, problem);
   }
 }
 
@@ -15,15 +22,64 @@ const TRANSFORM = /^(identity|year|month|day|hour|void|bucket\[\d+\]|truncate\[\
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
 const DURATION = /^(\d+)\s*(ms|s|m|h|d)$/;
 
+/**
+ * Every key each mapping may hold. A key not listed is refused at load, so a typo
+ * (`comitInterval`) fails loudly instead of silently falling back to the default. The Reader
+ * refuses to read a key missing here, so the lists cannot drift from what is read.
+ */
+const KEYS = {
+  root: ['catalog', 's3', 'kafka', 'temporal', 'tables'],
+  catalog: ['type', 'uri', 'warehouse', 'name', 'token'],
+  s3: ['endpoint', 'region', 'accessKeyId', 'secretAccessKey', 'forcePathStyle'],
+  kafka: ['brokers', 'clientId'],
+  temporal: ['address', 'namespace', 'taskQueue'],
+  table: [
+    'table', 'topic', 'ingestId', 'columns', 'partitionBy', 'deadLetterTable', 'commitInterval', 'maxRecordsPerCycle',
+    'maxBytesPerCycle', 'targetFileSizeBytes', 'parallelism', 'cyclesPerRun', 'properties', 'maintenance',
+  ],
+  column: ['name', 'type', 'required', 'path', 'source', 'doc'],
+  partitionField: ['column', 'transform', 'name'],
+  maintenance: ['compact', 'expire', 'orphans'],
+  compact: ['cron', 'targetFileSizeBytes', 'minInputFiles', 'lookbackPartitions', 'paused'],
+  expire: ['cron', 'olderThan', 'retainLast', 'paused'],
+  orphans: ['cron', 'olderThan', 'paused'],
+} as const satisfies Record<string, readonly string[]>;
+type Keys = readonly string[];
+
+/** The valid key a typo most likely meant, or undefined when none is close. */
+export function nearestKey(key: string, valid: Keys): string | undefined {
+  const norm = (s: string) => s.toLowerCase().replace(/[-_\s]/g, '');
+  const exact = valid.find((v) => norm(v) === norm(key));
+  if (exact) return exact;
+  let best: string | undefined, bestD = Infinity;
+  for (const v of valid) {
+    const d = distance(norm(key), norm(v));
+    if (d < bestD) { best = v; bestD = d; }
+  }
+  // Close means a few edits, and fewer than half the key: `comitInterval`, not `foo` -> `topic`.
+  return best !== undefined && bestD <= Math.max(2, Math.floor(norm(key).length / 3)) && bestD < norm(key).length / 2 ? best : undefined;
+}
+
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 class Reader {
-  constructor(private readonly obj: Obj, private readonly path: string) {}
-  private key(k: string) { return this.path ? `${this.path}.${k}` : k; }
-  has(k: string) { return this.obj[k] !== undefined; }
+  constructor(private readonly obj: Obj, readonly path: string, private readonly keys: Keys) {
+    for (const k of Object.keys(obj)) {
+      if (keys.includes(k)) continue;
+      const near = nearestKey(k, keys);
+      throw ConfigError.problem(this.key(k), `unknown key; ${near ? `did you mean "${near}"?` : `expected one of ${keys.join(', ')}`}`);
+    }
+  }
+  key(k: string) { return this.path ? `${this.path}.${k}` : k; }
+  /** The value under `k`, which must be one of this mapping's KEYS (a reader bug otherwise). */
+  private get(k: string): unknown {
+    if (!this.keys.includes(k)) throw new Error(`config reader: ${this.key(k)} is read but not listed in KEYS`);
+    return this.obj[k];
+  }
+  has(k: string) { return this.get(k) !== undefined; }
   str(k: string, def?: string): string {
-    const v = this.obj[k] ?? def;
+    const v = this.get(k) ?? def;
     if (typeof v !== 'string' || v.length === 0) throw new ConfigError(this.key(k), 'a non-empty string', v);
     return v;
   }
@@ -34,61 +90,71 @@ class Reader {
     return v;
   }
   bool(k: string, def: boolean): boolean {
-    const v = this.obj[k] ?? def;
+    const v = this.get(k) ?? def;
     if (typeof v !== 'boolean') throw new ConfigError(this.key(k), 'true or false', v);
     return v;
   }
   posInt(k: string, def: number): number {
-    const v = this.obj[k] ?? def;
+    const v = this.get(k) ?? def;
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw new ConfigError(this.key(k), 'a positive integer', v);
     return v;
   }
-  /** Durations accept millis or "30s", "15m", "7d". */
-  durationMs(k: string, def: number): number {
-    const v = this.obj[k] ?? def;
-    if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) return v;
+  /** Durations accept millis or "30s", "15m", "7d"; `below` is an exclusive upper bound and why. */
+  durationMs(k: string, def: number, below?: { ms: number; why: string }): number {
+    const v = this.get(k) ?? def;
+    let ms: number;
     const m = typeof v === 'string' ? DURATION.exec(v.trim()) : null;
-    if (!m) throw new ConfigError(this.key(k), 'a duration like 500ms, 30s, 15m, 7d or positive millis', v);
-    const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms'];
-    return Number(m[1]) * unit;
+    if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) ms = v;
+    else if (m) ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms'];
+    else throw new ConfigError(this.key(k), 'a duration like 500ms, 30s, 15m, 7d or positive millis', v);
+    if (below && ms >= below.ms) throw new ConfigError(this.key(k), `a duration below ${formatDuration(below.ms)} (${below.why})`, v);
+    return ms;
   }
-  child(k: string, required = false): Reader {
-    const v = this.obj[k];
-    if (v === undefined && !required) return new Reader({}, this.key(k));
+  child(k: string, keys: Keys): Reader {
+    const v = this.get(k);
+    if (v === undefined) return new Reader({}, this.key(k), keys);
     if (!isObj(v)) throw new ConfigError(this.key(k), 'a mapping', v);
-    return new Reader(v, this.key(k));
+    return new Reader(v, this.key(k), keys);
   }
-  list(k: string, required = true): Reader[] {
-    const v = this.obj[k];
+  list(k: string, keys: Keys, required = true): Reader[] {
+    const v = this.get(k);
     if (v === undefined && !required) return [];
     if (!Array.isArray(v)) throw new ConfigError(this.key(k), 'a list', v);
     return v.map((item, i) => {
       if (!isObj(item)) throw new ConfigError(`${this.key(k)}[${i}]`, 'a mapping', item);
-      return new Reader(item, `${this.key(k)}[${i}]`);
+      return new Reader(item, `${this.key(k)}[${i}]`, keys);
     });
   }
   strList(k: string, def: string[]): string[] {
-    const v = this.obj[k] ?? def;
+    const v = this.get(k) ?? def;
     if (typeof v === 'string') return v.split(',').map((s) => s.trim()).filter(Boolean);
     if (!Array.isArray(v) || v.length === 0 || v.some((s) => typeof s !== 'string')) {
       throw new ConfigError(this.key(k), 'a non-empty list of strings', v);
     }
     return v as string[];
   }
+  /** A free-form mapping of strings (its keys are not checked). */
   stringMap(k: string): Record<string, string> {
-    const v = this.obj[k] ?? {};
+    const v = this.get(k) ?? {};
     if (!isObj(v)) throw new ConfigError(this.key(k), 'a mapping of strings', v);
     for (const [kk, vv] of Object.entries(v)) if (typeof vv !== 'string') throw new ConfigError(`${this.key(k)}.${kk}`, 'a string', vv);
     return v as Record<string, string>;
   }
 }
 
+const formatDuration = (ms: number): string => {
+  for (const [unit, n] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+    if (ms % n === 0) return `${ms / n}${unit}`;
+  }
+  return `${ms}ms`;
+};
+
 const env = process.env;
 
 function readColumn(r: Reader): ColumnConfig {
   const source = (r.optStr('source') ?? 'value') as ColumnConfig['source'];
   if (!['value', 'key', 'partition', 'offset', 'timestamp'].includes(source!)) {
-    throw new ConfigError(`${(r as any).path}.source`, 'one of value, key, partition, offset, timestamp', source);
+    throw new ConfigError(r.key('source'), 'one of value, key, partition, offset, timestamp', source);
   }
   return {
     name: r.match('name', /^[A-Za-z_][A-Za-z0-9_]*$/, 'a column name ([A-Za-z_][A-Za-z0-9_]*)'),
@@ -101,7 +167,7 @@ function readColumn(r: Reader): ColumnConfig {
 }
 
 function readMaintenance(r: Reader): MaintenanceConfig {
-  const c = r.child('compact'), e = r.child('expire'), o = r.child('orphans');
+  const c = r.child('compact', KEYS.compact), e = r.child('expire', KEYS.expire), o = r.child('orphans', KEYS.orphans);
   return {
     compact: {
       cron: c.str('cron', '*/15 * * * *'),
@@ -117,14 +183,14 @@ function readMaintenance(r: Reader): MaintenanceConfig {
 
 function readTable(r: Reader, i: number): TableConfig {
   const table = r.match('table', IDENT, 'an identifier "namespace.table"');
-  const columns = r.list('columns').map(readColumn);
+  const columns = r.list('columns', KEYS.column).map(readColumn);
   if (columns.length === 0) throw new ConfigError(`tables[${i}].columns`, 'at least one column', []);
   const names = new Set<string>();
   for (const c of columns) {
     if (names.has(c.name)) throw new ConfigError(`tables[${i}].columns`, 'unique column names', c.name);
     names.add(c.name);
   }
-  const partitionBy: PartitionFieldConfig[] = r.list('partitionBy', false).map((p, j) => {
+  const partitionBy: PartitionFieldConfig[] = r.list('partitionBy', KEYS.partitionField, false).map((p, j) => {
     const column = p.str('column');
     if (!names.has(column)) throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, `one of the columns (${[...names].join(', ')})`, column);
     return { column, transform: p.match('transform', TRANSFORM, 'identity|year|month|day|hour|bucket[N]|truncate[W]|void', 'identity'), name: p.optStr('name') };
@@ -136,35 +202,54 @@ function readTable(r: Reader, i: number): TableConfig {
     columns,
     partitionBy,
     deadLetterTable: r.match('deadLetterTable', IDENT, 'an identifier "namespace.table"', `${table}_dead_letters`),
-    commitIntervalMs: r.durationMs('commitInterval', 10_000),
+    commitIntervalMs: r.durationMs('commitInterval', 10_000, {
+      ms: COMMIT_INTERVAL_LIMIT_MS, why: "a poll lasts up to one interval; a longer one outlasts the poll activity's timeout and never commits",
+    }),
     maxRecordsPerCycle: r.posInt('maxRecordsPerCycle', 500_000),
     maxBytesPerCycle: r.posInt('maxBytesPerCycle', 256 * 1024 * 1024),
     targetFileSizeBytes: r.posInt('targetFileSizeBytes', 128 * 1024 * 1024),
     parallelism: r.posInt('parallelism', 1),
     cyclesPerRun: r.posInt('cyclesPerRun', 200),
     properties: r.stringMap('properties'),
-    maintenance: readMaintenance(r.child('maintenance')),
+    maintenance: readMaintenance(r.child('maintenance', KEYS.maintenance)),
   };
+}
+
+/**
+ * Every Iceberg table is written by one entry: the ingest workflow id, `findTable` and the
+ * dead-letter cursor all key on the identifier, so a second entry for a table (even under another
+ * ingest id) or a dead-letter table shared by two entries (or that is another entry's table)
+ * would interleave two writers' columns and cursors.
+ */
+function checkDistinctTables(tables: TableConfig[]): void {
+  const owner = new Map<string, string>(); // identifier -> the key that claimed it
+  const claim = (id: string, key: string, what: string) => {
+    const prev = owner.get(id);
+    if (prev !== undefined) throw ConfigError.problem(key, `${JSON.stringify(id)} is already ${prev}; ${what}`);
+    owner.set(id, key);
+  };
+  tables.forEach((t, i) => claim(t.table, `tables[${i}].table`, 'one entry per table'));
+  tables.forEach((t, i) => {
+    const prev = owner.get(t.deadLetterTable);
+    const key = `tables[${i}].deadLetterTable`;
+    if (prev === `tables[${i}].table`) throw ConfigError.problem(key, `${JSON.stringify(t.deadLetterTable)} is the entry's own table; name another`);
+    claim(t.deadLetterTable, key, 'each entry needs its own dead-letter table');
+  });
 }
 
 /** Validates a parsed config object; defaults point at the local stack (stack/). */
 export function parseConfig(raw: unknown): FloeConfig {
   if (!isObj(raw)) throw new ConfigError('(root)', 'a mapping', raw);
-  const root = new Reader(raw, '');
-  const cat = root.child('catalog');
+  const root = new Reader(raw, '', KEYS.root);
+  const cat = root.child('catalog', KEYS.catalog);
   const type = cat.str('type', 'sql');
   if (type !== 'sql' && type !== 'rest') throw new ConfigError('catalog.type', 'sql or rest', type);
   const home = env.FLOE_HOME ?? `${env.HOME}/.cache/floe`;
-  const s3 = root.child('s3');
-  const kafka = root.child('kafka');
-  const temporal = root.child('temporal');
-  const tables = root.list('tables', false).map(readTable);
-  const seen = new Set<string>();
-  tables.forEach((t, i) => {
-    const key = `${t.table}/${t.ingestId}`;
-    if (seen.has(key)) throw new ConfigError(`tables[${i}]`, 'a unique (table, ingestId)', key);
-    seen.add(key);
-  });
+  const s3 = root.child('s3', KEYS.s3);
+  const kafka = root.child('kafka', KEYS.kafka);
+  const temporal = root.child('temporal', KEYS.temporal);
+  const tables = root.list('tables', KEYS.table, false).map(readTable);
+  checkDistinctTables(tables);
   return {
     catalog: {
       type,

@@ -1,9 +1,19 @@
 /**
  * floe configuration: one file (YAML or JSON) describing where things live and which topics
  * land in which tables. Parsed and validated by `loadConfig` (config/load.ts); every error names
- * the offending key path, e.g. `tables[0].commitIntervalMs: expected a positive integer, found "x"`.
+ * the offending key path, e.g. `config tables[0].commitInterval: expected a duration like 500ms, …,
+ * found "soon"`; unknown keys anywhere are refused with the nearest valid key.
  */
 import type { PrimitiveType } from '../iceberg/spec/types';
+
+/**
+ * `commitInterval` must be below this (10 minutes). A poll activity runs for up to one commit
+ * interval before it returns its files, so an interval at or above the poll activity's
+ * start-to-close timeout would time out every poll and never commit. Workflows derive their poll
+ * timeout from it (import it from `config/types`, which has no Node imports and is safe in workflow
+ * code): anything comfortably above, e.g. this plus a few minutes for writing the files.
+ */
+export const COMMIT_INTERVAL_LIMIT_MS = 10 * 60_000;
 
 export interface CatalogConfig {
   type: 'sql' | 'rest';

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, parseConfig, ConfigError } from '../../config';
+import { COMMIT_INTERVAL_LIMIT_MS, loadConfig, nearestKey, parseConfig, ConfigError } from '../../config';
 
 const table = (over: Record<string, unknown> = {}) => ({
   table: 'demo.orders', topic: 'orders',
@@ -29,8 +29,68 @@ describe('config', () => {
     ['duplicate column', { tables: [table({ columns: [{ name: 'a', type: 'int' }, { name: 'a', type: 'int' }] })] }, /unique column names/],
     ['bad catalog type', { catalog: { type: 'hive' } }, /catalog\.type: expected sql or rest, found "hive"/],
     ['bad warehouse', { catalog: { warehouse: 'floe/warehouse' } }, /catalog\.warehouse: expected a URI/],
-    ['duplicate ingest', { tables: [table(), table()] }, /unique \(table, ingestId\)/],
+    // One entry per table, whatever its ingest id: workflow ids, findTable and cursors key on the table.
+    ['duplicate table', { tables: [table(), table({ ingestId: 'other' })] }, /^config tables\[1\]\.table: "demo\.orders" is already tables\[0\]\.table; one entry per table$/],
+    ['shared dead-letter table', { tables: [table({ deadLetterTable: 'demo.dl' }), table({ table: 'demo.refunds', deadLetterTable: 'demo.dl' })] },
+      /^config tables\[1\]\.deadLetterTable: "demo\.dl" is already tables\[0\]\.deadLetterTable; each entry needs its own dead-letter table$/],
+    ['dead-letter table is another entry\'s table', { tables: [table(), table({ table: 'demo.refunds', deadLetterTable: 'demo.orders' })] },
+      /^config tables\[1\]\.deadLetterTable: "demo\.orders" is already tables\[0\]\.table/],
+    ['dead-letter table is its own table', { tables: [table({ deadLetterTable: 'demo.orders' })] }, /tables\[0\]\.deadLetterTable: "demo\.orders" is the entry's own table/],
+    // A poll runs for a commit interval: one at or above the poll activity's timeout never commits.
+    ['commit interval at the bound', { tables: [table({ commitInterval: '10m' })] }, /^config tables\[0\]\.commitInterval: expected a duration below 10m \(a poll lasts up to one interval; .* never commits\), found "10m"$/],
+    ['commit interval above the bound', { tables: [table({ commitInterval: 3_600_000 })] }, /tables\[0\]\.commitInterval: expected a duration below 10m .*, found 3600000$/],
+    // Unknown keys at every level, with the nearest valid key.
+    ['typo in a table key', { tables: [table({ comitInterval: '5s' })] }, /^config tables\[0\]\.comitInterval: unknown key; did you mean "commitInterval"\?$/],
+    ['typo at the top level', { table: [table()] }, /^config table: unknown key; did you mean "tables"\?$/],
+    ['typo in kafka', { kafka: { broker: ['a:9092'] } }, /^config kafka\.broker: unknown key; did you mean "brokers"\?$/],
+    ['typo in s3', { s3: { endpiont: 'http://x' } }, /^config s3\.endpiont: unknown key; did you mean "endpoint"\?$/],
+    ['snake_case in s3', { s3: { access_key_id: 'x' } }, /^config s3\.access_key_id: unknown key; did you mean "accessKeyId"\?$/],
+    ['typo in catalog', { catalog: { warehose: 's3://x' } }, /^config catalog\.warehose: unknown key; did you mean "warehouse"\?$/],
+    ['typo in temporal', { temporal: { taskqueue: 'q' } }, /^config temporal\.taskqueue: unknown key; did you mean "taskQueue"\?$/],
+    ['typo in a column', { tables: [table({ columns: [{ name: 'id', type: 'long', requird: true }] })] }, /^config tables\[0\]\.columns\[0\]\.requird: unknown key; did you mean "required"\?$/],
+    ['typo in partitionBy', { tables: [table({ partitionBy: [{ column: 'ts', tranform: 'day' }] })] }, /^config tables\[0\]\.partitionBy\[0\]\.tranform: unknown key; did you mean "transform"\?$/],
+    ['typo in maintenance', { tables: [table({ maintenance: { compaction: {} } })] }, /^config tables\[0\]\.maintenance\.compaction: unknown key; did you mean "compact"\?$/],
+    ['typo in maintenance.expire', { tables: [table({ maintenance: { expire: { retain_last: 3 } } })] }, /^config tables\[0\]\.maintenance\.expire\.retain_last: unknown key; did you mean "retainLast"\?$/],
+    ['unrelated key', { tables: [table({ zzz: 1 })] }, /^config tables\[0\]\.zzz: unknown key; expected one of table, topic, ingestId, columns, /],
+    ['typo in the second table', { tables: [table(), table({ table: 'demo.b', topc: 'b' })] }, /^config tables\[1\]\.topc: unknown key; did you mean "topic"\?$/],
   ];
+  it('accepts a commit interval just below the bound and exports the bound', () => {
+    assert.equal(COMMIT_INTERVAL_LIMIT_MS, 10 * 60_000);
+    assert.equal(parseConfig({ tables: [table({ commitInterval: '9m' })] }).tables[0]!.commitIntervalMs, 9 * 60_000);
+    assert.equal(parseConfig({ tables: [table({ commitInterval: COMMIT_INTERVAL_LIMIT_MS - 1 })] }).tables[0]!.commitIntervalMs, COMMIT_INTERVAL_LIMIT_MS - 1);
+  });
+
+  it('reads every documented key (free-form properties are not checked)', () => {
+    const cfg = parseConfig({
+      catalog: { type: 'sql', uri: 'sqlite:////tmp/c.db', warehouse: 'file:///tmp/w', name: 'c', token: 't' },
+      s3: { endpoint: 'http://s3', region: 'eu-west-1', accessKeyId: 'a', secretAccessKey: 's', forcePathStyle: false },
+      kafka: { brokers: ['k:9092'], clientId: 'c' },
+      temporal: { address: 't:7233', namespace: 'n', taskQueue: 'q' },
+      tables: [table({
+        ingestId: 'x', deadLetterTable: 'demo.dl', commitInterval: '1s', maxRecordsPerCycle: 1, maxBytesPerCycle: 1,
+        targetFileSizeBytes: 1, parallelism: 1, cyclesPerRun: 1, properties: { 'any.key-at_all': 'v' },
+        columns: [{ name: 'id', type: 'long', required: true, path: 'a.b', source: 'value', doc: 'd' }],
+        partitionBy: [{ column: 'id', transform: 'bucket[4]', name: 'id_b' }],
+        maintenance: {
+          compact: { cron: '* * * * *', targetFileSizeBytes: 1, minInputFiles: 1, lookbackPartitions: 1, paused: true },
+          expire: { cron: '* * * * *', olderThan: '1d', retainLast: 1, paused: true },
+          orphans: { cron: '* * * * *', olderThan: '1d', paused: true },
+        },
+      })],
+    });
+    assert.equal(cfg.tables[0]!.properties['any.key-at_all'], 'v');
+    assert.equal(cfg.tables[0]!.maintenance.compact.lookbackPartitions, 1);
+  });
+
+  it('suggests only close keys', () => {
+    const keys = ['commitInterval', 'topic', 'table', 'tables'];
+    assert.equal(nearestKey('comitInterval', keys), 'commitInterval');
+    assert.equal(nearestKey('COMMIT_INTERVAL', keys), 'commitInterval');
+    assert.equal(nearestKey('tabel', keys), 'table');
+    assert.equal(nearestKey('foo', keys), undefined);
+    assert.equal(nearestKey('x', keys), undefined);
+  });
+
   for (const [name, raw, re] of bad) {
     it(`fails fast naming the key: ${name}`, () => {
       assert.throws(() => parseConfig(raw), (e: Error) => e instanceof ConfigError && re.test(e.message));
