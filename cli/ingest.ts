@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import { connectClient, ingestStatus, parseBackfillBound, runBackfill, signalIngest, startIngest, TableDriftError, type IngestSignal } from '../client';
 import { runWorker } from '../workers';
 import { configOf, printTable } from './common';
+import { findTable } from '../config';
+import { createDeps } from '../activities';
+import { parseResetTarget, resetCursor, resolveResetTarget } from '../ingest/reset';
 
 export function registerIngestCommands(program: Command): void {
   program.command('worker')
@@ -14,10 +17,11 @@ export function registerIngestCommands(program: Command): void {
 
   const ingest = program.command('ingest').description('control the ingest of a table');
   ingest.command('start <table>').description('start (or attach to) the ingest workflow of a table')
-    .action(async (table: string, _o, cmd: Command) => {
+    .option('--force', 'start even if another ingest id already loads this topic into the table (it would be loaded again)')
+    .action(async (table: string, o: { force?: boolean }, cmd: Command) => {
       const fc = await connectClient(configOf(cmd));
       try {
-        const { workflowId, runId } = await startIngest(fc, table);
+        const { workflowId, runId } = await startIngest(fc, table, { force: o.force ?? false });
         console.log(`ingest ${table}: workflow ${workflowId} run ${runId}`);
       } catch (e) {
         if (!(e instanceof TableDriftError)) throw e;
@@ -47,8 +51,24 @@ export function registerIngestCommands(program: Command): void {
         if (o.json) { console.log(JSON.stringify(s, null, 2)); return; }
         console.log(`ingest ${s.table}/${s.ingestId}: ${s.state}; ${s.commits} commits, ${s.totalRows} rows, ${s.totalDeadLetters} dead letters, ${s.fencedCommits} fenced`);
         console.log(`last commit ${s.lastCommitId ?? '-'} snapshot ${s.lastSnapshotId ?? '-'} at ${s.lastCommitTimeMs ? new Date(s.lastCommitTimeMs).toISOString() : '-'}; ${s.rowsPerSecond} rows/s; ${s.filesPerCommit} files/commit`);
+        if (s.error) console.log(`error: ${s.error}`);
         printTable(Object.keys(s.cursor).map((p) => ({ partition: p, next_offset: s.cursor[p], lag: s.lag[p] ?? '' })));
       } finally { await fc.close(); }
+    });
+  ingest.command('reset <table>')
+    .description('move the ingest cursor (recreated topic, failover, deliberate replay or skip) in one exactly-once commit')
+    .requiredOption('--to <target>', 'earliest, latest, an ISO time, or "partition:offset,..." for every partition')
+    .action(async (table: string, o: { to: string }, cmd: Command) => {
+      const cfg = configOf(cmd);
+      const t = findTable(cfg, table);
+      const target = parseResetTarget(o.to);
+      const deps = await createDeps(cfg);
+      try {
+        await deps.tables.ensureIngestTables(t);
+        const r = await resetCursor(deps.tables, t, t.ingestId, await resolveResetTarget(deps.admin, t.topic, target));
+        console.log(`ingest ${t.table}/${t.ingestId}: cursor ${r.changed ? 'moved' : 'already at the target'} (topic ${t.topic})`);
+        printTable(Object.keys(r.after).map((p) => ({ partition: p, before: r.before.offsets[p] ?? '-', after: r.after[p] })));
+      } finally { await deps.close(); }
     });
 }
 

@@ -9,6 +9,7 @@ import { findTable } from '../config';
 import type { BackfillBound } from '../activities/backfill';
 import { deadLetterColumns, openTables } from '../activities/tables';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
+import { tableIngestStatus } from './tables';
 import { checkIngestTablesDrift, TableDriftError } from '../ingest/drift';
 import {
   backfillWorkflow, backfillWorkflowId, type BackfillResult,
@@ -49,7 +50,7 @@ export async function ingestTableDrift(cfg: FloeConfig, t: TableConfig): Promise
  * Starts (or attaches to) the table's ingest. Refuses with a TableDriftError, before touching
  * Temporal, when the table no longer matches the configured columns (another engine changed it).
  */
-export async function startIngest(fc: FloeClient, table: string): Promise<{ workflowId: string; runId: string }> {
+export async function startIngest(fc: FloeClient, table: string, opts: { force?: boolean } = {}): Promise<{ workflowId: string; runId: string }> {
   const t = findTable(fc.cfg, table);
   const drift = await ingestTableDrift(fc.cfg, t);
   if (drift.length > 0) throw new TableDriftError(drift);
@@ -57,7 +58,8 @@ export async function startIngest(fc: FloeClient, table: string): Promise<{ work
   const handle = await fc.client.workflow.start(ingestWorkflow, {
     taskQueue: fc.cfg.temporal.taskQueue,
     workflowId,
-    args: [{ table: t.table, ingestId: t.ingestId }],
+    // force: start even if another live ingest id already holds the table's topic (checked by the first cycle).
+    args: [{ table: t.table, ingestId: t.ingestId, ...(opts.force ? { force: true } : {}) }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
   return { workflowId, runId: handle.firstExecutionRunId };
@@ -77,8 +79,11 @@ export async function ingestStatus(fc: FloeClient, table: string): Promise<Inges
   const handle = fc.client.workflow.getHandle(ingestWorkflowId(t.table, t.ingestId));
   try {
     const desc = await handle.describe();
-    if (desc.status.name !== 'RUNNING') return { ...(await handle.result().catch(() => null) as IngestStatus), state: 'stopped' };
-    return await handle.query(statusQuery);
+    if (desc.status.name === 'RUNNING') return await handle.query(statusQuery);
+    if (desc.status.name === 'COMPLETED') return { ...(await handle.result()), state: 'stopped' };
+    // Failed, terminated, timed out: say so, with the innermost reason, and what the table holds.
+    const error = await handle.result().then(() => null, (e: unknown) => rootCause(e));
+    return { ...(await tableIngestStatus(fc.cfg, t.table, t.ingestId)), state: 'failed', error: error ? `${error.name}: ${error.message}` : desc.status.name };
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) return null;
     throw e;

@@ -5,6 +5,8 @@
 import type { FloeConfig } from '../config';
 import { openTables, type Tables } from '../activities/tables';
 import { ancestors } from '../iceberg/spec/metadata';
+import { readCursor } from '../ingest/cursor';
+import type { IngestStatus } from '../workflows';
 import { planFiles } from '../iceberg/scan';
 import { readParquetBatches } from '../iceberg/parquet';
 
@@ -42,4 +44,22 @@ export async function readColumnValues(tables: Tables, table: string, column: st
     }
   }
   return out;
+}
+
+/** What the table itself says about an ingest id (its cursor and last commit), for ingests that no longer run. */
+export async function tableIngestStatus(cfg: FloeConfig, table: string, ingestId: string): Promise<IngestStatus> {
+  const tables = await openTables(cfg);
+  try {
+    const { metadata } = await tables.load(table).catch(() => ({ metadata: undefined }));
+    const c = metadata ? readCursor(metadata, ingestId) : undefined;
+    const snap = c?.snapshotId ? metadata!.snapshots.find((s) => s['snapshot-id'].toString() === c.snapshotId) : undefined;
+    return {
+      table, ingestId, state: 'stopped', cursor: c?.offsets ?? {}, lag: {},
+      lastCommitId: c?.commitId ?? null, lastSnapshotId: c?.snapshotId ?? null,
+      lastCommitTimeMs: snap ? Number(snap['timestamp-ms']) : null,
+      cycles: 0, commits: 0, fencedCommits: 0, totalRows: 0, totalDeadLetters: 0, rowsPerSecond: 0, filesPerCommit: 0,
+    };
+  } finally {
+    await tables.close();
+  }
 }

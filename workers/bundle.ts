@@ -2,29 +2,35 @@
  * The workflow bundle, built once per workflow-source version and cached under $FLOE_HOME.
  * Bundling (webpack) takes 5–10 s on this machine; a restarted worker — the normal recovery after
  * a SIGKILL — should be polling again in about a second, so it loads the cached bundle instead.
- * The key hashes every file under workflows/ (lint allows workflows to import nothing else but
- * types, which the bundle erases) and the SDK version.
+ * The key hashes every file of the directories workflow code may import values from (workflows/,
+ * the pure contract/ and maintenance/ modules; everything else reaches workflows as types, which
+ * the bundle erases) and the SDK version. Missing one of them would run a stale bundle.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { floeHome } from '../stack/paths';
 
-const WORKFLOWS_DIR = resolve(__dirname, '../workflows');
+const BUNDLE_INPUT_DIRS = ['workflows', 'contract', 'maintenance'].map((d) => resolve(__dirname, '..', d));
+
+/** $FLOE_HOME/bundles; the worker never imports the dev stack (stack/) for it. */
+const bundleDir = (): string => join(resolve(process.env.FLOE_HOME ?? join(homedir(), '.cache', 'floe')), 'bundles');
 
 function sourceHash(): string {
   const h = createHash('sha256');
   h.update(String((require('@temporalio/workflow/package.json') as { version: string }).version));
-  for (const f of readdirSync(WORKFLOWS_DIR).sort()) {
-    h.update(f);
-    h.update(readFileSync(join(WORKFLOWS_DIR, f)));
+  for (const dir of BUNDLE_INPUT_DIRS) {
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts')).sort()) {
+      h.update(join(dir, f));
+      h.update(readFileSync(join(dir, f)));
+    }
   }
   return h.digest('hex').slice(0, 20);
 }
 
 export async function workflowBundle(): Promise<{ codePath: string }> {
-  const dir = join(floeHome(), 'bundles');
+  const dir = bundleDir();
   const codePath = join(dir, `workflows-${sourceHash()}.js`);
   if (!existsSync(codePath)) {
     const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: undefined });

@@ -46,7 +46,8 @@ export interface IngestInput {
   carry?: IngestStatus;
 }
 
-export type IngestState = 'running' | 'paused' | 'draining' | 'stopped';
+/** `failed` is never reported by the workflow itself: the client derives it from a failed run. */
+export type IngestState = 'running' | 'paused' | 'draining' | 'stopped' | 'failed';
 
 export interface IngestStatus {
   table: string;
@@ -66,6 +67,8 @@ export interface IngestStatus {
   /** rows/s over the last committed cycle */
   rowsPerSecond: number;
   filesPerCommit: number;
+  /** failed runs: the innermost failure, `Type: message` */
+  error?: string;
 }
 
 export const pauseSignal = defineSignal('pause');

@@ -1,0 +1,81 @@
+/**
+ * `floe ingest reset`: the operator's explicit way to move an ingest id's cursor (a recreated
+ * topic, a failover cluster, a deliberate replay or skip). It commits a cursor-only snapshot (no
+ * files) whose table property is the new cursor, bound to the configured topic; the dead-letter
+ * cursor moves to the same offsets first, so a replay re-records dead letters with their rows.
+ *
+ * Exactly once: applying a reset whose target is already the cursor changes nothing (checked on
+ * every CAS attempt), so a re-run after a lost response is a no-op. A live ingest keeps running:
+ * its next commit is fenced (its base cursor changed) and it reloads from the new cursor.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Admin } from 'kafkajs';
+import type { TableConfig } from '../config';
+import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
+import type { Tables } from '../activities/tables';
+import { topicWatermarks } from '../activities/kafka';
+import {
+  SUMMARY_COMMIT_ID, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_TOPIC, cursorProperty, deadLetterCursorProperty,
+  formatOffsets, readCursor, readDeadLetterCursor, sameOffsets, type Cursor, type Offsets,
+} from './cursor';
+
+export const SUMMARY_RESET = 'floe.reset';
+
+/** `earliest`, `latest`, an ISO time, or `p:offset,p:offset` (every partition of the topic). */
+export type ResetTarget = { kind: 'earliest' } | { kind: 'latest' } | { kind: 'time'; iso: string } | { kind: 'offsets'; offsets: Offsets };
+
+export function parseResetTarget(s: string): ResetTarget {
+  if (s === 'earliest' || s === 'latest') return { kind: s };
+  if (/^\d+:\d+(,\d+:\d+)*$/.test(s)) return { kind: 'offsets', offsets: Object.fromEntries(s.split(',').map((kv) => kv.split(':') as [string, string])) };
+  if (/^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s))) return { kind: 'time', iso: new Date(Date.parse(s)).toISOString() };
+  throw new Error(`--to: expected earliest, latest, an ISO time (2026-07-01T00:00:00Z) or "partition:offset,..." for every partition, found ${JSON.stringify(s)}`);
+}
+
+/** Resolves a target to one offset per partition of the topic, each within [low, high]. */
+export async function resolveResetTarget(admin: Admin, topic: string, target: ResetTarget): Promise<Offsets> {
+  const wm = await topicWatermarks(admin, topic);
+  if (target.kind === 'earliest') return wm.low;
+  if (target.kind === 'latest') return wm.high;
+  if (target.kind === 'time') {
+    const out: Offsets = {};
+    for (const p of await admin.fetchTopicOffsetsByTimestamp(topic, Date.parse(target.iso))) {
+      out[String(p.partition)] = p.offset === '-1' ? wm.high[String(p.partition)]! : p.offset;
+    }
+    return out;
+  }
+  const parts = Object.keys(wm.high);
+  const missing = parts.filter((p) => target.offsets[p] === undefined);
+  if (missing.length) throw new Error(`--to: topic ${topic} has partitions ${parts.join(',')}; give an offset for each (missing ${missing.join(',')})`);
+  for (const [p, o] of Object.entries(target.offsets)) {
+    if (wm.high[p] === undefined) throw new Error(`--to: topic ${topic} has no partition ${p}`);
+    if (BigInt(o) < BigInt(wm.low[p]!) || BigInt(o) > BigInt(wm.high[p]!)) {
+      throw new Error(`--to: partition ${p} holds offsets ${wm.low[p]}..${wm.high[p]}, found ${o}`);
+    }
+  }
+  return { ...target.offsets };
+}
+
+export interface ResetOutcome { before: Cursor; after: Offsets; changed: boolean; snapshotId: string | null }
+
+/** Moves `ingestId`'s cursor of table `t` to `offsets`. Concurrency: optimistic CAS; see the file comment. */
+export async function resetCursor(tables: Tables, t: TableConfig, ingestId: string, offsets: Offsets): Promise<ResetOutcome> {
+  const before = readCursor((await tables.load(t.table)).metadata, ingestId);
+  const commitId = `reset-${randomUUID()}`;
+  const isTarget = (c: Cursor) => c.topic === t.topic && sameOffsets(c.offsets, offsets);
+
+  await tables.appendOnce(t.deadLetterTable, {
+    files: [], summary: { [SUMMARY_COMMIT_ID]: commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_RESET]: 'true' },
+    properties: () => deadLetterCursorProperty(ingestId, t.topic, { offsets, commitId }),
+    validate: (m) => (sameOffsets(readDeadLetterCursor(m, ingestId).offsets, offsets) ? ALREADY_COMMITTED : undefined),
+  });
+  const res = await tables.appendOnce(t.table, {
+    files: [],
+    summary: {
+      [SUMMARY_INGEST_ID]: ingestId, [SUMMARY_OFFSETS]: formatOffsets(offsets), [SUMMARY_COMMIT_ID]: commitId,
+      [SUMMARY_TOPIC]: t.topic, [SUMMARY_RESET]: 'true',
+    },
+    properties: (snapshotId) => cursorProperty(ingestId, { snapshotId: snapshotId.toString(), commitId, offsets, topic: t.topic }),
+    validate: (m) => (isTarget(readCursor(m, ingestId)) ? ALREADY_COMMITTED : undefined),
+  });
+  return { before, after: offsets, changed: !res.alreadyCommitted, snapshotId: res.snapshotId };
+}
