@@ -5,7 +5,7 @@
  */
 import {
   ActivityFailure, ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, log,
-  proxyActivities, setHandler, uuid4, workflowInfo,
+  patched, proxyActivities, setHandler, uuid4, workflowInfo,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { Offsets } from '../ingest/cursor';
@@ -13,6 +13,10 @@ import type { CyclePlan, OffsetRange, PollResult } from '../activities/types';
 import { INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
 
 export { ingestWorkflowId };
+
+// Behaviour changes that running workflows must replay without (Temporal patching).
+const PATCH_REFUSED_CYCLES_CONTINUE_AS_NEW = 'floe-refused-cycles-continue-as-new';
+const PATCH_DRAIN_NEEDS_DRAINING_CYCLE = 'floe-drain-needs-draining-cycle';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -123,6 +127,8 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
 
     const commitId = uuid4();
     const started = Date.now();
+    // Only a cycle that polled in drain mode (until caught up with the topic) may end the drain.
+    const drainingCycle = draining;
     const results: PollResult[] = await Promise.all(
       plan.groups.map((partitions, groupIndex) =>
         pollAndWrite({
@@ -153,6 +159,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
 
     const advanced = Object.keys(endOffsets).some((p) => endOffsets[p] !== plan.startOffsets[p]);
+    let refused = false;
     if (advanced) {
       try {
         const res = await commit({
@@ -175,15 +182,20 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
         if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && INGEST_RELOAD.includes(err.cause.type ?? '')) {
           status.fencedCommits++;
           log.warn('commit refused; reloading the cursor from the table', { commitId, reason: err.cause.type });
-          continue;
+          // Refused cycles still count towards continue-as-new, or history would grow unbounded.
+          if (!patched(PATCH_REFUSED_CYCLES_CONTINUE_AS_NEW)) continue;
+          refused = true;
+        } else {
+          throw err;
         }
-        throw err;
       }
     }
-    status.lag = lagOf(status.cursor, high);
+    if (!refused) status.lag = lagOf(status.cursor, high);
 
-    // Drain finishes when a cycle finds nothing more to read.
-    if (draining && !advanced) {
+    // Drain finishes when a cycle that polled until caught up finds nothing more to read. (Before the
+    // patch, an idle poll begun before the signal could end it and leave records behind.)
+    const endsDrain = patched(PATCH_DRAIN_NEEDS_DRAINING_CYCLE) ? drainingCycle : draining;
+    if (!refused && endsDrain && !advanced) {
       status.state = 'stopped';
       return status;
     }

@@ -117,12 +117,9 @@ describe('ingestWorkflow with mocked activities', () => {
     assert.deepEqual(drainCommits.map((c) => c.input.endOffsets['0']), ['7', '8'], 'a cycle that read something never ends the drain');
   });
 
-  // BUG (reported, not fixed here: workflows/ belong to another change): the loop ends when
-  // `draining && !advanced` after the polls, so a poll that began before drainAndStop (not
-  // untilCaughtUp) and found nothing ends the drain, although records arrived before the signal
-  // (README: "`ingest stop` drains: the loop commits what is in the topic now and finishes").
-  // Ending only on a cycle that *started* draining closes it.
-  it('records produced before drainAndStop are loaded even when the poll in flight missed them', { todo: 'an idle poll begun before the signal ends the drain' }, async () => {
+  // The loop used to end on `draining && !advanced`, so a poll that began before drainAndStop (not
+  // untilCaughtUp) and found nothing ended the drain, although records arrived before the signal.
+  it('records produced before drainAndStop are loaded even when the poll in flight missed them', async () => {
     const fake = fakeIngest({ high: { 0: '5' }, holdIdlePolls: { reread: false } });
     const table = uniqueId('db.drain-race');
     const status = await withWorker(env, fake.activities, async (taskQueue) => {
@@ -284,11 +281,9 @@ describe('ingestWorkflow with mocked activities', () => {
     assert.equal(fake.calls.commit.length, 2);
   });
 
-  // BUG (reported, not fixed here: workflows/ belong to another change): a refused commit
-  // `continue`s the loop before the cyclesPerRun / continueAsNewSuggested check, so an ingest whose
-  // commits keep being refused (files swept under it by a forced short orphan grace, a writer it
-  // keeps losing to) never continues as new and grows its history until the server terminates it.
-  it('an ingest whose commits keep being refused still continues as new', { todo: 'refused cycles skip the continue-as-new check' }, async () => {
+  // A refused commit used to `continue` the loop before the cyclesPerRun / continueAsNewSuggested
+  // check, so an ingest whose commits kept being refused never continued as new.
+  it('an ingest whose commits keep being refused still continues as new', async () => {
     const fake = fakeIngest({
       high: { 0: '4' }, cyclesPerRun: 2,
       beforeCommit: (_input, n) => { if (n <= 4) throw ApplicationFailure.nonRetryable('a written file is gone', FailureType.FilesMissing); },
