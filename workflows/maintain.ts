@@ -51,13 +51,24 @@ export async function maintainWorkflow(input: MaintainInput): Promise<MaintainRe
   const skip = new Set(input.skip ?? []);
   const base = workflowInfo().workflowId;
   const child = { parentClosePolicy: ParentClosePolicy.TERMINATE, workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY };
+  // A re-run of a window whose last run failed finds the steps that completed then: their ids
+  // refuse a second start (ALLOW_DUPLICATE_FAILED_ONLY), which means "done in this window".
+  const once = async <T>(start: () => Promise<T>): Promise<T | null> => {
+    try {
+      return await start();
+    } catch (e) {
+      if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+      log.info('maintenance step already completed in this window', { workflowId: e.workflowId });
+      return null;
+    }
+  };
   // In order: compaction first, so expiry can drop the snapshots it superseded once they age.
   const compact = skip.has('compact') ? null
-    : await executeChild(compactWorkflow, { ...child, workflowId: `${base}/compact`, args: [{ table: input.table, window, options: input.compact }] });
+    : await once(() => executeChild(compactWorkflow, { ...child, workflowId: `${base}/compact`, args: [{ table: input.table, window, options: input.compact }] }));
   const expire = skip.has('expire') ? null
-    : await executeChild(expireWorkflow, { ...child, workflowId: `${base}/expire`, args: [{ table: input.table, window, dryRun: input.dryRun }] });
+    : await once(() => executeChild(expireWorkflow, { ...child, workflowId: `${base}/expire`, args: [{ table: input.table, window, dryRun: input.dryRun }] }));
   const orphans = skip.has('orphans') ? null
-    : await executeChild(orphansWorkflow, { ...child, workflowId: `${base}/orphans`, args: [{ table: input.table, window, dryRun: input.dryRun }] });
+    : await once(() => executeChild(orphansWorkflow, { ...child, workflowId: `${base}/orphans`, args: [{ table: input.table, window, dryRun: input.dryRun }] }));
   return { table: input.table, window, compact, expire, orphans };
 }
 

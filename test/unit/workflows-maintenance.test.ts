@@ -276,13 +276,10 @@ describe('maintenance workflows with mocked activities', () => {
     assert.deepEqual(fake.calls.expireSnapshotsCommit.map((c) => c.asOfMs), [at.getTime(), at.getTime(), later.getTime()]);
   });
 
-  // BUG (reported, not fixed here: workflows/ belong to another change): maintainWorkflow names its
-  // children `<its id>/compact|expire|orphans` with ALLOW_DUPLICATE_FAILED_ONLY. When a window's
-  // maintain run fails after a child completed (here: orphans fails after compact and expire), the
-  // re-run of that window (`floe maintain --window`, a repeated schedule backfill) starts, finds
-  // `<id>/compact` completed, gets WorkflowExecutionAlreadyStartedError and fails again: the window
-  // can never complete, although maintain.ts promises "a failed window may run again".
-  it('a maintain window that failed in its last step can run again', { todo: 'maintainWorkflow fails on re-run: its completed children refuse their ids' }, async () => {
+  // maintainWorkflow names its children `<its id>/compact|expire|orphans` with
+  // ALLOW_DUPLICATE_FAILED_ONLY; a re-run of a window whose maintain failed after some children
+  // completed used to fail again on WorkflowExecutionAlreadyStartedError, forever.
+  it('a maintain window that failed in its last step can run again', async () => {
     const fake = fakeMaintenance({
       groups: 2,
       beforeOrphans: (_input, n) => { if (n === 1) throw ApplicationFailure.nonRetryable('listing refused', FailureType.DataInvalid); },
