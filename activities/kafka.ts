@@ -113,6 +113,20 @@ export async function pollPartitions(
         if (caughtUp()) stop();
       },
     });
+    // A batch of only control records (transaction markers) or aborted records never reaches
+    // eachBatch (kafkajs resolves it internally), yet the partition continues after it: without
+    // this, a range or cursor ending on a marker never advances and a backfill never finishes.
+    consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
+      const b = e.payload as { topic: string; partition: number; batchSize: number; firstOffset: string | null; lastOffset: string };
+      // firstOffset null: nothing at or past the fetch offset came back (kafkajs then reports the
+      // fetch offset itself as last): no evidence the partition continues, so do not move.
+      if (done || b.topic !== topic || b.batchSize !== 0 || b.firstOffset === null || !mine.has(b.partition)) return;
+      const key = String(b.partition);
+      let last = BigInt(b.lastOffset) + 1n;
+      if (bounds.limit?.[key] !== undefined && last > BigInt(bounds.limit[key]!)) last = BigInt(bounds.limit[key]!);
+      if (last > BigInt(next[key] ?? '0')) next[key] = last.toString();
+      if (caughtUp()) stop();
+    });
     for (const p of partitions) consumer.seek({ topic, partition: p, offset: next[String(p)] ?? '0' });
     const others = allPartitions.filter((p) => !mine.has(p));
     if (others.length > 0) consumer.pause([{ topic, partitions: others }]);
