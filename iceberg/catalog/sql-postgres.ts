@@ -13,6 +13,8 @@ export interface PostgresOptions {
   maxConnections?: number;
   /** Abort connecting after this long, ms (default 10 s). */
   connectTimeoutMs?: number;
+  /** Server-side statement_timeout, ms (default 30 s). */
+  statementTimeoutMs?: number;
 }
 
 /** `?` placeholders -> `$1..$n` (catalog SQL never has `?` inside string literals). */
@@ -35,6 +37,12 @@ export class PostgresDialect implements SqlDialect {
       connectionString: opts.connectionString,
       max: opts.maxConnections ?? 4,
       connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
+      // No statement may hang a commit forever (a lock held by a dead session, a stuck server):
+      // the server cancels after 30 s (the transaction rolls back: provably not applied), and the
+      // client gives up 5 s later (treated like any failure after the UPDATE: state unknown).
+      statement_timeout: opts.statementTimeoutMs ?? 30_000,
+      idle_in_transaction_session_timeout: 60_000,
+      query_timeout: (opts.statementTimeoutMs ?? 30_000) + 5_000,
     };
     this.pool = new Pool(config);
     // An idle client losing its connection emits 'error' on the pool; unhandled it would crash

@@ -144,3 +144,30 @@ void test('catalogFromConfig with a postgresql:// uri', async () => {
   catalogs.push(catalog as SqlCatalog);
   assert.deepEqual(await catalog.listNamespaces(), [['cas']]);
 });
+
+void test('a commit blocked by a row lock held by a stuck session fails after the statement timeout instead of hanging', async () => {
+  const c = new SqlCatalog({ name: catalogName, dialect: new PostgresDialect({ connectionString: env.postgres.url, statementTimeoutMs: 1500 }), io, warehouse });
+  catalogs.push(c);
+  const id = { namespace: ['stuck'], name: `t_${randomUUID().slice(0, 8)}` };
+  await c.createNamespace(id.namespace).catch(() => undefined);
+  const created = await c.createTable(id, newTableMetadata({ location: `${warehouse}/stuck/${id.name}`, schema, tableUuid: randomUUID() }));
+  const locker = new Client({ connectionString: env.postgres.url });
+  await locker.connect();
+  try {
+    await locker.query('BEGIN');
+    await locker.query('SELECT 1 FROM iceberg_tables WHERE catalog_name = $1 AND table_name = $2 FOR UPDATE', [catalogName, id.name]);
+    const t0 = Date.now();
+    await assert.rejects(
+      c.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], [{ action: 'set-properties', updates: { k: 'v' } }]),
+      (e: unknown) => isIcebergError(e) && /statement timeout|canceling statement/i.test((e as Error).message),
+    );
+    assert.ok(Date.now() - t0 < 15_000, `failed within the timeout, took ${Date.now() - t0} ms`);
+  } finally {
+    await locker.query('ROLLBACK').catch(() => undefined);
+    await locker.end();
+  }
+  // Once the lock is gone the same commit lands.
+  const after = await c.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], [{ action: 'set-properties', updates: { k: 'v' } }]);
+  assert.equal(after.metadata.properties.k, 'v');
+  assert.notEqual(after.metadataLocation, created.metadataLocation);
+});

@@ -15,7 +15,7 @@ describe('config', () => {
     assert.equal(t.table, 'demo.orders');
     assert.equal(t.deadLetterTable, 'demo.orders_dead_letters');
     assert.equal(t.commitIntervalMs, 5000);
-    assert.equal(t.maintenance.expire.olderThanMs, 5 * 86_400_000);
+    assert.equal(t.maintenance.expire.olderThanMs, 2 * 3_600_000, 'a streaming sink needs frequent expiry to keep metadata.json small');
     assert.deepEqual(t.partitionBy.map((p) => p.transform), ['day', 'identity']);
   });
 
