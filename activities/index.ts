@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
-import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
+import { CancelledFailure } from '@temporalio/common';
 import { FailureType } from '../contract';
 import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
 import type { TableMetadata } from '../iceberg/spec/types';
@@ -17,6 +17,8 @@ import {
 } from '../ingest/cursor';
 import { nonRetryable, withFailureMapping } from './failures';
 import { clearPending, markPending } from '../maintenance/pending';
+import { INLINE_FILE_LIST_BUDGET_BYTES, deleteStaged, expandFileList, fileListForHistory, stagedLocations } from '../maintenance/staged-files';
+import { isIcebergError } from '../iceberg/errors';
 import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
 import { crashPoint } from './hooks';
 import { pollPartitions, topicWatermarks } from './kafka';
@@ -189,6 +191,7 @@ const createIngestActivities = (deps: Deps) => {
           maxWaitMs: input.maxWaitMs, maxRecords: input.maxRecords, maxBytes: input.maxBytes,
           stopAt: input.stopAt ?? (input.untilCaughtUp ? wm.high : undefined),
           limit: input.limit,
+          signal: ctx.cancellationSignal,
         },
         (rec) => {
           try {
@@ -202,8 +205,11 @@ const createIngestActivities = (deps: Deps) => {
           }
           if (rows.length + deadRows.length === 1) crashPoint('poll');
         },
-        (o) => ctx.heartbeat({ records: o.records }),
+        // Progress in every heartbeat: a hung poll (no progress, still beating) is visible in the UI.
+        (o) => ctx.heartbeat({ phase: 'poll', records: o.records, bytes: o.bytes }),
       );
+      // Cancelled (workflow cancelled or timed out): stop here; nothing written, nothing to undo.
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('pollAndWrite cancelled');
       // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
       // did not land (fenced, or its worker died): recording them again would duplicate them.
       const floor = input.deadLetterFloor ?? {};
@@ -214,7 +220,7 @@ const createIngestActivities = (deps: Deps) => {
       if (rows.length > 0) await markPending(deps.tables.io, await locationOf(t.table), pendingOwner(input.ingestId), `${input.commitId}-`);
       if (freshDeadRows.length > 0) await markPending(deps.tables.io, await locationOf(t.deadLetterTable), pendingOwner(input.ingestId), `${input.commitId}-`);
       // Writing a large cycle takes a while: keep heartbeating so only a dead worker times out.
-      const beat = setInterval(() => ctx.heartbeat({ records: outcome.records, phase: 'write' }), 2000);
+      const beat = setInterval(() => ctx.heartbeat({ phase: 'write', records: outcome.records, bytes: outcome.bytes }), 2000);
       let files, deadLetterFiles;
       try {
         files = rows.length === 0 ? [] : await deps.tables.writeDataFiles(t.table, rows, prefix, t.targetFileSizeBytes);
@@ -225,10 +231,15 @@ const createIngestActivities = (deps: Deps) => {
       if (files.length > 0) crashPoint('after-write');
       const highWatermarks: Offsets = {};
       for (const p of input.partitions) highWatermarks[String(p)] = wm.high[String(p)] ?? '0';
+      // A list past its group's share of the inline budget (thousands of files: a wide partition
+      // spec, a backlog) would not fit Temporal's payload limit: it is staged as a manifest named
+      // `<prefix>.avro` (marked pending above) and history carries the reference (maintenance/staged-files.ts).
+      const budget = Math.floor(INLINE_FILE_LIST_BUDGET_BYTES / Math.max(1, Math.min(t.parallelism, allPartitions.length)));
+      const stage = (table: string) => ({ metadata: async () => (await deps.tables.load(table)).metadata, baseName: prefix });
       return {
         groupIndex: input.groupIndex,
-        files: files.map(dataFileToWire),
-        deadLetterFiles: deadLetterFiles.map(dataFileToWire),
+        files: await fileListForHistory(deps.tables.io, files, budget, stage(t.table)),
+        deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
         endOffsets: outcome.next, highWatermarks,
         records: rows.length, deadLetters: freshDeadRows.length, bytes: outcome.bytes,
       };
@@ -242,11 +253,22 @@ const createIngestActivities = (deps: Deps) => {
      */
     commit: (input: CommitInput): Promise<CommitResult> => heartbeating(async () => {
       const t = tableCfg(input.table);
-      const files = input.files.map(dataFileFromWire);
-      const deadLetterFiles = input.deadLetterFiles.map(dataFileFromWire);
+      const staged = [...stagedLocations(input.files), ...stagedLocations(input.deadLetterFiles)];
       const before = (await deps.tables.load(t.table)).metadata;
       const landed = landedCommit(before, input.ingestId, input.commitId);
-      if (landed !== null) return commitResult(before, landed, true);
+      if (landed !== null) {
+        await deleteStaged(deps.tables.io, staged);
+        return commitResult(before, landed, true);
+      }
+      // Large cycles staged their file lists (pollAndWrite); one swept while the cycle waited is
+      // missing files like any other: the loop reloads and re-reads the same offsets.
+      let files, deadLetterFiles;
+      try {
+        [files, deadLetterFiles] = await Promise.all([expandFileList(deps.tables.io, input.files), expandFileList(deps.tables.io, input.deadLetterFiles)]);
+      } catch (e) {
+        if (!isIcebergError(e, 'NotFound')) throw e;
+        throw nonRetryable(FailureType.FilesMissing, `${t.table} commit ${input.commitId}: a staged file list written for it no longer exists (${(e as Error).message}); the cycle will re-read its offsets`);
+      }
 
       // A cycle that waited long (a stuck group, a paused worker) may find its files swept; never
       // commit a dangling reference: the loop reloads and re-reads the same offsets instead.
@@ -302,6 +324,7 @@ const createIngestActivities = (deps: Deps) => {
       // Every earlier cycle of this ingest is now either committed or abandoned (fenced): its files
       // are referenced or true orphans, so none needs protecting any more.
       await Promise.all([t.table, t.deadLetterTable].map(async (n) => clearPending(deps.tables.io, await locationOf(n), pendingOwner(input.ingestId))));
+      await deleteStaged(deps.tables.io, staged); // read, committed: not needed any more (best effort)
       const snapshotId = res.snapshotId ?? landedCommit(res.metadata, input.ingestId, input.commitId);
       if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${t.table} reported landed but the table does not name it`);
       if (!res.alreadyCommitted) {

@@ -30,6 +30,8 @@ export interface PollBounds {
   stopAt?: Offsets;
   /** Exclusive upper bound per partition: records at or past it are never delivered (backfills). */
   limit?: Offsets;
+  /** Stops the poll early (activity cancellation); the caller decides what that means. */
+  signal?: AbortSignal;
 }
 
 export interface PollOutcome {
@@ -72,6 +74,7 @@ export async function pollPartitions(
   let done = false;
   const stop = () => { if (!done) { done = true; finish(); } };
   const timer = setTimeout(stop, bounds.maxWaitMs);
+  bounds.signal?.addEventListener('abort', stop, { once: true });
   const progress = setInterval(() => onProgress?.(outcome), 2000);
   const mine = new Set(partitions);
   try {

@@ -105,4 +105,22 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
     assert.equal(poll.records, 5, 'only the committed transaction 27..31 is in the range');
     assert.equal(await cursorOf('backfill-txn'), '37', 'range done: the backfill stops');
   });
+
+  it('a poll reports progress in heartbeats and honours cancellation instead of waiting out its interval', async () => {
+    const acts = createActivities(deps);
+    const plan = (await env.run(acts.loadCursor, { table, ingestId: 'main' })) as CyclePlan;
+    const cancellable = new MockActivityEnvironment();
+    const beats: unknown[] = [];
+    cancellable.on('heartbeat', (d: unknown) => beats.push(d));
+    const t0 = Date.now();
+    const run = cancellable.run(acts.pollAndWrite, {
+      table, ingestId: 'main', commitId: 'cancel-me', groupIndex: 0, partitions: plan.groups[0]!, startOffsets: plan.startOffsets,
+      maxWaitMs: 120_000, maxRecords: 10_000, maxBytes: 1 << 26, deadLetterFloor: plan.deadLetterFloor,
+    });
+    await new Promise((r) => setTimeout(r, 5000));
+    cancellable.cancel();
+    await assert.rejects(run, (e: Error) => e.name === 'CancelledFailure');
+    assert.ok(Date.now() - t0 < 30_000, `cancelled within seconds, took ${Date.now() - t0} ms`);
+    assert.ok(beats.some((b) => typeof b === 'object' && b !== null && 'records' in b && 'bytes' in b), JSON.stringify(beats));
+  });
 });
