@@ -17,6 +17,7 @@ import {
 } from '../ingest/cursor';
 import { nonRetryable, withFailureMapping } from './failures';
 import { clearPending, markPending } from '../maintenance/pending';
+import { BufferBudget, bufferBudgetFromEnv } from '../ingest/buffer-budget';
 import { INLINE_FILE_LIST_BUDGET_BYTES, deleteStaged, expandFileList, fileListForHistory, stagedLocations } from '../maintenance/staged-files';
 import { isIcebergError } from '../iceberg/errors';
 import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
@@ -33,6 +34,8 @@ import { createBackfillActivities } from './backfill';
 
 export interface Deps {
   cfg: FloeConfig;
+  /** Bytes all poll activities of this process may buffer at once (default: FLOE_WORKER_BUFFER_BYTES). */
+  bufferBudget?: BufferBudget;
   tables: Tables;
   kafka: Kafka;
   admin: Admin;
@@ -101,7 +104,26 @@ async function requireFilesExist(deps: Deps, paths: string[], what: string): Pro
   }
 }
 
-export const createActivities = (deps: Deps) => withFailureMapping(createIngestActivities(deps));
+export const createActivities = (deps: Deps) => withFailureMapping(withBufferBudget(createIngestActivities(deps), budgetOf(deps)));
+
+/** One budget per worker process (module scope): every activity set created in it shares it. */
+let workerBudget: BufferBudget | undefined;
+const budgetOf = (deps: Deps): BufferBudget => deps.bufferBudget ?? (workerBudget ??= bufferBudgetFromEnv());
+
+/** pollAndWrite reserves its byte bound from the worker's budget for the whole poll + write. */
+function withBufferBudget<T extends { pollAndWrite: (input: PollInput) => Promise<PollResult> }>(acts: T, budget: BufferBudget): T {
+  return {
+    ...acts,
+    pollAndWrite: async (input: PollInput) => {
+      const lease = await budget.acquire(input.maxBytes, () => Context.current().heartbeat({ phase: 'waiting-for-buffer', inUse: budget.inUse }));
+      try {
+        return await acts.pollAndWrite({ ...input, maxBytes: lease.granted });
+      } finally {
+        lease.release();
+      }
+    },
+  };
+}
 
 /** Pending-file markers of an ingest id (maintenance/pending.ts). */
 const pendingOwner = (ingestId: string): string => `ingest-${ingestId}`;
