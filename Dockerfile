@@ -15,9 +15,12 @@ COPY activities ./activities
 COPY cli ./cli
 COPY client ./client
 COPY config ./config
+COPY contract ./contract
 COPY demo ./demo
 COPY examples ./examples
 COPY iceberg ./iceberg
+COPY ingest ./ingest
+COPY maintenance ./maintenance
 COPY stack ./stack
 COPY workers ./workers
 COPY workflows ./workflows

@@ -49,6 +49,7 @@ export const OPTIONAL_ENV_VARS = [
   'FLOE_TEMPORAL_NAMESPACE',
   'FLOE_TASK_QUEUE',
   'FLOE_VERBOSE',
+  'FLOE_WORKER_BUFFER_BYTES',
 ] as const;
 
 export interface StackEnv {
