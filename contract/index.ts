@@ -51,6 +51,17 @@ export const INGEST_RELOAD: string[] = [FailureType.StaleCursor, FailureType.Fil
 export const ORPHANS_MIN_GRACE_MS = 60 * 60 * 1000;
 export const ORPHANS_DEFAULT_GRACE_MS = 3 * 24 * 60 * 60 * 1000;
 
+/** Why an orphan grace period is refused (failure type UnsafeGracePeriod), or null. One check for workflow and activity. */
+export function gracePeriodProblem(olderThanMs: unknown, force: boolean | undefined): string | null {
+  if (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
+    return `orphan grace period: expected a non-negative number of milliseconds, found ${String(olderThanMs)}`;
+  }
+  if (olderThanMs < ORPHANS_MIN_GRACE_MS && !force) {
+    return `orphan grace period: expected at least ${ORPHANS_MIN_GRACE_MS / 60_000} minutes (files of in-flight commits look like orphans), found ${Math.round(olderThanMs / 1000)} s; pass force to override`;
+  }
+  return null;
+}
+
 /** One ingest per (table, ingest id): the workflow id is derived from both. */
 export const ingestWorkflowId = (table: string, ingestId: string): string => `floe-ingest/${table}/${ingestId}`;
 

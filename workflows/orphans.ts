@@ -4,6 +4,7 @@
  * The grace period counts back from the run's window (scheduled start time), so a re-run of a
  * past window is never more aggressive than the original run.
  */
+import { FailureType, ORPHANS_DEFAULT_GRACE_MS, gracePeriodProblem } from '../contract';
 import { ApplicationFailure, defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { OrphansResult, Progress } from '../activities/maintenance/types';
@@ -15,7 +16,7 @@ const { maintenanceSettings } = proxyActivities<Activities>({ startToCloseTimeou
 const { removeOrphanFiles } = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['UnsafeGracePeriod', INVALID_WINDOW] },
+  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: [FailureType.UnsafeGracePeriod, INVALID_WINDOW] },
 });
 
 /**
@@ -32,8 +33,6 @@ export function workflowWindowMs(window: string | null | undefined): number | nu
   }
 }
 
-/** Same floor as activities/maintenance/types ORPHANS_MIN_GRACE_MS (workflows import types only). */
-const MIN_GRACE_MS = 60 * 60 * 1000;
 
 export interface OrphansWorkflowInput {
   table: string;
@@ -53,13 +52,9 @@ export async function orphansWorkflow(input: OrphansWorkflowInput): Promise<Orph
   setHandler(orphansProgressQuery, () => progress);
   const windowMs = workflowWindowMs(input.window);
   let olderThanMs = input.olderThanMs;
-  if (olderThanMs === undefined) olderThanMs = (await maintenanceSettings({ table: input.table }))?.orphans.olderThanMs ?? 3 * 86_400_000;
-  if (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
-    throw ApplicationFailure.nonRetryable(`orphan grace period: expected a non-negative number of milliseconds, found ${String(olderThanMs)}`, 'UnsafeGracePeriod');
-  }
-  if (olderThanMs < MIN_GRACE_MS && !input.force) {
-    throw ApplicationFailure.nonRetryable(`orphan grace period: expected at least 1 hour, found ${Math.round(olderThanMs / 1000)} s; pass force to override`, 'UnsafeGracePeriod');
-  }
+  if (olderThanMs === undefined) olderThanMs = (await maintenanceSettings({ table: input.table }))?.orphans.olderThanMs ?? ORPHANS_DEFAULT_GRACE_MS;
+  const graceProblem = gracePeriodProblem(olderThanMs, input.force);
+  if (graceProblem) throw ApplicationFailure.nonRetryable(graceProblem, FailureType.UnsafeGracePeriod);
   const asOfMs = windowMs ?? Date.now();
   const r = await removeOrphanFiles({ table: input.table, olderThanMs, asOfMs, dryRun: input.dryRun ?? false, force: input.force ?? false });
   progress.phase = 'done';

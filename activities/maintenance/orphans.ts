@@ -21,22 +21,17 @@ import { isPendingMarker, isProtected, listPending } from '../../maintenance/pen
 import type { Tables } from '../tables';
 import { pool, reachableFiles, reachableSize } from './reachable';
 import { checkAsOfActivity } from './window';
-import { ORPHANS_MIN_GRACE_MS, type OrphansInput, type OrphansResult } from './types';
+import { FailureType, gracePeriodProblem } from '../../contract';
+import type { OrphansInput, OrphansResult } from './types';
 
-export const UNSAFE_GRACE = 'UnsafeGracePeriod';
+export const UNSAFE_GRACE = FailureType.UnsafeGracePeriod;
 
 /** A pending marker older than this is reported as stale (its owner probably died before clearing it). */
 export const STALE_PENDING_MS = 7 * 24 * 60 * 60 * 1000;
 
 export function checkGrace(olderThanMs: number, force: boolean): void {
-  if (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0) {
-    throw ApplicationFailure.nonRetryable(`orphan grace period: expected a non-negative number of milliseconds, found ${String(olderThanMs)}`, UNSAFE_GRACE);
-  }
-  if (olderThanMs < ORPHANS_MIN_GRACE_MS && !force) {
-    throw ApplicationFailure.nonRetryable(
-      `orphan grace period: expected at least ${ORPHANS_MIN_GRACE_MS / 60_000} minutes (files of in-flight commits look like orphans), found ${Math.round(olderThanMs / 1000)} s; pass force to override`,
-      UNSAFE_GRACE);
-  }
+  const problem = gracePeriodProblem(olderThanMs, force);
+  if (problem) throw ApplicationFailure.nonRetryable(problem, UNSAFE_GRACE);
 }
 
 export async function removeOrphanFiles(tables: Tables, input: OrphansInput): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
