@@ -22,7 +22,7 @@ step() {
 }
 
 # Without a stack the integration tests cannot run; stop here with the stack's own error.
-step "stack up" npx tsx stack/cli.ts stack up || exit 1
+step "stack up" npx tsx cli/stack-main.ts stack up || exit 1
 step "typecheck" npx tsc --noEmit -p .
 step "lint" npx eslint .
 

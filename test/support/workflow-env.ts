@@ -36,7 +36,7 @@ export type MockActivities = Partial<Activities>;
 export function temporalExecutable(): string {
   const path = venvBin('temporal');
   if (!existsSync(path)) {
-    throw new Error(`workflow tests: expected the Temporal CLI at ${path} (installed by \`npx tsx stack/cli.ts stack up\`), found nothing`);
+    throw new Error(`workflow tests: expected the Temporal CLI at ${path} (installed by \`npx tsx cli/stack-main.ts stack up\`), found nothing`);
   }
   return path;
 }
