@@ -9,6 +9,27 @@ export type { OffsetRange };
 /** A DataFile in its JSON wire form; opaque to workflows. */
 export type WireDataFile = Record<string, unknown>;
 
+/**
+ * A large file list staged in the object store in place of its entries (maintenance/staged-files.ts):
+ * an Iceberg manifest under `<table location>/metadata/floe-staged/`, named `<commitId>-g<group>-a<attempt>.avro`.
+ * A type (not an interface) so it is a WireDataFile too: file lists stay `Record<string, unknown>[]`.
+ */
+export type StagedFileList = {
+  /** Location of the staged list. */
+  stagedFiles: string;
+  /** Data files it holds. */
+  count: number;
+  /** Size of the staged object. */
+  bytes: number;
+};
+
+/**
+ * An element of a file list in history: a data file in wire form, or a StagedFileList of them.
+ * The workflow only concatenates such lists (so a reference passes through it unchanged); the
+ * commit reads staged lists back. Small lists stay inline, exactly as before staging existed.
+ */
+export type FileListEntry = WireDataFile;
+
 export interface TableRef {
   table: string;
   ingestId: string;
@@ -58,8 +79,9 @@ export interface PollInput extends TableRef {
 
 export interface PollResult {
   groupIndex: number;
-  files: WireDataFile[];
-  deadLetterFiles: WireDataFile[];
+  /** Inline when small; past INLINE_FILE_LIST_BUDGET_BYTES (per group share) one staged reference. */
+  files: FileListEntry[];
+  deadLetterFiles: FileListEntry[];
   /** Next offset per polled partition (== start when nothing was read). */
   endOffsets: Offsets;
   highWatermarks: Offsets;
@@ -75,8 +97,9 @@ export interface CommitInput extends TableRef {
   deadLetterBaseCommitId: string | null;
   startOffsets: Offsets;
   endOffsets: Offsets;
-  files: WireDataFile[];
-  deadLetterFiles: WireDataFile[];
+  /** Concatenated PollResult lists: wire data files and staged references. */
+  files: FileListEntry[];
+  deadLetterFiles: FileListEntry[];
   records: number;
   deadLetters: number;
   range?: OffsetRange;

@@ -45,6 +45,9 @@ export interface CompactInput {
 
 export const compactProgressQuery = defineQuery<CompactProgress>('compactProgress');
 
+/** Input files of a group: a staged plan's summaries count them, inline plans list them. */
+const groupFileCount = (g: FileGroup): number => g.fileCount ?? g.files.length;
+
 const failureMessage = (e: unknown): string => {
   if (e instanceof ActivityFailure && e.cause) return e.cause.message;
   return e instanceof Error ? e.message : String(e);
@@ -56,7 +59,10 @@ export async function compactWorkflow(input: CompactInput): Promise<CompactResul
   setHandler(compactProgressQuery, () => progress);
   workflowWindowMs(input.window); // refuses an unparsable or future window before any work
 
-  const plan = await planCompaction({ table: input.table, options: input.options, window: input.window ?? null });
+  // Output names carry the run id (and group + attempt): no two runs or attempts collide. The
+  // planner stages the plan's file lists under it too, so history holds group summaries only.
+  const runId = `compact-${workflowInfo().runId}`;
+  const plan = await planCompaction({ table: input.table, options: input.options, window: input.window ?? null, runId });
   progress.phase = 'rewriting';
   progress.groupsTotal = plan.groups.length;
   progress.bytesTotal = plan.groups.reduce((a, g) => a + g.bytes, 0);
@@ -75,8 +81,6 @@ export async function compactWorkflow(input: CompactInput): Promise<CompactResul
     return { ...result, durationMs: Date.now() - started };
   }
 
-  // Output names carry the run id (and group + attempt): no two runs or attempts collide.
-  const runId = `compact-${workflowInfo().runId}`;
   const marker = { location: plan.location, owner: runId };
   // Before any output is written: the sweep keeps `<runId>-*` files while this run may commit them.
   await markPendingFiles({ ...marker, filePrefix: `${runId}-` });
@@ -99,16 +103,19 @@ async function rewriteAndCommit(
   const byIndex = new Map(plan.groups.map((g) => [g.index, g]));
   const commit = async (batch: Array<{ group: FileGroup; result: RewriteGroupResult }>) => {
     if (batch.length === 0) return;
-    const commitInput: CommitRewriteInput = { table: input.table, location: plan.location, commitId: uuid4(), groups: batch };
+    // A staged plan's commit names its groups only (the activity reads files and outputs back).
+    const commitInput: CommitRewriteInput = plan.staged
+      ? { table: input.table, location: plan.location, commitId: uuid4(), groups: [], staged: { plan: plan.staged, groups: batch.map((b) => ({ index: b.group.index, attempt: b.result.attempt ?? 1 })) } }
+      : { table: input.table, location: plan.location, commitId: uuid4(), groups: batch };
     try {
       const r = await commitRewrite(commitInput);
       for (const s of r.skippedGroups) failed(byIndex.get(s.index)!, `skipped at commit: ${s.reason}`);
       const committed = new Set(r.committedGroups);
       for (const { group, result: rr } of batch) {
         if (!committed.has(group.index)) continue;
-        result.rewritten_data_files_count += group.files.length;
+        result.rewritten_data_files_count += groupFileCount(group);
         result.rewritten_bytes_count += group.bytes;
-        result.added_data_files_count += rr.outputs.length;
+        result.added_data_files_count += rr.outputCount ?? rr.outputs.length;
         result.added_bytes_count += rr.outputBytes;
       }
       if (r.snapshotId) {
@@ -134,7 +141,10 @@ async function rewriteAndCommit(
       const g = plan.groups[next++];
       if (!g) return;
       try {
-        const r = await rewriteFileGroup({ table: input.table, location: plan.location, runId, group: g, targetFileSizeBytes: o.targetFileSizeBytes });
+        const r = await rewriteFileGroup({
+          table: input.table, location: plan.location, runId, group: g, targetFileSizeBytes: o.targetFileSizeBytes,
+          ...(plan.staged ? { staged: plan.staged } : {}),
+        });
         queue.push({ group: g, result: r });
         if (queue.length >= batchSize && o.partialProgress) {
           enqueue(queue);

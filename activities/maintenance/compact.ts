@@ -7,6 +7,13 @@
  * every CAS attempt that each replaced file is still live), so concurrent ingest appends never
  * fail it and a group whose inputs vanished (concurrent compaction, expiry) is dropped from the
  * commit and reported instead of failing the others.
+ *
+ * History stays small whatever the plan's size (maintenance/staged-files.ts): given the run id,
+ * the planner stages each group's file list as `<location>/metadata/floe-staged/<runId>-plan-a<attempt>-g<index>.json`
+ * (after marking `<runId>-` pending) and returns group summaries; a rewrite reads its group from
+ * there and stages its outputs beside it (`...-g<index>-out-a<attempt>.json`); the commit gets
+ * only (group index, rewrite attempt) pairs and reads both back. ~60 bytes of history per group
+ * in the plan, instead of ~100 bytes per input file plus ~800 per output in plan and commit.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -23,14 +30,36 @@ import { rewriteFiles } from '../../iceberg/transaction';
 import { findCommit, SUMMARY_COMMIT_ID } from '../../ingest/cursor';
 import { crashPoint } from '../hooks';
 import type { Tables } from '../tables';
+import { markPending } from '../../maintenance/pending';
+import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from '../../maintenance/staged-files';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
 import { absPath, liveDataFiles, pool, relPath } from './reachable';
 import { windowMsActivity } from './window';
 import {
   compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
-  type FileStats, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
+  type FileGroup, type FileStats, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
 } from './types';
+import type { WireDataFile } from '../types';
+
+/** Where group `index` of a staged plan keeps its file list (`staged`: CompactionPlan.staged). */
+export const stagedGroupLocation = (staged: string, index: number): string => `${staged}-g${index}.json`;
+/** Where the rewrite attempt of group `index` of a staged plan lists its outputs. */
+export const stagedOutputsLocation = (staged: string, index: number, attempt: number): string => `${staged}-g${index}-out-a${attempt}.json`;
+
+/** Summary of a group in a staged plan: everything but the file list. */
+const groupSummary = (g: FileGroup): FileGroup => ({ ...g, files: [], fileCount: g.files.length });
+
+/** The full group `summary` stands for, read from the stage (checked against the summary). */
+async function readStagedGroup(tables: Tables, staged: string, summary: Pick<FileGroup, 'index'> & Partial<FileGroup>): Promise<FileGroup> {
+  const location = stagedGroupLocation(staged, summary.index);
+  const g = await readStagedJson<FileGroup>(tables.io, location);
+  const count = summary.fileCount ?? g.files.length;
+  if (g.index !== summary.index || g.files.length !== count || (summary.records !== undefined && g.records !== summary.records)) {
+    throw ApplicationFailure.nonRetryable(`staged plan ${location}: expected group ${summary.index} of ${count} files and ${summary.records} records, found group ${g.index} of ${g.files.length} files and ${g.records} records`, 'DataInvalid');
+  }
+  return g;
+}
 
 /** Snapshot summary keys of a compaction commit (no `floe.ingest-id`: cursors skip it). */
 export const SUMMARY_COMPACT_GROUPS = 'floe.compact.groups';
@@ -94,10 +123,22 @@ export async function planCompaction(tables: Tables, cfgTable: TableConfig | und
   }
   const live = (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile);
   const { groups, partitionsScanned } = planFileGroups(toLiveFiles(metadata, live), options);
-  return {
+  const plan: CompactionPlan = {
     table: input.table, location: metadata.location, snapshotId: snap ? snap['snapshot-id'].toString() : null,
     groups, before: fileStats(live.map((f) => ({ size: f.fileSizeInBytes }))), partitionsScanned, options,
   };
+  // No groups: the run ends here without marking, so nothing may be staged either.
+  if (!input.runId || groups.length === 0) return plan;
+  // Stage the file lists. The marker first (the workflow marks the same prefix for the same owner
+  // next): the sweep never sees an unmarked staged plan. Named by attempt: a timed-out attempt
+  // still writing can never overwrite the lists of the attempt whose result the workflow got.
+  await markPending(tables.io, metadata.location, input.runId, `${input.runId}-`);
+  const staged = stagedLocation(metadata.location, `${input.runId}-plan-a${Context.current().info.attempt}`);
+  await pool(groups, 16, async (g) => {
+    await writeStagedJson(tables.io, stagedGroupLocation(staged, g.index), g);
+    Context.current().heartbeat();
+  });
+  return { ...plan, groups: groups.map(groupSummary), staged };
 }
 
 /**
@@ -111,7 +152,7 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
   let peakRss = process.memoryUsage().rss;
   const { metadata } = await tables.load(input.table);
   const schema = currentSchema(metadata);
-  const g = input.group;
+  const g = input.staged ? await readStagedGroupOrVanished(tables, input.staged, input.group) : input.group;
   const dir = g.partitionPath ? `${metadata.location}/data/${g.partitionPath}` : `${metadata.location}/data`;
   const prefix = `${input.runId}-g${g.index}-a${ctx.info.attempt}`;
   const writer = new RollingParquetWriter({
@@ -158,11 +199,21 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
   if (written !== g.records || rows !== g.records) {
     throw ApplicationFailure.nonRetryable(`group ${g.index}: record count mismatch: expected ${g.records} (manifests), read ${rows}, wrote ${written}`, 'DataInvalid');
   }
+  const wire = outputs.map((f) => dataFileToWire({ ...f, specId: g.specId, partition: {} }));
+  const outputBytes = outputs.reduce((a, f) => a + f.fileSizeInBytes, 0);
+  if (input.staged) {
+    // Staged plan: the outputs' stats stay out of history (the commit reads them from here).
+    await writeStagedJson(tables.io, stagedOutputsLocation(input.staged, g.index, ctx.info.attempt), wire);
+    return {
+      index: g.index, outputs: [], outputCount: wire.length, attempt: ctx.info.attempt,
+      inputBytes: g.bytes, outputBytes, records: written, durationMs: Date.now() - started, peakRssBytes: peakRss,
+    };
+  }
   return {
     index: g.index,
-    outputs: outputs.map((f) => dataFileToWire({ ...f, specId: g.specId, partition: {} })),
+    outputs: wire,
     inputBytes: g.bytes,
-    outputBytes: outputs.reduce((a, f) => a + f.fileSizeInBytes, 0),
+    outputBytes,
     records: written,
     durationMs: Date.now() - started,
     peakRssBytes: peakRss,
@@ -177,21 +228,33 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
 export async function commitRewrite(tables: Tables, input: CommitRewriteInput): Promise<CommitRewriteResult> {
   const id = parseIdentifier(input.table);
   const skipped: CommitRewriteResult['skippedGroups'] = [];
-  let pending = [...input.groups];
+  // Groups with their outputs; a staged plan's are read after the commit-id check (a retry after
+  // the commit landed must not need the staged lists, which the first attempt deleted).
+  let pending: Pending[] | undefined = input.staged ? undefined : input.groups.map(({ group, result }) => ({ group, outputs: result.outputs }));
   let rounds = 0;
-  const dropOutputs = async (gs: typeof pending) => {
-    for (const { result } of gs) await Promise.all(result.outputs.map((o) => tables.io.delete(String(o.filePath)).catch(() => undefined)));
+  const dropOutputs = async (gs: Pending[]) => {
+    for (const { outputs } of gs) await Promise.all(outputs.map((o) => tables.io.delete(String(o.filePath)).catch(() => undefined)));
+  };
+  const done = async (r: CommitRewriteResult): Promise<CommitRewriteResult> => {
+    if (input.staged && r.committedGroups.length > 0) {
+      // Committed: their staged lists are not needed any more (best effort; else orphans).
+      const committed = new Set(r.committedGroups);
+      await deleteStaged(tables.io, input.staged.groups.filter((g) => committed.has(g.index))
+        .flatMap((g) => [stagedGroupLocation(input.staged!.plan, g.index), stagedOutputsLocation(input.staged!.plan, g.index, g.attempt)]));
+    }
+    return r;
   };
   for (;;) {
     const loaded = await tables.load(input.table);
     const existing = findCommit(loaded.metadata, input.commitId);
     if (existing) {
       const committed = (existing.summary[SUMMARY_COMPACT_GROUPS] ?? '').split(',').filter(Boolean).map(Number);
-      return { snapshotId: existing['snapshot-id'].toString(), alreadyCommitted: true, committedGroups: committed, skippedGroups: skipped };
+      return done({ snapshotId: existing['snapshot-id'].toString(), alreadyCommitted: true, committedGroups: committed, skippedGroups: skipped });
     }
+    pending ??= await readStagedGroups(tables, input.staged!, skipped);
     // Partition and spec of the outputs come from the files they replace (same partition by plan).
     const live = new Map((await liveDataFiles(tables.io, loaded.metadata)).map((f) => [f.dataFile.filePath, f.dataFile]));
-    const ready: typeof pending = [];
+    const ready: Pending[] = [];
     for (const p of pending) {
       const missing = p.group.files.map((f) => absPath(input.location, f.path)).filter((l) => !live.has(l));
       if (missing.length) skipped.push({ index: p.group.index, reason: `${missing.length} of ${p.group.files.length} input files are no longer live (e.g. ${missing[0]})` });
@@ -200,11 +263,11 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     // Never commit a dangling reference: every output must exist, at its size, right before the
     // commit (a sweep, a lifecycle rule or a lost write may have removed one since the rewrite).
     // A group with a missing output is left out; its inputs stay live, so the next run rewrites it.
-    const complete: typeof pending = [];
+    const complete: Pending[] = [];
     for (const p of ready) {
-      const problems = (await pool(p.result.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
+      const problems = (await pool(p.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
       if (problems.length) {
-        skipped.push({ index: p.group.index, reason: `${problems.length} of ${p.result.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run` });
+        skipped.push({ index: p.group.index, reason: `${problems.length} of ${p.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run` });
       } else {
         complete.push(p);
       }
@@ -215,10 +278,10 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
 
     const deleted: DataFile[] = [];
     const added: DataFile[] = [];
-    for (const { group, result } of pending) {
+    for (const { group, outputs } of pending) {
       const inputs = group.files.map((f) => live.get(absPath(input.location, f.path))!);
       deleted.push(...inputs);
-      for (const o of result.outputs) added.push({ ...dataFileFromWire(o), specId: inputs[0]!.specId, partition: inputs[0]!.partition });
+      for (const o of outputs) added.push({ ...dataFileFromWire(o), specId: inputs[0]!.specId, partition: inputs[0]!.partition });
     }
     const summary = {
       [SUMMARY_COMMIT_ID]: input.commitId,
@@ -232,10 +295,10 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
         validate: (t) => { if (findCommit(t.metadata, input.commitId)) throw new AlreadyCommitted(); },
       });
       const snap = findCommit(r.table.metadata, input.commitId);
-      return {
+      return done({
         snapshotId: snap ? snap['snapshot-id'].toString() : null, alreadyCommitted: false,
         committedGroups: pending.map((p) => p.group.index), skippedGroups: skipped,
-      };
+      });
     } catch (e) {
       if (e instanceof AlreadyCommitted) continue; // the loop head returns the existing snapshot
       // A replaced file vanished between our check and the CAS: re-check which groups still hold.
@@ -243,6 +306,40 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       throw e;
     }
   }
+}
+
+/** A finished group as the commit works on it: its input files and its outputs. */
+interface Pending { group: FileGroup; outputs: WireDataFile[] }
+
+/** A staged group whose stage vanished fails as its inputs would have: reported, not retried. */
+async function readStagedGroupOrVanished(tables: Tables, staged: string, summary: FileGroup): Promise<FileGroup> {
+  try {
+    return await readStagedGroup(tables, staged, summary);
+  } catch (e) {
+    if (isNotFound(e)) throw ApplicationFailure.nonRetryable(`group ${summary.index}: its staged file list ${stagedGroupLocation(staged, summary.index)} no longer exists`, INPUTS_VANISHED);
+    throw e;
+  }
+}
+
+/**
+ * The finished groups of a staged commit input with their files and outputs. A group whose staged
+ * lists are gone is skipped (its outputs, unknown now, are left to orphan removal).
+ */
+async function readStagedGroups(tables: Tables, staged: NonNullable<CommitRewriteInput['staged']>, skipped: CommitRewriteResult['skippedGroups']): Promise<Pending[]> {
+  const read = await pool(staged.groups, 16, async ({ index, attempt }) => {
+    try {
+      const [group, outputs] = await Promise.all([
+        readStagedGroup(tables, staged.plan, { index }),
+        readStagedJson<WireDataFile[]>(tables.io, stagedOutputsLocation(staged.plan, index, attempt)),
+      ]);
+      return { group, outputs };
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      skipped.push({ index, reason: `its staged file lists are gone (${(e as Error).message}); not committed, the group is rewritten on the next run` });
+      return null;
+    }
+  });
+  return read.filter((p): p is Pending => p !== null);
 }
 
 /** Null when output `o` exists with the size the rewrite recorded; else what is wrong with it. */

@@ -58,9 +58,12 @@ export interface FileGroup {
   /** Partition path under data/ ('' for unpartitioned tables). */
   partitionPath: string;
   specId: number;
+  /** The input files; empty in a staged plan's group summary (they are in the stage, see CompactionPlan.staged). */
   files: GroupFile[];
   bytes: number;
   records: number;
+  /** Number of input files (set by planners that stage; older plans: files.length). */
+  fileCount?: number;
 }
 
 export interface FileStats { files: number; bytes: number; avgFileSizeBytes: number }
@@ -77,10 +80,22 @@ export interface CompactionPlan {
   partitionsScanned: number;
   /** The options in force (config defaults + the caller's overrides). */
   options: CompactOptions;
+  /**
+   * Set when the plan is staged (PlanCompactionInput.runId given): `groups` are summaries without
+   * files, and each group's files are in the object store at `<staged>-g<index>.json`
+   * (activities/maintenance/compact.ts `stagedGroupLocation`), protected by the run's pending marker.
+   * Keeps history O(groups) instead of O(files): a plan over ~15k files no longer nears 2 MB.
+   */
+  staged?: string;
 }
 
 export interface PlanCompactionInput {
   table: string;
+  /**
+   * The run's id (output and marker prefix `<runId>-`): when given, the plan is staged and the
+   * result carries group summaries only. Absent (runs started before staging existed): inline plan.
+   */
+  runId?: string;
   /** Overrides of the table's configured compaction options. */
   options?: Partial<CompactOptions>;
   /** Scheduled start time (ISO) of a scheduled run: with `lookbackPartitions` it picks the partitions. */
@@ -94,12 +109,18 @@ export interface RewriteGroupInput {
   runId: string;
   group: FileGroup;
   targetFileSizeBytes: number;
+  /** CompactionPlan.staged: read the group's files from the stage, and stage the outputs there. */
+  staged?: string;
 }
 
 export interface RewriteGroupResult {
   index: number;
-  /** Output files without partition/spec (the commit takes them from the replaced files). */
+  /** Output files without partition/spec (the commit takes them from the replaced files); empty when staged. */
   outputs: WireDataFile[];
+  /** Staged rewrites: number of outputs, listed at `<staged>-g<index>-out-a<attempt>.json`. */
+  outputCount?: number;
+  /** Staged rewrites: the attempt that wrote (and listed) the outputs. */
+  attempt?: number;
   inputBytes: number;
   outputBytes: number;
   records: number;
@@ -112,8 +133,14 @@ export interface CommitRewriteInput {
   location: string;
   /** Workflow-made, so a retried commit finds its own snapshot (`floe.commit-id`). */
   commitId: string;
+  /** Inline plans: the groups with their files and outputs. Empty when `staged` is set. */
   groups: Array<{ group: FileGroup; result: RewriteGroupResult }>;
+  /** Staged plans: only which groups (and which rewrite attempt's outputs); the rest is read from the stage. */
+  staged?: { plan: string; groups: StagedGroupRef[] };
 }
+
+/** A finished group of a staged plan: its index and the rewrite attempt whose outputs to commit. */
+export interface StagedGroupRef { index: number; attempt: number }
 
 export interface CommitRewriteResult {
   snapshotId: string | null;
