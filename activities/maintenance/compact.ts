@@ -12,8 +12,9 @@
  * the planner stages each group's file list as `<location>/metadata/floe-staged/<runId>-plan-a<attempt>-g<index>.json`
  * (after marking `<runId>-` pending) and returns group summaries; a rewrite reads its group from
  * there and stages its outputs beside it (`...-g<index>-out-a<attempt>.json`); the commit gets
- * only (group index, rewrite attempt) pairs and reads both back. ~60 bytes of history per group
- * in the plan, instead of ~100 bytes per input file plus ~800 per output in plan and commit.
+ * only (group index, rewrite attempt) pairs and reads both back: ~160 bytes of history per group
+ * in the plan and ~30 in a commit, instead of ~110 bytes per input file (plan, rewrite and commit
+ * inputs) plus ~800 per output (rewrite result, commit input). 30,000 files: 26 KB, not ~3.4 MB.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
