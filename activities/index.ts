@@ -50,6 +50,8 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
   return {
     cfg, tables, kafka, admin,
     close: async () => {
+      // A cursor mirror still running holds a kafkajs consumer: let it finish before disconnecting.
+      await Promise.allSettled(mirrorsInFlight.values());
       await admin.disconnect().catch(() => undefined);
       await tables.close();
     },
@@ -351,7 +353,7 @@ const createIngestActivities = (deps: Deps) => {
       if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${t.table} reported landed but the table does not name it`);
       if (!res.alreadyCommitted) {
         // For lag tooling only, and never on the commit path's critical result: best effort.
-        mirrorOffsets(deps, t, input.endOffsets).catch(() => undefined);
+        mirrorOffsets(deps, t, input.endOffsets);
       }
       return commitResult(res.metadata, snapshotId, res.alreadyCommitted);
     }),
@@ -361,11 +363,21 @@ const createIngestActivities = (deps: Deps) => {
   };
 };
 
-async function mirrorOffsets(deps: Deps, t: TableConfig, offsets: Offsets): Promise<void> {
-  await deps.admin.setOffsets({
-    groupId: `floe.${t.table}.${t.ingestId}`,
-    topic: t.topic,
-    partitions: Object.entries(offsets).map(([p, o]) => ({ partition: Number(p), offset: o })),
-  });
-}
+/** In-flight cursor mirrors by consumer group (one per group at a time; awaited by Deps.close). */
+const mirrorsInFlight = new Map<string, Promise<void>>();
 
+/**
+ * Mirrors the table's cursor into consumer group `floe.<table>.<ingestId>` for lag tooling only:
+ * off the commit path (kafkajs' setOffsets joins the group, ~5 s), best effort, and skipped while
+ * the previous mirror of the same group still runs (the next commit mirrors a newer cursor anyway).
+ */
+function mirrorOffsets(deps: Deps, t: TableConfig, offsets: Offsets): void {
+  const groupId = `floe.${t.table}.${t.ingestId}`;
+  if (mirrorsInFlight.has(groupId)) return;
+  const p = deps.admin.setOffsets({
+    groupId,
+    topic: t.topic,
+    partitions: Object.entries(offsets).map(([partition, offset]) => ({ partition: Number(partition), offset })),
+  }).catch(() => undefined).finally(() => mirrorsInFlight.delete(groupId));
+  mirrorsInFlight.set(groupId, p);
+}
