@@ -56,6 +56,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { CompressionTypes, Kafka, logLevel, type Message, type Producer } from 'kafkajs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ScheduleNotFoundError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
 import { ensureStack, stackDown } from '../stack/stack';
 import { stackEnv } from '../stack/env';
 import { floeHome } from '../stack/paths';
@@ -472,16 +473,28 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     }
     await pool.stopAll();
 
-    // ---- failed workflows of this run ----
+    // ---- failed workflows of this run; slow maintenance; skipped schedule runs ----
+    // A workflow that failed because its child failed (a scheduled run whose compaction or expiry
+    // failed) is one failure, not two: it is logged, and only the child counts.
     const workflows: Record<string, Record<string, number>> = {};
     const all = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}'`);
     for (const w of all) {
       const by = (workflows[w.type] ??= {});
       by[w.status] = (by[w.status] ?? 0) + 1;
       if (!['COMPLETED', 'CONTINUED_AS_NEW', 'RUNNING'].includes(w.status)) {
-        const why = await fc.client.workflow.getHandle(w.workflowId, w.runId).result().then(() => '', (e: Error) => innermost(e));
-        problems.push(`workflow ${w.workflowId} (${w.type}) ${w.status}: ${why}`);
+        const err = await fc.client.workflow.getHandle(w.workflowId, w.runId).result().then(() => null, (e: Error) => e);
+        const line = `workflow ${w.workflowId} (${w.type}) ${w.status}: ${describeFailure(err)}`;
+        if (err?.cause instanceof ChildWorkflowFailure) log(`${line} (counted with its child)`);
+        else problems.push(line);
       }
+      const tookMs = (w.closeTime ?? Date.now()) - w.startTime;
+      if (w.type !== 'ingestWorkflow' && w.type !== 'backfillWorkflow' && w.type !== 'scheduledMaintenanceWorkflow' && tookMs > 3 * 60_000) {
+        log(`slow: ${w.workflowId} took ${formatDuration(tookMs)}${w.closeTime ? '' : ' (still running)'}: ${await slowestActivity(fc, w)}`);
+      }
+    }
+    for (const k of ['compact', 'expire'] as const) {
+      const d = await fc.client.schedule.getHandle(maintenanceScheduleId(k, table)).describe().catch(() => null);
+      if (d) log(`schedule ${k}: ${d.info.numActionsTaken} runs started, ${d.info.numActionsSkippedOverlap} skipped because the previous run was still going`);
     }
     log(`workflows: ${JSON.stringify(workflows)}; orphan sweeps ${JSON.stringify(orphanSweeps)}`);
 
@@ -520,18 +533,49 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
   }
 }
 
-interface ListedWorkflow { workflowId: string; runId: string; type: string; status: string }
+interface ListedWorkflow { workflowId: string; runId: string; type: string; status: string; startTime: number; closeTime?: number }
 
-async function listWorkflows(fc: FloeClient, query: string): Promise<ListedWorkflow[]> {
+export async function listWorkflows(fc: FloeClient, query: string): Promise<ListedWorkflow[]> {
   const out: ListedWorkflow[] = [];
-  for await (const w of fc.client.workflow.list({ query })) out.push({ workflowId: w.workflowId, runId: w.runId, type: w.type, status: w.status.name });
+  for await (const w of fc.client.workflow.list({ query })) {
+    out.push({ workflowId: w.workflowId, runId: w.runId, type: w.type, status: w.status.name, startTime: w.startTime.getTime(), closeTime: w.closeTime?.getTime() });
+  }
   return out;
 }
 
-function innermost(e: unknown): string {
-  let cur = e as Error & { cause?: unknown };
-  while (cur && cur.cause instanceof Error) cur = cur.cause as Error & { cause?: unknown };
-  return `${cur?.name}: ${cur?.message}`;
+/** `child <id> -> activity <type> -> <ApplicationFailure type>: <message>` down the failure chain. */
+export function describeFailure(e: unknown): string {
+  const parts: string[] = [];
+  for (let cur = e as (Error & { cause?: unknown }) | null; cur; cur = cur.cause instanceof Error ? cur.cause as Error & { cause?: unknown } : null) {
+    if (cur instanceof ChildWorkflowFailure) parts.push(`child ${cur.execution.workflowId}`);
+    else if (cur instanceof ActivityFailure) parts.push(`activity ${cur.activityType}`);
+    else if (cur instanceof ApplicationFailure) { parts.push(`${cur.type ?? 'Error'}: ${cur.message}`); break; }
+    else if (!(cur instanceof WorkflowFailedError)) { parts.push(`${cur.name}: ${cur.message}`); break; }
+  }
+  return parts.join(' -> ') || String(e);
+}
+
+/** For a slow workflow: the activity that waited longest between being scheduled and completing, from its history. */
+export async function slowestActivity(fc: FloeClient, w: ListedWorkflow): Promise<string> {
+  try {
+    const history = await fc.client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
+    const scheduled = new Map<string, { type: string; at: number }>();
+    let worst = { type: '', ms: 0, attempt: 0 };
+    const ms = (t: unknown) => Number((t as { seconds?: unknown })?.seconds ?? 0) * 1000 + Math.floor(Number((t as { nanos?: number })?.nanos ?? 0) / 1e6);
+    for (const [i, ev] of (history.events ?? []).entries()) {
+      const s = ev.activityTaskScheduledEventAttributes;
+      if (s) scheduled.set(String(ev.eventId ?? i + 1), { type: s.activityType?.name ?? '?', at: ms(ev.eventTime) });
+      const done = ev.activityTaskCompletedEventAttributes ?? ev.activityTaskFailedEventAttributes ?? ev.activityTaskTimedOutEventAttributes;
+      if (done) {
+        const sch = scheduled.get(String(done.scheduledEventId));
+        const started = (history.events ?? []).find((x) => String(x.eventId) === String(done.startedEventId))?.activityTaskStartedEventAttributes;
+        if (sch && ms(ev.eventTime) - sch.at > worst.ms) worst = { type: sch.type, ms: ms(ev.eventTime) - sch.at, attempt: started?.attempt ?? 0 };
+      }
+    }
+    return worst.type ? `activity ${worst.type} took ${formatDuration(worst.ms)} from scheduled to done (finished on attempt ${worst.attempt})` : 'no activity finished';
+  } catch (e) {
+    return `history unavailable (${(e as Error).message})`;
+  }
 }
 
 function finish(x: {
