@@ -74,6 +74,8 @@ import {
 } from '../test/support/chaos-check';
 
 const SERVICES: ServiceName[] = ['kafka', 'temporal', 's3', 'postgres'];
+/** The running main's cleanup, for the CLI's SIGINT/SIGTERM handler. */
+let interrupted: (() => Promise<void>) | null = null;
 const CATALOG_NAME = 'floe_chaos';
 
 export interface ChaosOptions {
@@ -300,13 +302,33 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
   const orphanSweeps = { runs: 0, deleted: 0, errors: 0 };
   let backfillDone = false;
   let drained = false;
-  let schedulesApplied = false;
+
+  // Runs once, at the end or on SIGINT/SIGTERM (the CLI): workers stopped, Schedules deleted and
+  // nothing of this run left running on the server (its task queue has no worker any more).
+  let cleaned: Promise<void> | null = null;
+  const cleanup = () => (cleaned ??= (async () => {
+    stopChaos = true;
+    await pool.stopAll().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    for (const k of SCHEDULE_KINDS) {
+      await fc.client.schedule.getHandle(maintenanceScheduleId(k, table)).delete().catch((e) => {
+        if (!(e instanceof ScheduleNotFoundError)) log(`deleting schedule ${k}: ${(e as Error).message}`);
+      });
+    }
+    const left = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}' AND ExecutionStatus = 'Running'`).catch(() => []);
+    for (const w of left) {
+      await fc.client.workflow.getHandle(w.workflowId, w.runId).terminate('chaos run ended').catch((e) => {
+        if (!(e instanceof WorkflowNotFoundError)) log(`terminate ${w.workflowId}: ${(e as Error).message}`);
+      });
+    }
+    await fc.close().catch(() => undefined);
+  })());
+  interrupted = cleanup;
 
   try {
     pool.startAll();
     await startIngest(fc, table);
     const applied = await applySchedules(fc, [table]);
-    schedulesApplied = true;
     log(`schedules: ${applied.map((s) => `${s.kind} "${s.cron}"${s.paused ? ' (paused)' : ''}`).join(', ')}`);
     const t0 = Date.now();
     const tEnd = t0 + o.durationMs;
@@ -512,24 +534,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       stillRunning: stillRunning.map((w) => `${w.workflowId} (${w.type})`), o, name, table, t00, pool, restarts, produced, topicContents, report, audits, workflows, problems, drained, backfillDone, log,
     });
   } finally {
-    stopChaos = true;
-    await pool.stopAll().catch(() => undefined);
-    await producer.disconnect().catch(() => undefined);
-    if (schedulesApplied) {
-      for (const k of SCHEDULE_KINDS) {
-        await fc.client.schedule.getHandle(maintenanceScheduleId(k, table)).delete().catch((e) => {
-          if (!(e instanceof ScheduleNotFoundError)) log(`deleting schedule ${k}: ${(e as Error).message}`);
-        });
-      }
-    }
-    // Nothing of this run may keep running on the server (its task queue has no worker any more).
-    const left = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}' AND ExecutionStatus = 'Running'`).catch(() => []);
-    for (const w of left) {
-      await fc.client.workflow.getHandle(w.workflowId, w.runId).terminate('chaos run ended').catch((e) => {
-        if (!(e instanceof WorkflowNotFoundError)) log(`terminate ${w.workflowId}: ${(e as Error).message}`);
-      });
-    }
-    await fc.close().catch(() => undefined);
+    await cleanup();
   }
 }
 
@@ -694,6 +699,12 @@ function parseArgs(argv: string[]): Partial<ChaosOptions> {
 
 if (require.main === module) {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      console.error(`chaos: ${sig}: stopping workers, deleting this run's schedules and workflows`);
+      void Promise.race([interrupted?.(), sleep(30_000)]).finally(() => process.exit(130));
+    });
+  }
   main(parseArgs(process.argv.slice(2))).then((r) => {
     for (const p of r.problems) console.log(`chaos: FAILED ${p}`);
     console.log(r.summary);
