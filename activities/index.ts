@@ -20,6 +20,7 @@ import { clearPending, markPending } from '../maintenance/pending';
 import { BufferBudget, bufferBudgetFromEnv } from '../ingest/buffer-budget';
 import { INLINE_FILE_LIST_BUDGET_BYTES, deleteStaged, expandFileList, fileListForHistory, stagedLocations } from '../maintenance/staged-files';
 import { isIcebergError } from '../iceberg/errors';
+import { mapConcurrent } from '../iceberg/scan/parallel';
 import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
 import { crashPoint } from './hooks';
 import { pollPartitions, topicWatermarks } from './kafka';
@@ -91,15 +92,8 @@ function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetada
 
 /** Every path must exist; a missing one fails the cycle as FilesMissing (the loop re-reads). */
 async function requireFilesExist(deps: Deps, paths: string[], what: string): Promise<void> {
-  const missing: string[] = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < paths.length) {
-      const p = paths[next++]!;
-      if (!(await deps.tables.io.exists(p))) missing.push(p);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(16, paths.length) }, worker));
+  const exists = await mapConcurrent(paths, 16, (p) => deps.tables.io.exists(p));
+  const missing = paths.filter((_, i) => !exists[i]);
   if (missing.length > 0) {
     throw nonRetryable(FailureType.FilesMissing,
       `${what}: ${missing.length} of ${paths.length} files written for it no longer exist (e.g. ${missing[0]}); the cycle will re-read its offsets`);
@@ -153,7 +147,8 @@ const createIngestActivities = (deps: Deps) => {
       await deps.tables.ensureIngestTables(t);
       const loaded = await deps.tables.load(t.table);
       // Another engine changed the table (or its dead-letter table) under the config: fail visibly, never write.
-      const drift = checkIngestTablesDrift(t, loaded.metadata, (await deps.tables.load(t.deadLetterTable)).metadata, deadLetterColumns);
+      const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
+      const drift = checkIngestTablesDrift(t, loaded.metadata, deadLetterMetadata, deadLetterColumns);
       if (drift.length > 0) throw nonRetryable(FailureType.TableDrift, tableDriftMessage(drift));
       const cursor = readCursor(loaded.metadata, ref.ingestId);
       // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
@@ -184,7 +179,7 @@ const createIngestActivities = (deps: Deps) => {
           startOffsets[k] = wm.low[k]!;
         }
       }
-      const deadLetters = readDeadLetterCursor((await deps.tables.load(t.deadLetterTable)).metadata, ref.ingestId);
+      const deadLetters = readDeadLetterCursor(deadLetterMetadata, ref.ingestId);
       const highWatermarks = ref.range ? ref.range.to : wm.high;
       const groups: number[][] = Array.from({ length: Math.min(t.parallelism, partitions.length) || 1 }, () => []);
       partitions.forEach((p, i) => groups[i % groups.length]!.push(p));
@@ -278,11 +273,11 @@ const createIngestActivities = (deps: Deps) => {
     commit: (input: CommitInput): Promise<CommitResult> => heartbeating(async () => {
       const t = tableCfg(input.table);
       const staged = [...stagedLocations(input.files), ...stagedLocations(input.deadLetterFiles)];
-      const before = (await deps.tables.load(t.table)).metadata;
-      const landed = landedCommit(before, input.ingestId, input.commitId);
+      const before = await deps.tables.load(t.table);
+      const landed = landedCommit(before.metadata, input.ingestId, input.commitId);
       if (landed !== null) {
         await deleteStaged(deps.tables.io, staged);
-        return commitResult(before, landed, true);
+        return commitResult(before.metadata, landed, true);
       }
       // Large cycles staged their file lists (pollAndWrite); one swept while the cycle waited is
       // missing files like any other: the loop reloads and re-reads the same offsets.
@@ -333,7 +328,7 @@ const createIngestActivities = (deps: Deps) => {
         ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
       };
       const res = await deps.tables.appendOnce(t.table, {
-        files, summary,
+        files, summary, base: before,
         // The cursor is a table property written in the same atomic commit: it survives any expiry.
         properties: (snapshotId) => cursorProperty(input.ingestId, {
           snapshotId: snapshotId.toString(), commitId: input.commitId, offsets: input.endOffsets, topic: t.topic,

@@ -35,6 +35,8 @@ export interface AppendRequest {
    * return ALREADY_COMMITTED when the table shows this append landed on an earlier try.
    */
   validate: (m: TableMetadata) => ValidateOutcome | Promise<ValidateOutcome>;
+  /** the table as the caller just loaded it: the first attempt uses it instead of loading again */
+  base?: LoadedTable;
 }
 
 export interface Tables {
@@ -144,7 +146,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       const tx = new Transaction(parseIdentifier(table));
       const append = tx.fastAppend(req.files, req.summary);
       if (req.properties) tx.setProperties(req.properties(append.snapshotId));
-      const r = await tx.commit(catalog, io, { validate: (t) => req.validate(t.metadata) });
+      const r = await tx.commit(catalog, io, { validate: (t) => req.validate(t.metadata), ...(req.base ? { table: req.base } : {}) });
       return { snapshotId: r.alreadyCommitted ? null : append.snapshotId.toString(), alreadyCommitted: r.alreadyCommitted, metadata: r.table.metadata };
     },
 

@@ -8,8 +8,10 @@
  * Pure and deterministic (workflow code imports it): the caller passes "now".
  */
 
-/** Failure type of a refused window (matches contract FailureType.InvalidWindow). */
-export const INVALID_WINDOW = 'InvalidWindow';
+import { FailureType } from '../contract';
+
+/** Failure type of a refused window. */
+export const INVALID_WINDOW = FailureType.InvalidWindow;
 
 /** A window may be this far ahead of the checker's clock (client, server and worker clocks differ). */
 export const WINDOW_MAX_SKEW_MS = 5 * 60_000;

@@ -4,17 +4,16 @@
  * written in the same commit. Before cursors were properties, both sequences below lost the cursor
  * (the ancestry walk stops at the first expired parent) and duplicated rows.
  */
+import { produceOrderEvents } from '../support/produce';
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Kafka, logLevel } from 'kafkajs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../../stack/stack';
 import { connectClient, ingestStatus, parseBackfillBound, runBackfill, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { expireTable } from '../../client/maintenance';
 import { openTables, type Tables } from '../../activities/tables';
 import { readCursor } from '../../ingest/cursor';
-import { orderEvents, eventKey } from '../../demo/generator';
 import { loadConfig, type FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, orderRows, withWorker } from './maintenance-oracles';
 
@@ -29,24 +28,7 @@ function configWith(name: string, overrides: Record<string, unknown>): { table: 
   return { table, cfg: loadConfig(path) };
 }
 
-/** Produces events [from, from + count) of the demo generator (unique event ids) to a 1-partition topic. */
-async function produce(cfg: FloeConfig, topic: string, from: number, count: number): Promise<void> {
-  const kafka = new Kafka({ clientId: 'floe-test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  let n = 0;
-  const messages = [];
-  for (const e of orderEvents()) {
-    if (n >= from + count) break;
-    if (n++ >= from) messages.push({ key: eventKey(e), value: JSON.stringify(e) });
-  }
-  await producer.send({ topic, messages });
-  await producer.disconnect();
-}
+const produce = produceOrderEvents;
 
 async function waitForCursor(tables: Tables, table: string, ingestId: string, offset: bigint): Promise<void> {
   for (let waited = 0; ; waited += 250) {

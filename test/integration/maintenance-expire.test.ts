@@ -3,39 +3,22 @@
  * exactly the files that only expired snapshots reached (checked by listing S3 before and after),
  * keeps the ingest's cursor snapshot, and the ingest resumes from the right offsets afterwards.
  */
+import { produceOrderEvents } from '../support/produce';
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Kafka, logLevel } from 'kafkajs';
 import { ensureStack } from '../../stack/stack';
 import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { compactTable, expireTable } from '../../client/maintenance';
 import { openTables } from '../../activities/tables';
 import { readCursor } from '../../ingest/cursor';
 import { liveDataFiles, reachableFiles } from '../../activities/maintenance/index';
-import { orderEvents, eventKey } from '../../demo/generator';
 import type { FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, withWorker } from './maintenance-oracles';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function produce(cfg: FloeConfig, topic: string, from: number, count: number): Promise<void> {
-  const kafka = new Kafka({ clientId: 'floe-test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  let n = 0;
-  const messages = [];
-  for (const e of orderEvents()) {
-    if (n >= from + count) break;
-    if (n++ >= from) messages.push({ key: eventKey(e), value: JSON.stringify(e) });
-  }
-  await producer.send({ topic, messages });
-  await producer.disconnect();
-}
+const produce = produceOrderEvents;
 
 /** Ingests in `bursts` (several commits), then drains and stops. */
 async function ingest(fc: FloeClient, cfg: FloeConfig, table: string, topic: string, from: number, bursts: number, perBurst: number): Promise<void> {

@@ -6,12 +6,12 @@
  *   non-retryable TableDrift failure, naming the table, the column and both types;
  * - `startIngest` (and `floe ingest start`) refuse to start, with the same problems.
  */
+import { produceOrderEvents } from '../support/produce';
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { Kafka, logLevel } from 'kafkajs';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ensureStack } from '../../stack/stack';
 import { runPythonJson } from '../../stack/python';
@@ -20,7 +20,6 @@ import { openTables } from '../../activities/tables';
 import { findTable, loadConfig, type FloeConfig } from '../../config';
 import { ingestWorkflowId } from '../../workflows';
 import { scenarioConfig } from '../../demo/config';
-import { orderEvents, eventKey } from '../../demo/generator';
 import { withWorker } from './maintenance-oracles';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
@@ -52,22 +51,7 @@ async function alter(cfg: FloeConfig, table: string, op: 'widen' | 'rename' | 'd
   return runPythonJson(PY_ALTER, [cfg.catalog.name, cfg.catalog.uri, cfg.catalog.warehouse, table, op, ...args]);
 }
 
-async function produce(cfg: FloeConfig, topic: string, count: number): Promise<void> {
-  const kafka = new Kafka({ clientId: 'floe-test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  const messages = [];
-  for (const e of orderEvents()) {
-    if (messages.length >= count) break;
-    messages.push({ key: eventKey(e), value: JSON.stringify(e) });
-  }
-  await producer.send({ topic, messages });
-  await producer.disconnect();
-}
+const produce = (cfg: FloeConfig, topic: string, count: number) => produceOrderEvents(cfg, topic, 0, count);
 
 async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
