@@ -23,6 +23,7 @@ import { isIcebergError } from '../iceberg/errors';
 import { mapConcurrent } from '../iceberg/scan/parallel';
 import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
 import { crashPoint } from './hooks';
+import { heartbeating } from './heartbeat';
 import { pollPartitions, topicWatermarks } from './kafka';
 import { deadLetterColumns, openTables, type Tables } from './tables';
 import { checkIngestTablesDrift, tableDriftMessage } from '../ingest/drift';
@@ -57,18 +58,6 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
       await tables.close();
     },
   };
-}
-
-/** Heartbeats every 2 s while `fn` runs: a live worker never times out, a dead one does fast. */
-async function heartbeating<T>(fn: () => Promise<T>): Promise<T> {
-  const ctx = Context.current();
-  ctx.heartbeat();
-  const beat = setInterval(() => ctx.heartbeat(), 2000);
-  try {
-    return await fn();
-  } finally {
-    clearInterval(beat);
-  }
 }
 
 /** What a commit reports; the snapshot may already be expired when a retry finds its commit via the cursor. */

@@ -1,5 +1,5 @@
 /**
- * Maintenance activities (issue #4): compaction, snapshot expiry and orphan removal, over the
+ * Maintenance activities: compaction, snapshot expiry and orphan removal, over the
  * worker's catalog + FileIO. The logic lives in activities/maintenance/; this binds it to Deps.
  */
 import type { Deps } from './index';
@@ -12,6 +12,7 @@ import {
 import { tableConfigOrUndefined } from './maintenance/compact';
 import { clearPending, markPending } from '../maintenance/pending';
 import type { MaintenanceConfig } from '../config';
+import { heartbeating } from './heartbeat';
 
 /** The configured maintenance settings of a table (null when the table is not in the config). */
 export type TableMaintenanceSettings = MaintenanceConfig | null;
@@ -19,7 +20,7 @@ export type TableMaintenanceSettings = MaintenanceConfig | null;
 export const createMaintenanceActivities = (deps: Deps) => ({
   /** Plans compaction file groups from the current snapshot. Read-only. */
   async planCompaction(input: PlanCompactionInput): Promise<CompactionPlan> {
-    return planCompaction(deps.tables, tableConfigOrUndefined(deps.cfg, input.table), input);
+    return heartbeating(() => planCompaction(deps.tables, tableConfigOrUndefined(deps.cfg, input.table), input));
   },
   /** Rewrites one file group into new files (not committed). Heartbeats per input file. */
   async rewriteFileGroup(input: RewriteGroupInput): Promise<RewriteGroupResult> {
@@ -27,19 +28,19 @@ export const createMaintenanceActivities = (deps: Deps) => ({
   },
   /** Commits rewritten groups as one replace snapshot, once per commit id. Optimistic. */
   async commitRewrite(input: CommitRewriteInput): Promise<CommitRewriteResult> {
-    return commitRewrite(deps.tables, input);
+    return heartbeating(() => commitRewrite(deps.tables, input));
   },
   /** Live data files count / bytes / average size. Read-only. */
   async tableFileStats(input: { table: string }): Promise<FileStats> {
-    return tableFileStats(deps.tables, input.table);
+    return heartbeating(() => tableFileStats(deps.tables, input.table));
   },
-  /** Commits `remove-snapshots` for what is old enough, never a cursor snapshot. Once per expire id. */
+  /** Commits `remove-snapshots` for what is old enough (never a ref head). Once per expire id. */
   async expireSnapshotsCommit(input: ExpireCommitInput): Promise<ExpireCommitResult> {
-    return expireSnapshotsCommit(deps.tables, input);
+    return heartbeating(() => expireSnapshotsCommit(deps.tables, input));
   },
   /** Deletes what only the expired snapshots reached. Idempotent. */
   async deleteExpiredFiles(input: DeleteExpiredInput): Promise<DeleteExpiredResult> {
-    return deleteExpiredFiles(deps.tables, input);
+    return heartbeating(() => deleteExpiredFiles(deps.tables, input));
   },
   /** Lists the table location and deletes unreachable files older than the grace period. Idempotent. */
   async removeOrphanFiles(input: OrphansInput): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {

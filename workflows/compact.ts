@@ -15,8 +15,12 @@ import { workflowWindowMs } from './orphans';
 
 type Activities = ReturnType<typeof createActivities>;
 
+// Every activity that may run for minutes has a heartbeat timeout (and heartbeats, see
+// activities/heartbeat.ts): a SIGKILLed worker's attempt is retried within 30 s, not after the
+// start-to-close timeout.
 const { planCompaction, tableFileStats } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['FeatureUnsupported', 'ConfigError', INVALID_WINDOW] },
 });
 // Pending markers keep the outputs of this run from the orphan sweep until the run ends.
@@ -33,6 +37,7 @@ const { rewriteFileGroup } = proxyActivities<Activities>({
 });
 const { commitRewrite } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['DataInvalid'] },
 });
 

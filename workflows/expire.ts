@@ -1,7 +1,7 @@
 /**
  * Snapshot expiry of one table (Spark expire_snapshots): commit `remove-snapshots` for snapshots
- * older than the cutoff beyond the newest `retainLast`, never the newest snapshot of any ingest
- * cursor (DESIGN §7), then delete everything only those snapshots reached. The cutoff comes from
+ * older than the cutoff beyond the newest `retainLast` (never a ref head; ingest cursors are table
+ * properties and need no snapshot), then delete everything only those snapshots reached. The cutoff comes from
  * the run's window (its scheduled start time), so re-running a past window expires nothing new.
  */
 import { defineQuery, proxyActivities, setHandler, uuid4 } from '@temporalio/workflow';
@@ -12,13 +12,15 @@ import { workflowWindowMs } from './orphans';
 
 type Activities = ReturnType<typeof createActivities>;
 
+// Heartbeat timeouts: a SIGKILLed worker's attempt is retried within them (activities/heartbeat.ts).
 const { expireSnapshotsCommit, maintenanceSettings } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: [INVALID_WINDOW] },
 });
 const { deleteExpiredFiles } = proxyActivities<Activities>({
   startToCloseTimeout: '1 hour',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['MetadataGone', 'DataInvalid', INVALID_WINDOW] },
 });
 

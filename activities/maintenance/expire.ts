@@ -26,7 +26,8 @@ import { CURSOR_PROPERTY_PREFIX } from '../../contract';
 import { carryLegacyCursors } from '../../ingest/cursor';
 import type { Tables } from '../tables';
 import { checkAsOfActivity } from './window';
-import { pool } from './reachable';
+import { mapConcurrent } from '../../iceberg/scan/parallel';
+import { crashPoint } from '../hooks';
 import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireCommitInput, ExpireCommitResult } from './types';
 
 export const PROP_EXPIRE_ID = 'floe.maintenance.expire-id';
@@ -113,11 +114,14 @@ export async function deleteExpiredFiles(tables: Tables, input: DeleteExpiredInp
   const afterIds = new Set(after.snapshots.map((s) => s['snapshot-id']));
   // Retained = what `after` keeps; anything newer than `after` was built on it and adds only new files.
   const expired = before.snapshots.filter((s) => !afterIds.has(s['snapshot-id']));
-  const files = await unreachableFiles(tables.io, expired, after.snapshots);
-  const todo: Array<{ location: string; kind: keyof DeletedCounts }> = [
-    ...files.dataFiles.map((location) => ({ location, kind: 'dataFiles' as const })),
-    ...files.manifests.map((location) => ({ location, kind: 'manifests' as const })),
-    ...files.manifestLists.map((location) => ({ location, kind: 'manifestLists' as const })),
+  // A retry after a killed attempt finds some of these gone: deletion below goes in phases, so a
+  // missing manifest or manifest list of an expired snapshot means its contents are gone too.
+  const files = await unreachableFiles(tables.io, expired, after.snapshots, { missingExpiredAreDeleted: true });
+  const phases: Array<{ kind: keyof DeletedCounts; locations: string[] }> = [
+    { kind: 'dataFiles', locations: files.dataFiles },
+    { kind: 'manifests', locations: files.manifests },
+    { kind: 'manifestLists', locations: files.manifestLists },
+    { kind: 'metadataFiles', locations: [] },
   ];
   // Old metadata.json: versions that fell off the metadata log of `after` (older than its oldest
   // entry) and are older than the cutoff. Never `before`/`after` themselves: retries need them.
@@ -128,18 +132,21 @@ export async function deleteExpiredFiles(tables: Tables, input: DeleteExpiredInp
   for await (const f of tables.io.list(`${metaDir}/`)) {
     if (!f.location.endsWith('.metadata.json') || keep.has(f.location)) continue;
     const v = parseMetadataVersion(f.location);
-    if (v >= 0 && v < minVersion && f.lastModified < input.metadataOlderThanMs) todo.push({ location: f.location, kind: 'metadataFiles' });
+    if (v >= 0 && v < minVersion && f.lastModified < input.metadataOlderThanMs) phases[3]!.locations.push(f.location);
   }
+  const total = phases.reduce((n, p) => n + p.locations.length, 0);
   const deleted = emptyCounts();
   let done = 0;
-  if (!input.dryRun) {
-    await pool(todo, 16, async (f) => {
-      await tables.io.delete(f.location);
-      deleted[f.kind]++;
-      if (++done % 100 === 0) ctx.heartbeat({ done, total: todo.length });
-    });
-  } else {
-    for (const f of todo) deleted[f.kind]++;
+  for (const { kind, locations } of phases) {
+    // One phase completes before the next starts: that ordering is what makes a retry sound.
+    if (!input.dryRun) {
+      await mapConcurrent(locations, 16, async (location) => {
+        await tables.io.delete(location);
+        if (++done % 100 === 0) ctx.heartbeat({ done, total });
+      });
+      if (kind === 'manifests' && locations.length > 0) crashPoint('expire-delete');
+    }
+    deleted[kind] += locations.length;
   }
-  return { deleted, sample: todo.slice(0, 100).map((f) => f.location) };
+  return { deleted, sample: phases.flatMap((p) => p.locations).slice(0, 100) };
 }

@@ -7,6 +7,7 @@
  * concurrent commit makes the Transaction reload and re-plan, so reachability is always computed
  * against the metadata that actually gets committed.
  */
+import { isIcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
 import { readManifest } from '../spec/manifest';
 import { readManifestList } from '../spec/manifest-list';
@@ -54,23 +55,46 @@ export function snapshotsToExpire(m: TableMetadata, opts: ExpireSnapshotsOptions
   return { expire, retain };
 }
 
+export interface UnreachableOptions {
+  /**
+   * A manifest list or manifest that only expired snapshots reach and that is already gone counts
+   * as deleted instead of failing the scan. Sound only when deletion goes in phases (all data files,
+   * then all manifests, then all manifest lists), as `deleteExpiredFiles` does: then a missing
+   * manifest means every data file it listed is gone, and a missing list every manifest it named.
+   * Files of retained snapshots must always exist, so their absence still fails.
+   */
+  missingExpiredAreDeleted?: boolean;
+}
+
+const isNotFound = (e: unknown): boolean => isIcebergError(e, 'NotFound');
+
 /** Files reachable only from `expire` (manifest lists, manifests, data files). */
-export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: Snapshot[]): Promise<ExpiredFiles> {
+export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: Snapshot[], opts: UnreachableOptions = {}): Promise<ExpiredFiles> {
   const listCache = new Map<string, ManifestFile[]>();
   const manifestsOf = async (s: Snapshot): Promise<ManifestFile[]> => {
     let l = listCache.get(s['manifest-list']);
     if (!l) listCache.set(s['manifest-list'], (l = await readManifestList(io, s['manifest-list'])));
     return l;
   };
+  const goneOk = <T>(read: Promise<T>, empty: T): Promise<T> =>
+    opts.missingExpiredAreDeleted ? read.catch((e: unknown) => { if (isNotFound(e)) return empty; throw e; }) : read;
   const retainedManifests = new Map<string, ManifestFile>();
   for (const lists of await mapConcurrent(retain, MANIFEST_READ_CONCURRENCY, manifestsOf)) for (const m of lists) retainedManifests.set(m.manifestPath, m);
   const removedManifests = new Map<string, ManifestFile>();
   const retainedLists = new Set(retain.map((s) => s['manifest-list']));
+  const goneLists = new Set<string>();
   for (const s of expire) {
-    for (const m of await manifestsOf(s)) if (!retainedManifests.has(m.manifestPath)) removedManifests.set(m.manifestPath, m);
+    const lists = retainedLists.has(s['manifest-list']) ? await manifestsOf(s) : await goneOk(manifestsOf(s), null);
+    if (lists === null) { goneLists.add(s['manifest-list']); continue; }
+    for (const m of lists) if (!retainedManifests.has(m.manifestPath)) removedManifests.set(m.manifestPath, m);
   }
   const candidates = new Set<string>();
-  const removedEntries = await mapConcurrent([...removedManifests.values()], MANIFEST_READ_CONCURRENCY, (m) => readManifest(io, m, { includeDeleted: true }));
+  const goneManifests = new Set<string>();
+  const removedEntries = await mapConcurrent([...removedManifests.values()], MANIFEST_READ_CONCURRENCY, async (m) => {
+    const entries = await goneOk(readManifest(io, m, { includeDeleted: true }), null);
+    if (entries === null) goneManifests.add(m.manifestPath);
+    return entries ?? [];
+  });
   for (const e of removedEntries.flat()) candidates.add(e.dataFile.filePath);
   if (candidates.size > 0) {
     // a file stays if any retained manifest still lists it as live
@@ -80,8 +104,8 @@ export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: S
   }
   return {
     snapshotIds: expire.map((s) => s['snapshot-id']),
-    manifestLists: [...new Set(expire.map((s) => s['manifest-list']))].filter((l) => !retainedLists.has(l)),
-    manifests: [...removedManifests.keys()],
+    manifestLists: [...new Set(expire.map((s) => s['manifest-list']))].filter((l) => !retainedLists.has(l) && !goneLists.has(l)),
+    manifests: [...removedManifests.keys()].filter((m) => !goneManifests.has(m)),
     dataFiles: [...candidates],
   };
 }

@@ -10,12 +10,11 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureStack } from '../../stack/stack';
-import { floeHome } from '../../stack/paths';
 import { connectClient } from '../../client';
 import { compactTable, removeOrphans } from '../../client/maintenance';
 import { openTables } from '../../activities/tables';
 import { reachableFiles } from '../../activities/maintenance/index';
-import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { superviseWorker } from '../support/supervised-worker';
 import type { FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, seedSmallFiles } from './maintenance-oracles';
 
@@ -52,26 +51,13 @@ describe('killed compaction and orphan removal (real stack)', { timeout: 20 * 60
 
     const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
     const env = { FLOE_TEST_KILL_AT: 'compact-rewrite', FLOE_TEST_KILL_MARKER: marker };
-    let stopping = false;
-    let exits = 0;
-    const logDir = join(floeHome(), 'logs');
-    let n = 0;
-    const start_ = (): WorkerProcess => {
-      const w = spawnWorker(path, join(logDir, `${name}-worker-${++n}.log`), env);
-      void w.exited.then(() => {
-        if (stopping) return;
-        exits++;
-        setTimeout(() => { if (!stopping) worker = start_(); }, 1000); // the supervisor a deployment would have
-      });
-      return w;
-    };
-    let worker = start_();
+    const worker = superviseWorker(path, name, env);
     const fc = await connectClient(cfg);
     try {
       const r = await compactTable(fc, table, { minInputFiles: 2, maxConcurrentFileGroupRewrites: 1 });
       assert.ok(existsSync(marker), 'the worker reached crash point compact-rewrite');
       assert.match(readFileSync(marker, 'utf8'), /^compact-rewrite /);
-      assert.ok(exits >= 1, 'the killed worker exited and was restarted');
+      assert.ok(worker.exits >= 1, 'the killed worker exited and was restarted');
       assert.deepEqual(r.failed_data_file_groups, [], 'the retried attempt completed the group');
       assert.equal(r.rewritten_data_files_count, seeded);
 
@@ -116,8 +102,7 @@ describe('killed compaction and orphan removal (real stack)', { timeout: 20 * 60
       const readsEnd = await engineReads(end.metadataLocation);
       assert.deepEqual(readsEnd, readsAfter);
     } finally {
-      stopping = true;
-      await worker.kill('SIGTERM').catch(() => undefined);
+      await worker.stop();
       await fc.close();
     }
   });
