@@ -9,7 +9,7 @@ import { findTable } from '../config';
 import { FailureType } from '../contract';
 import { allCursors, formatOffsets, type Offsets } from '../ingest/cursor';
 import { nonRetryable } from './failures';
-import { topicWatermarks } from './kafka';
+import { topicWatermarks } from '../ingest/kafka';
 import type { Deps } from './index';
 import type { OffsetRange } from './types';
 

@@ -21,11 +21,11 @@ import { BufferBudget, bufferBudgetFromEnv } from '../ingest/buffer-budget';
 import { INLINE_FILE_LIST_BUDGET_BYTES, deleteStaged, expandFileList, fileListForHistory, stagedLocations } from '../maintenance/staged-files';
 import { isIcebergError } from '../iceberg/errors';
 import { mapConcurrent } from '../iceberg/scan/parallel';
-import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
-import { crashPoint } from './hooks';
+import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from '../ingest/decode';
+import { crashPoint } from '../ingest/crash-points';
 import { heartbeating } from './heartbeat';
-import { pollPartitions, topicWatermarks } from './kafka';
-import { deadLetterColumns, openTables, type Tables } from './tables';
+import { pollPartitions, topicWatermarks } from '../ingest/kafka';
+import { deadLetterColumns, openTables, type Tables } from '../ingest/tables';
 import { checkIngestTablesDrift, tableDriftMessage } from '../ingest/drift';
 import {
   type CommitInput, type CommitResult, type CyclePlan, type PollInput,

@@ -8,8 +8,8 @@ import {
   tableFileStats, type CommitRewriteInput, type CommitRewriteResult, type CompactionPlan, type DeleteExpiredInput,
   type DeleteExpiredResult, type ExpireCommitInput, type ExpireCommitResult, type FileStats, type OrphansInput,
   type OrphansResult, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
-} from './maintenance/index';
-import { tableConfigOrUndefined } from './maintenance/compact';
+} from '../maintenance/index';
+import { tableConfigOrUndefined } from '../maintenance/compact';
 import { clearPending, markPending } from '../maintenance/pending';
 import type { MaintenanceConfig } from '../config';
 import { heartbeating } from './heartbeat';

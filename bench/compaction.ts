@@ -18,15 +18,15 @@ import { ensureStack } from '../stack/stack';
 import { floeHome } from '../stack/paths';
 import { runPythonJson } from '../stack/python';
 import { loadConfig, findTable, type FloeConfig } from '../config';
-import { openTables } from '../activities/tables';
-import { pool } from '../activities/maintenance/reachable';
-import { liveDataFiles, toLiveFiles } from '../activities/maintenance/index';
+import { openTables } from '../ingest/tables';
+import { pool } from '../maintenance/reachable';
+import { liveDataFiles, toLiveFiles } from '../maintenance/index';
 import { fastAppend } from '../iceberg/transaction';
 import { connectClient } from '../client';
 import { compactTable } from '../client/maintenance';
 import { spawnWorker } from '../workers/process';
 import { orderEvents } from '../demo/generator';
-import type { Row } from '../activities/decode';
+import type { Row } from '../ingest/decode';
 import type { DataFile } from '../iceberg/spec/types';
 
 const arg = (name: string, env: string, def: number): number => {

@@ -16,7 +16,7 @@ import { floeHome } from '../stack/paths';
 import { loadConfig, type FloeConfig } from '../config';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { createWorker } from '../workers';
-import { openTables } from '../activities/tables';
+import { openTables } from '../ingest/tables';
 import { parseOffsets } from '../ingest/cursor';
 import { ancestors } from '../iceberg/spec/metadata';
 import { readColumnValues } from '../client/tables';

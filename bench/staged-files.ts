@@ -14,13 +14,13 @@ import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { ensureStack } from '../stack/stack';
 import { loadConfig } from '../config';
-import { openTables, schemaOf } from '../activities/tables';
+import { openTables, schemaOf } from '../ingest/tables';
 import { MemoryFileIO } from '../iceberg/io/memory';
 import { newTableMetadata } from '../iceberg/spec/metadata';
 import { writePartitionedRows } from '../iceberg/parquet';
 import { dataFileToWire } from '../iceberg/spec/data-file';
 import { applyTransform } from '../iceberg/spec/partition';
-import type { Row } from '../activities/decode';
+import type { Row } from '../ingest/decode';
 import {
   INLINE_FILE_LIST_BUDGET_BYTES, deleteStaged, readStagedDataFiles, wireListBytes, writeStagedDataFiles,
 } from '../maintenance/staged-files';

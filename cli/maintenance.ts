@@ -11,7 +11,7 @@ import {
   applySchedules, backfillSchedule, compactTable, expireTable, listSchedules, maintainTable, removeOrphans,
   setSchedulesPaused, tableFiles, SCHEDULE_KINDS, type ProgressCallback, type ScheduleKind,
 } from '../client/maintenance';
-import type { CompactOptions } from '../activities/maintenance/types';
+import type { CompactOptions } from '../maintenance/types';
 import { configOf, printTable } from './common';
 import { parseWindow } from '../maintenance/window';
 

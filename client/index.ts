@@ -7,7 +7,7 @@ import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } f
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
 import type { BackfillBound } from '../activities/backfill';
-import { deadLetterColumns, openTables } from '../activities/tables';
+import { deadLetterColumns, openTables } from '../ingest/tables';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { tableIngestStatus } from './tables';
 import { checkIngestTablesDrift, TableDriftError } from '../ingest/drift';

@@ -13,8 +13,8 @@ import {
 } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
-import { openTables } from '../activities/tables';
-import { fileStats, liveDataFiles, toLiveFiles, type CompactOptions, type CompactProgress, type CompactResult, type ExpireResult, type FileStats, type OrphansResult, type Progress } from '../activities/maintenance/index';
+import { openTables } from '../ingest/tables';
+import { fileStats, liveDataFiles, toLiveFiles, type CompactOptions, type CompactProgress, type CompactResult, type ExpireResult, type FileStats, type OrphansResult, type Progress } from '../maintenance/index';
 import {
   compactProgressQuery, compactWorkflow, expireProgressQuery, expireWorkflow, maintainWorkflow, maintenanceScheduleId,
   maintenanceWorkflowId, orphansProgressQuery, orphansWorkflow, scheduledMaintenanceWorkflow, windowOf,

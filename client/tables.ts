@@ -3,7 +3,7 @@
  * from the catalog and object store (no Temporal involved).
  */
 import type { FloeConfig } from '../config';
-import { openTables, type Tables } from '../activities/tables';
+import { openTables, type Tables } from '../ingest/tables';
 import { ancestors } from '../iceberg/spec/metadata';
 import { readCursor } from '../ingest/cursor';
 import type { IngestStatus } from '../workflows';

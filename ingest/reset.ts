@@ -12,8 +12,8 @@ import { randomUUID } from 'node:crypto';
 import type { Admin } from 'kafkajs';
 import type { TableConfig } from '../config';
 import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
-import type { Tables } from '../activities/tables';
-import { topicWatermarks } from '../activities/kafka';
+import type { Tables } from './tables';
+import { topicWatermarks } from './kafka';
 import {
   SUMMARY_COMMIT_ID, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_TOPIC, cursorProperty, deadLetterCursorProperty,
   formatOffsets, readCursor, readDeadLetterCursor, sameOffsets, type Cursor, type Offsets,

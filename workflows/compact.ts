@@ -9,7 +9,7 @@ import { ActivityFailure, CancellationScope, defineQuery, log, proxyActivities, 
 import type { createActivities } from '../activities';
 import type {
   CommitRewriteInput, CompactOptions, CompactProgress, CompactResult, FailedGroup, FileGroup, RewriteGroupResult,
-} from '../activities/maintenance/types';
+} from '../maintenance/types';
 import { INVALID_WINDOW } from '../maintenance/window';
 import { workflowWindowMs } from './orphans';
 

@@ -6,7 +6,7 @@
  */
 import { defineQuery, proxyActivities, setHandler, uuid4 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { DeletedCounts, ExpireResult, Progress } from '../activities/maintenance/types';
+import type { DeletedCounts, ExpireResult, Progress } from '../maintenance/types';
 import { INVALID_WINDOW } from '../maintenance/window';
 import { workflowWindowMs } from './orphans';
 

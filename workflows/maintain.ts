@@ -9,7 +9,7 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { executeChild, log, ParentClosePolicy, WorkflowIdReusePolicy, workflowInfo } from '@temporalio/workflow';
-import type { CompactOptions, CompactResult, ExpireResult, OrphansResult } from '../activities/maintenance/types';
+import type { CompactOptions, CompactResult, ExpireResult, OrphansResult } from '../maintenance/types';
 import { compactWorkflow } from './compact';
 import { expireWorkflow } from './expire';
 import { orphansWorkflow, workflowWindowMs } from './orphans';

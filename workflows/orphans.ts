@@ -7,7 +7,7 @@
 import { FailureType, ORPHANS_DEFAULT_GRACE_MS, gracePeriodProblem } from '../contract';
 import { ApplicationFailure, defineQuery, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { OrphansResult, Progress } from '../activities/maintenance/types';
+import type { OrphansResult, Progress } from '../maintenance/types';
 import { INVALID_WINDOW, InvalidWindowError, parseOptionalWindow } from '../maintenance/window';
 
 type Activities = ReturnType<typeof createActivities>;

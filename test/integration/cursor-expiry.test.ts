@@ -12,7 +12,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../../stack/stack';
 import { connectClient, ingestStatus, parseBackfillBound, runBackfill, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { expireTable } from '../../client/maintenance';
-import { openTables, type Tables } from '../../activities/tables';
+import { openTables, type Tables } from '../../ingest/tables';
 import { readCursor } from '../../ingest/cursor';
 import { loadConfig, type FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, orderRows, withWorker } from './maintenance-oracles';

@@ -8,11 +8,11 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ensureStack } from '../../stack/stack';
 import { loadConfig } from '../../config';
-import { openTables } from '../../activities/tables';
+import { openTables } from '../../ingest/tables';
 import { connectClient } from '../../client';
 import { compactTable, tableFiles } from '../../client/maintenance';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
-import type { CompactResult } from '../../activities/maintenance/types';
+import type { CompactResult } from '../../maintenance/types';
 
 const quiet = (m: string) => { if (process.env.FLOE_TEST_VERBOSE) console.log(m); };
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;

@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { ensureStack } from '../../stack/stack';
 import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { compactTable, expireTable } from '../../client/maintenance';
-import { openTables } from '../../activities/tables';
+import { openTables } from '../../ingest/tables';
 import { readCursor } from '../../ingest/cursor';
-import { liveDataFiles, reachableFiles } from '../../activities/maintenance/index';
+import { liveDataFiles, reachableFiles } from '../../maintenance/index';
 import type { FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, withWorker } from './maintenance-oracles';
 

@@ -15,7 +15,7 @@ import { ensureStack } from '../../stack/stack';
 import { runPythonJson } from '../../stack/python';
 import { connectClient } from '../../client';
 import { removeOrphans } from '../../client/maintenance';
-import { openTables } from '../../activities/tables';
+import { openTables } from '../../ingest/tables';
 import { findTable, loadConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
 

@@ -6,11 +6,11 @@
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import type { FloeConfig } from '../../config';
 import { findTable, loadConfig } from '../../config';
-import { openTables } from '../../activities/tables';
+import { openTables } from '../../ingest/tables';
 import { runPythonJson } from '../../stack/python';
 import { createWorker } from '../../workers';
 import { orderEvents } from '../../demo/generator';
-import type { Row } from '../../activities/decode';
+import type { Row } from '../../ingest/decode';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';

@@ -16,7 +16,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { ensureStack } from '../../stack/stack';
 import { runPythonJson } from '../../stack/python';
 import { connectClient, ingestStatus, rootCause, startIngest, TableDriftError } from '../../client';
-import { openTables } from '../../activities/tables';
+import { openTables } from '../../ingest/tables';
 import { findTable, loadConfig, type FloeConfig } from '../../config';
 import { ingestWorkflowId } from '../../workflows';
 import { scenarioConfig } from '../../demo/config';

@@ -2,7 +2,7 @@
  * Files under a table's data/ folder that the current snapshot does not reference. For an
  * append-only ingest table (no expiry yet) these are exactly the files of uncommitted attempts.
  */
-import type { Tables } from '../../activities/tables';
+import type { Tables } from '../../ingest/tables';
 import { planFiles } from '../../iceberg/scan';
 
 export async function unreferencedDataFiles(tables: Tables, table: string): Promise<string[]> {

@@ -22,7 +22,7 @@ import type {
   CommitRewriteInput, CommitRewriteResult, CompactionPlan, CompactOptions, DeleteExpiredInput, DeleteExpiredResult,
   ExpireCommitInput, ExpireCommitResult, FileGroup, FileStats, OrphansInput, OrphansResult, PlanCompactionInput,
   RewriteGroupInput, RewriteGroupResult,
-} from '../../activities/maintenance/types';
+} from '../../maintenance/types';
 import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../../activities/types';
 import type { Offsets } from '../../ingest/cursor';
 import { venvBin } from '../../stack/python';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import {
   compileDecoder, deadLetterRow, decodeRecord, DecodeError, DecoderConfigError,
   type DecoderTable, type KafkaRecord, type Row,
-} from '../../activities/decode';
+} from '../../ingest/decode';
 import type { ColumnConfig } from '../../config';
 import { MemoryCatalog } from '../../iceberg/catalog/memory';
 import { MemoryFileIO } from '../../iceberg/io/memory';

@@ -4,7 +4,7 @@ import { parseConfig, type TableConfig } from '../../config';
 import { checkIngestTablesDrift, checkTableDrift, tableDriftMessage, TableDriftError } from '../../ingest/drift';
 import { newTableMetadata } from '../../iceberg/spec/metadata';
 import type { NestedField, PartitionField, TableMetadata } from '../../iceberg/spec/types';
-import { deadLetterColumns, schemaOf } from '../../activities/tables';
+import { deadLetterColumns, schemaOf } from '../../ingest/tables';
 
 const cfg = (over: Record<string, unknown> = {}): TableConfig => parseConfig({
   tables: [{

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import {
   binPack, commitBatchSize, compactDefaults, lookbackWindow, matchesFilter, planFileGroups, transformTimeRange,
   type CompactOptions, type LiveFile,
-} from '../../activities/maintenance/index';
+} from '../../maintenance/index';
 
 const MB = 1024 * 1024;
 const file = (partitionPath: string, n: number, size: number, day?: number): LiveFile => ({

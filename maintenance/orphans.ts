@@ -15,13 +15,13 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { parseIdentifier } from '../../iceberg/catalog/catalog';
-import { locationContains, normalizeLocation, tableLocations } from '../../iceberg/catalog/locations';
-import { isPendingMarker, isProtected, listPending } from '../../maintenance/pending';
-import type { Tables } from '../tables';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import { locationContains, normalizeLocation, tableLocations } from '../iceberg/catalog/locations';
+import { isPendingMarker, isProtected, listPending } from './pending';
+import type { Tables } from '../ingest/tables';
 import { pool, reachableFiles, reachableSize } from './reachable';
-import { checkAsOfActivity } from './window';
-import { FailureType, gracePeriodProblem } from '../../contract';
+import { checkAsOfActivity } from './activity-window';
+import { FailureType, gracePeriodProblem } from '../contract';
 import type { OrphansInput, OrphansResult } from './types';
 
 export const UNSAFE_GRACE = FailureType.UnsafeGracePeriod;

@@ -3,7 +3,7 @@
  * the workflows check too). A refused window is a non-retryable `InvalidWindow` failure.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { checkAsOf, INVALID_WINDOW, InvalidWindowError, parseOptionalWindow } from '../../maintenance/window';
+import { checkAsOf, INVALID_WINDOW, InvalidWindowError, parseOptionalWindow } from './window';
 
 const asFailure = <T>(fn: () => T): T => {
   try {

@@ -14,20 +14,20 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { parseIdentifier } from '../../iceberg/catalog/catalog';
-import { IcebergError, isIcebergError } from '../../iceberg/errors';
-import { MAIN_BRANCH, parseMetadataVersion, parseTableMetadata } from '../../iceberg/spec/metadata';
-import type { TableMetadata } from '../../iceberg/spec/types';
-import { snapshotsToExpire, unreachableFiles } from '../../iceberg/transaction/expire';
-import { ALREADY_COMMITTED, Transaction } from '../../iceberg/transaction/transaction';
-import type { PendingCommit, TableAction } from '../../iceberg/transaction/snapshot-producer';
-import type { TableUpdate } from '../../iceberg/transaction/updates';
-import { CURSOR_PROPERTY_PREFIX } from '../../contract';
-import { carryLegacyCursors } from '../../ingest/cursor';
-import type { Tables } from '../tables';
-import { checkAsOfActivity } from './window';
-import { mapConcurrent } from '../../iceberg/scan/parallel';
-import { crashPoint } from '../hooks';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import { IcebergError, isIcebergError } from '../iceberg/errors';
+import { MAIN_BRANCH, parseMetadataVersion, parseTableMetadata } from '../iceberg/spec/metadata';
+import type { TableMetadata } from '../iceberg/spec/types';
+import { snapshotsToExpire, unreachableFiles } from '../iceberg/transaction/expire';
+import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
+import type { PendingCommit, TableAction } from '../iceberg/transaction/snapshot-producer';
+import type { TableUpdate } from '../iceberg/transaction/updates';
+import { CURSOR_PROPERTY_PREFIX } from '../contract';
+import { carryLegacyCursors } from '../ingest/cursor';
+import type { Tables } from '../ingest/tables';
+import { checkAsOfActivity } from './activity-window';
+import { mapConcurrent } from '../iceberg/scan/parallel';
+import { crashPoint } from '../ingest/crash-points';
 import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireCommitInput, ExpireCommitResult } from './types';
 
 export const PROP_EXPIRE_ID = 'floe.maintenance.expire-id';

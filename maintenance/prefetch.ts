@@ -3,7 +3,7 @@
  * dominates rewriting thousands of them, so the next few small files are fetched while the
  * current one decodes. Memory stays bounded: at most `window` files of at most `maxBytes` each.
  */
-import type { FileInfo, FileIO } from '../../iceberg/io/file-io';
+import type { FileInfo, FileIO } from '../iceberg/io/file-io';
 
 export class PrefetchingFileIO implements FileIO {
   private readonly cache = new Map<string, Promise<Uint8Array>>();

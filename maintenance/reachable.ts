@@ -3,11 +3,11 @@
  * and every file any retained snapshot or metadata version references (expiry, orphan removal).
  * Reads each manifest list and manifest once, a few at a time.
  */
-import type { FileIO } from '../../iceberg/io/file-io';
-import { readManifest } from '../../iceberg/spec/manifest';
-import { readManifestList } from '../../iceberg/spec/manifest-list';
-import { currentSnapshot } from '../../iceberg/spec/metadata';
-import { type DataFile, ManifestContent, type ManifestFile, type TableMetadata } from '../../iceberg/spec/types';
+import type { FileIO } from '../iceberg/io/file-io';
+import { readManifest } from '../iceberg/spec/manifest';
+import { readManifestList } from '../iceberg/spec/manifest-list';
+import { currentSnapshot } from '../iceberg/spec/metadata';
+import { type DataFile, ManifestContent, type ManifestFile, type TableMetadata } from '../iceberg/spec/types';
 
 /** Runs `fn` over `items` with at most `concurrency` in flight; results in input order. */
 export async function pool<T, R>(items: readonly T[], concurrency: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
 import type { KafkaRecord } from './decode';
-import type { Offsets } from '../ingest/cursor';
+import type { Offsets } from './cursor';
 
 export interface Watermarks { low: Offsets; high: Offsets }
 

@@ -18,30 +18,30 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { findTable, type TableConfig } from '../../config';
-import { parseIdentifier } from '../../iceberg/catalog/catalog';
-import { isIcebergError } from '../../iceberg/errors';
-import { parquetWriteOptionsFromProperties, readParquetBatches, RollingParquetWriter } from '../../iceberg/parquet';
-import { dataFileFromWire, dataFileToWire } from '../../iceberg/spec/data-file';
-import { currentSchema, currentSnapshot, specById } from '../../iceberg/spec/metadata';
-import { partitionPath } from '../../iceberg/spec/partition';
-import { readManifestList } from '../../iceberg/spec/manifest-list';
-import { type DataFile, ManifestContent, type TableMetadata } from '../../iceberg/spec/types';
-import { rewriteFiles } from '../../iceberg/transaction';
-import { findCommit, SUMMARY_COMMIT_ID } from '../../ingest/cursor';
-import { crashPoint } from '../hooks';
-import type { Tables } from '../tables';
-import { markPending } from '../../maintenance/pending';
-import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from '../../maintenance/staged-files';
+import { findTable, type TableConfig } from '../config';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import { isIcebergError } from '../iceberg/errors';
+import { parquetWriteOptionsFromProperties, readParquetBatches, RollingParquetWriter } from '../iceberg/parquet';
+import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
+import { currentSchema, currentSnapshot, specById } from '../iceberg/spec/metadata';
+import { partitionPath } from '../iceberg/spec/partition';
+import { readManifestList } from '../iceberg/spec/manifest-list';
+import { type DataFile, ManifestContent, type TableMetadata } from '../iceberg/spec/types';
+import { rewriteFiles } from '../iceberg/transaction';
+import { findCommit, SUMMARY_COMMIT_ID } from '../ingest/cursor';
+import { crashPoint } from '../ingest/crash-points';
+import type { Tables } from '../ingest/tables';
+import { markPending } from './pending';
+import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from './staged-files';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
 import { absPath, liveDataFiles, pool, relPath } from './reachable';
-import { windowMsActivity } from './window';
+import { windowMsActivity } from './activity-window';
 import {
   compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
   type FileGroup, type FileStats, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
 } from './types';
-import type { WireDataFile } from '../types';
+import type { WireDataFile } from '../activities/types';
 
 /** Where group `index` of a staged plan keeps its file list (`staged`: CompactionPlan.staged). */
 export const stagedGroupLocation = (staged: string, index: number): string => `${staged}-g${index}.json`;
