@@ -1,8 +1,9 @@
 /**
- * Maintenance activities: compaction, snapshot expiry and orphan removal, over the
- * worker's catalog + FileIO. The logic lives in activities/maintenance/; this binds it to Deps.
+ * Maintenance activities: compaction, snapshot expiry and orphan removal, over the worker's
+ * catalog + FileIO. The logic lives in maintenance/ (no Temporal there); this binds it to Deps,
+ * the activity's attempt, heartbeats and cancellation (currentRun) and the failure mapping.
  */
-import type { Deps } from './index';
+import type { Deps } from '../ingest/deps';
 import {
   commitRewrite, deleteExpiredFiles, expireSnapshotsCommit, planCompaction, removeOrphanFiles, rewriteFileGroup,
   tableFileStats, type CommitRewriteInput, type CommitRewriteResult, type CompactionPlan, type DeleteExpiredInput,
@@ -13,6 +14,7 @@ import { tableConfigOrUndefined } from '../maintenance/compact';
 import { clearPending, markPending } from '../maintenance/pending';
 import type { MaintenanceConfig } from '../config';
 import { heartbeating } from './heartbeat';
+import { currentRun } from './failures';
 
 /** The configured maintenance settings of a table (null when the table is not in the config). */
 export type TableMaintenanceSettings = MaintenanceConfig | null;
@@ -20,11 +22,11 @@ export type TableMaintenanceSettings = MaintenanceConfig | null;
 export const createMaintenanceActivities = (deps: Deps) => ({
   /** Plans compaction file groups from the current snapshot. Read-only. */
   async planCompaction(input: PlanCompactionInput): Promise<CompactionPlan> {
-    return heartbeating(() => planCompaction(deps.tables, tableConfigOrUndefined(deps.cfg, input.table), input));
+    return heartbeating(() => planCompaction(deps.tables, tableConfigOrUndefined(deps.cfg, input.table), input, currentRun()));
   },
   /** Rewrites one file group into new files (not committed). Heartbeats per input file. */
   async rewriteFileGroup(input: RewriteGroupInput): Promise<RewriteGroupResult> {
-    return rewriteFileGroup(deps.tables, input);
+    return rewriteFileGroup(deps.tables, input, currentRun());
   },
   /** Commits rewritten groups as one replace snapshot, once per commit id. Optimistic. */
   async commitRewrite(input: CommitRewriteInput): Promise<CommitRewriteResult> {
@@ -40,11 +42,11 @@ export const createMaintenanceActivities = (deps: Deps) => ({
   },
   /** Deletes what only the expired snapshots reached. Idempotent. */
   async deleteExpiredFiles(input: DeleteExpiredInput): Promise<DeleteExpiredResult> {
-    return heartbeating(() => deleteExpiredFiles(deps.tables, input));
+    return heartbeating(() => deleteExpiredFiles(deps.tables, input, currentRun()));
   },
   /** Lists the table location and deletes unreachable files older than the grace period. Idempotent. */
   async removeOrphanFiles(input: OrphansInput): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
-    return removeOrphanFiles(deps.tables, input);
+    return removeOrphanFiles(deps.tables, input, currentRun());
   },
   /**
    * Announces that files named `<filePrefix>...` under the table location belong to a commit in

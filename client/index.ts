@@ -6,7 +6,7 @@
 import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
-import type { BackfillBound } from '../activities/backfill';
+import type { BackfillBound } from '../ingest/backfill';
 import { deadLetterColumns, openTables } from '../ingest/tables';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { tableIngestStatus } from './tables';

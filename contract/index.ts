@@ -69,3 +69,42 @@ export const ingestWorkflowId = (table: string, ingestId: string): string => `fl
 export const CURSOR_PROPERTY_PREFIX = 'floe.cursor.';
 /** Dead-letter table property: offsets below which this ingest id's dead letters are recorded. */
 export const DEAD_LETTER_CURSOR_PROPERTY_PREFIX = 'floe.dead-letter-cursor.';
+
+/**
+ * A failure raised by domain code (ingest/, maintenance/), which never imports Temporal: the
+ * activity adapters turn it into an ApplicationFailure of `type` (activities/failures.ts),
+ * non-retryable unless `retryable`.
+ */
+export class FloeFailure extends Error {
+  constructor(readonly type: FailureType, message: string, readonly retryable = false) {
+    super(message);
+    this.name = 'FloeFailure';
+  }
+}
+
+/** A failure no retry of the same step can fix. */
+export const nonRetryable = (type: FailureType, message: string): FloeFailure => new FloeFailure(type, message);
+
+/**
+ * What domain code needs from the activity attempt it runs in, without importing Temporal: the
+ * attempt number (names files so a retry never overwrites a dead attempt's), a heartbeat with
+ * progress details, and cancellation. The adapters build it from the activity context.
+ */
+export interface StepRun {
+  readonly attempt: number;
+  heartbeat(details?: unknown): void;
+  /** Something an operator should see in the worker log. */
+  warn(message: string): void;
+  readonly signal?: AbortSignal;
+}
+
+/** A step run outside any activity (tests, tools): attempt 1, heartbeats go nowhere. */
+export const DETACHED_RUN: StepRun = { attempt: 1, heartbeat: () => undefined, warn: (m) => console.warn(m) };
+
+/** A step stopped because its activity was cancelled (the adapter reports it as a cancellation). */
+export class StepCancelled extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StepCancelled';
+  }
+}

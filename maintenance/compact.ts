@@ -16,8 +16,7 @@
  * in the plan and ~30 in a commit, instead of ~110 bytes per input file (plan, rewrite and commit
  * inputs) plus ~800 per output (rewrite result, commit input). 30,000 files: 26 KB, not ~3.4 MB.
  */
-import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { DETACHED_RUN, nonRetryable, type StepRun } from '../contract';
 import { findTable, type TableConfig } from '../config';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { isIcebergError } from '../iceberg/errors';
@@ -36,12 +35,12 @@ import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJs
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
 import { absPath, liveDataFiles, pool, relPath } from './reachable';
-import { windowMsActivity } from './activity-window';
+import { parseOptionalWindow } from './window';
 import {
   compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
   type FileGroup, type FileStats, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
 } from './types';
-import type { WireDataFile } from '../activities/types';
+import type { WireDataFile } from '../ingest/types';
 
 /** Where group `index` of a staged plan keeps its file list (`staged`: CompactionPlan.staged). */
 export const stagedGroupLocation = (staged: string, index: number): string => `${staged}-g${index}.json`;
@@ -57,7 +56,7 @@ async function readStagedGroup(tables: Tables, staged: string, summary: Pick<Fil
   const g = await readStagedJson<FileGroup>(tables.io, location);
   const count = summary.fileCount ?? g.files.length;
   if (g.index !== summary.index || g.files.length !== count || (summary.records !== undefined && g.records !== summary.records)) {
-    throw ApplicationFailure.nonRetryable(`staged plan ${location}: expected group ${summary.index} of ${count} files and ${summary.records} records, found group ${g.index} of ${g.files.length} files and ${g.records} records`, 'DataInvalid');
+    throw nonRetryable('DataInvalid', `staged plan ${location}: expected group ${summary.index} of ${count} files and ${summary.records} records, found group ${g.index} of ${g.files.length} files and ${g.records} records`);
   }
   return g;
 }
@@ -102,7 +101,7 @@ export async function tableFileStats(tables: Tables, table: string): Promise<Fil
   return fileStats((await liveDataFiles(tables.io, metadata)).map((f) => ({ size: f.dataFile.fileSizeInBytes })));
 }
 
-export async function planCompaction(tables: Tables, cfgTable: TableConfig | undefined, input: PlanCompactionInput): Promise<CompactionPlan> {
+export async function planCompaction(tables: Tables, cfgTable: TableConfig | undefined, input: PlanCompactionInput, run: StepRun = DETACHED_RUN): Promise<CompactionPlan> {
   const { metadata } = await tables.load(input.table);
   const options = compactOptionsFor(cfgTable, input.options ?? {},
     Number(metadata.properties['write.target-file-size-bytes'] ?? 128 * 1024 * 1024));
@@ -110,12 +109,12 @@ export async function planCompaction(tables: Tables, cfgTable: TableConfig | und
   if (snap) {
     const deletes = (await readManifestList(tables.io, snap['manifest-list'])).filter((m) => m.content === ManifestContent.Deletes);
     if (deletes.length > 0) {
-      throw ApplicationFailure.nonRetryable(`${input.table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests)`, 'FeatureUnsupported');
+      throw nonRetryable('FeatureUnsupported', `${input.table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests)`);
     }
   }
   // A scheduled run compacts the `lookbackPartitions` time partitions ending at its window.
   const lookback = cfgTable?.maintenance.compact.lookbackPartitions;
-  const windowMs = windowMsActivity(input.window, 'compaction window');
+  const windowMs = parseOptionalWindow(input.window, Date.now(), 'compaction window');
   if (windowMs !== null && lookback && !options.partitionFilter) {
     const timeField = metadata['partition-specs'].find((s) => s['spec-id'] === metadata['default-spec-id'])?.fields
       .find((f) => ['hour', 'day', 'month', 'year'].includes(f.transform));
@@ -134,10 +133,10 @@ export async function planCompaction(tables: Tables, cfgTable: TableConfig | und
   // next): the sweep never sees an unmarked staged plan. Named by attempt: a timed-out attempt
   // still writing can never overwrite the lists of the attempt whose result the workflow got.
   await markPending(tables.io, metadata.location, input.runId, `${input.runId}-`);
-  const staged = stagedLocation(metadata.location, `${input.runId}-plan-a${Context.current().info.attempt}`);
+  const staged = stagedLocation(metadata.location, `${input.runId}-plan-a${run.attempt}`);
   await pool(groups, 16, async (g) => {
     await writeStagedJson(tables.io, stagedGroupLocation(staged, g.index), g);
-    Context.current().heartbeat();
+    run.heartbeat();
   });
   return { ...plan, groups: groups.map(groupSummary), staged };
 }
@@ -147,15 +146,14 @@ export async function planCompaction(tables: Tables, cfgTable: TableConfig | und
  * encoder, and the encoded bytes of the output file being filled (bounded by the target size). Outputs are named `<runId>-g<group>-a<attempt>-<n>` so a
  * retried attempt never overwrites; a killed attempt's outputs are orphans.
  */
-export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput): Promise<RewriteGroupResult> {
-  const ctx = Context.current();
+export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput, run: StepRun = DETACHED_RUN): Promise<RewriteGroupResult> {
   const started = Date.now();
   let peakRss = process.memoryUsage().rss;
   const { metadata } = await tables.load(input.table);
   const schema = currentSchema(metadata);
   const g = input.staged ? await readStagedGroupOrVanished(tables, input.staged, input.group) : input.group;
   const dir = g.partitionPath ? `${metadata.location}/data/${g.partitionPath}` : `${metadata.location}/data`;
-  const prefix = `${input.runId}-g${g.index}-a${ctx.info.attempt}`;
+  const prefix = `${input.runId}-g${g.index}-a${run.attempt}`;
   const writer = new RollingParquetWriter({
     schema, io: tables.io, targetFileSizeBytes: input.targetFileSizeBytes,
     ...parquetWriteOptionsFromProperties(schema, metadata.properties),
@@ -174,19 +172,19 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
           await writer.writeBatch(batch);
           rows += batch.numRows;
           peakRss = Math.max(peakRss, process.memoryUsage().rss);
-          ctx.heartbeat({ filesDone: i, files: g.files.length, rows, bytesRead }); // the SDK throttles these
+          run.heartbeat({ filesDone: i, files: g.files.length, rows, bytesRead }); // the SDK throttles these
         }
       } catch (e) {
         if (isIcebergError(e, 'NotFound') || /NoSuchKey|not found|ENOENT/i.test(String((e as Error).message))) {
           // Expiry or another compaction already removed it: this group cannot be committed.
-          throw ApplicationFailure.nonRetryable(`group ${g.index}: input ${location} no longer exists`, INPUTS_VANISHED);
+          throw nonRetryable(INPUTS_VANISHED, `group ${g.index}: input ${location} no longer exists`);
         }
         throw e;
       } finally {
         reader.release(location);
       }
       bytesRead += f.size;
-      ctx.heartbeat({ filesDone: i + 1, files: g.files.length, rows, bytesRead });
+      run.heartbeat({ filesDone: i + 1, files: g.files.length, rows, bytesRead });
     }
   } catch (e) {
     writer.abort(); // frees the encoder of the unfinished file (wasm memory is not GC-managed)
@@ -198,15 +196,15 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput)
   crashPoint('compact-rewrite');
   const written = outputs.reduce((a, f) => a + f.recordCount, 0);
   if (written !== g.records || rows !== g.records) {
-    throw ApplicationFailure.nonRetryable(`group ${g.index}: record count mismatch: expected ${g.records} (manifests), read ${rows}, wrote ${written}`, 'DataInvalid');
+    throw nonRetryable('DataInvalid', `group ${g.index}: record count mismatch: expected ${g.records} (manifests), read ${rows}, wrote ${written}`);
   }
   const wire = outputs.map((f) => dataFileToWire({ ...f, specId: g.specId, partition: {} }));
   const outputBytes = outputs.reduce((a, f) => a + f.fileSizeInBytes, 0);
   if (input.staged) {
     // Staged plan: the outputs' stats stay out of history (the commit reads them from here).
-    await writeStagedJson(tables.io, stagedOutputsLocation(input.staged, g.index, ctx.info.attempt), wire);
+    await writeStagedJson(tables.io, stagedOutputsLocation(input.staged, g.index, run.attempt), wire);
     return {
-      index: g.index, outputs: [], outputCount: wire.length, attempt: ctx.info.attempt,
+      index: g.index, outputs: [], outputCount: wire.length, attempt: run.attempt,
       inputBytes: g.bytes, outputBytes, records: written, durationMs: Date.now() - started, peakRssBytes: peakRss,
     };
   }
@@ -317,7 +315,7 @@ async function readStagedGroupOrVanished(tables: Tables, staged: string, summary
   try {
     return await readStagedGroup(tables, staged, summary);
   } catch (e) {
-    if (isNotFound(e)) throw ApplicationFailure.nonRetryable(`group ${summary.index}: its staged file list ${stagedGroupLocation(staged, summary.index)} no longer exists`, INPUTS_VANISHED);
+    if (isNotFound(e)) throw nonRetryable(INPUTS_VANISHED, `group ${summary.index}: its staged file list ${stagedGroupLocation(staged, summary.index)} no longer exists`);
     throw e;
   }
 }

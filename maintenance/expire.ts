@@ -12,8 +12,6 @@
  * Concurrency: the commit asserts main unchanged (a concurrent ingest commit makes it reload and
  * re-plan); deletions never touch anything a snapshot of `after`, or of anything newer, reaches.
  */
-import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { IcebergError, isIcebergError } from '../iceberg/errors';
 import { MAIN_BRANCH, parseMetadataVersion, parseTableMetadata } from '../iceberg/spec/metadata';
@@ -22,10 +20,10 @@ import { snapshotsToExpire, unreachableFiles } from '../iceberg/transaction/expi
 import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
 import type { PendingCommit, TableAction } from '../iceberg/transaction/snapshot-producer';
 import type { TableUpdate } from '../iceberg/transaction/updates';
-import { CURSOR_PROPERTY_PREFIX } from '../contract';
+import { CURSOR_PROPERTY_PREFIX, DETACHED_RUN, nonRetryable, type StepRun } from '../contract';
 import { carryLegacyCursors } from '../ingest/cursor';
 import type { Tables } from '../ingest/tables';
-import { checkAsOfActivity } from './activity-window';
+import { checkAsOf } from './window';
 import { mapConcurrent } from '../iceberg/scan/parallel';
 import { crashPoint } from '../ingest/crash-points';
 import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireCommitInput, ExpireCommitResult } from './types';
@@ -67,7 +65,7 @@ class ExpireAction implements TableAction {
 }
 
 export async function expireSnapshotsCommit(tables: Tables, input: ExpireCommitInput): Promise<ExpireCommitResult> {
-  checkAsOfActivity(input.asOfMs, 'expiry asOf');
+  checkAsOf(input.asOfMs, Date.now(), 'expiry asOf');
   const id = parseIdentifier(input.table);
   const action = new ExpireAction(input, BigInt(input.asOfMs - input.olderThanMs));
   // Ingest commits every few seconds: losing the CAS is normal, so allow many re-plans.
@@ -96,7 +94,7 @@ async function readMetadata(tables: Tables, location: string): Promise<TableMeta
     return parseTableMetadata(new TextDecoder().decode(await tables.io.read(location)));
   } catch (e) {
     if (isIcebergError(e, 'NotFound') || /NoSuchKey|not found|ENOENT/i.test(String((e as Error).message))) {
-      throw ApplicationFailure.nonRetryable(`expiry base metadata ${location} is gone: expected it to exist until expiry finished, found nothing; leftovers will be removed by orphan removal`, 'MetadataGone');
+      throw nonRetryable('MetadataGone', `expiry base metadata ${location} is gone: expected it to exist until expiry finished, found nothing; leftovers will be removed by orphan removal`);
     }
     throw e;
   }
@@ -104,8 +102,7 @@ async function readMetadata(tables: Tables, location: string): Promise<TableMeta
 
 const emptyCounts = (): DeletedCounts => ({ dataFiles: 0, manifests: 0, manifestLists: 0, metadataFiles: 0, other: 0 });
 
-export async function deleteExpiredFiles(tables: Tables, input: DeleteExpiredInput): Promise<DeleteExpiredResult> {
-  const ctx = Context.current();
+export async function deleteExpiredFiles(tables: Tables, input: DeleteExpiredInput, run: StepRun = DETACHED_RUN): Promise<DeleteExpiredResult> {
   const before = await readMetadata(tables, input.beforeMetadataLocation);
   const after = await readMetadata(tables, input.afterMetadataLocation);
   if (before['table-uuid'] !== after['table-uuid']) {
@@ -142,7 +139,7 @@ export async function deleteExpiredFiles(tables: Tables, input: DeleteExpiredInp
     if (!input.dryRun) {
       await mapConcurrent(locations, 16, async (location) => {
         await tables.io.delete(location);
-        if (++done % 100 === 0) ctx.heartbeat({ done, total });
+        if (++done % 100 === 0) run.heartbeat({ done, total });
       });
       if (kind === 'manifests' && locations.length > 0) crashPoint('expire-delete');
     }

@@ -13,15 +13,13 @@
  * a commit (then it is an orphan). Files written after we read the markers are younger than the
  * cutoff, which counts back from the earlier of the window and the start of this sweep.
  */
-import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { locationContains, normalizeLocation, tableLocations } from '../iceberg/catalog/locations';
 import { isPendingMarker, isProtected, listPending } from './pending';
 import type { Tables } from '../ingest/tables';
 import { pool, reachableFiles, reachableSize } from './reachable';
-import { checkAsOfActivity } from './activity-window';
-import { FailureType, gracePeriodProblem } from '../contract';
+import { checkAsOf } from './window';
+import { DETACHED_RUN, FailureType, gracePeriodProblem, nonRetryable, type StepRun } from '../contract';
 import type { OrphansInput, OrphansResult } from './types';
 
 export const UNSAFE_GRACE = FailureType.UnsafeGracePeriod;
@@ -31,13 +29,12 @@ export const STALE_PENDING_MS = 7 * 24 * 60 * 60 * 1000;
 
 export function checkGrace(olderThanMs: number, force: boolean): void {
   const problem = gracePeriodProblem(olderThanMs, force);
-  if (problem) throw ApplicationFailure.nonRetryable(problem, UNSAFE_GRACE);
+  if (problem) throw nonRetryable(UNSAFE_GRACE, problem);
 }
 
-export async function removeOrphanFiles(tables: Tables, input: OrphansInput): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
+export async function removeOrphanFiles(tables: Tables, input: OrphansInput, run: StepRun = DETACHED_RUN): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
   checkGrace(input.olderThanMs, input.force);
-  checkAsOfActivity(input.asOfMs, 'orphan removal asOf');
-  const ctx = Context.current();
+  checkAsOf(input.asOfMs, Date.now(), 'orphan removal asOf');
   const startedMs = Date.now();
   const id = parseIdentifier(input.table);
   const location = normalizeLocation((await tables.load(input.table)).metadata.location);
@@ -59,7 +56,7 @@ export async function removeOrphanFiles(tables: Tables, input: OrphansInput): Pr
   // Trailing slash: `warehouse/ns/orders` must not list its sibling `warehouse/ns/orders_dead_letters`.
   for await (const f of tables.io.list(`${location}/`)) {
     listed++;
-    if (listed % 1000 === 0) ctx.heartbeat({ listed });
+    if (listed % 1000 === 0) run.heartbeat({ listed });
     if (isPendingMarker(f.location, location)) { markers++; continue; }
     const l = f.location.replace(/^s3[an]:\/\//i, 's3://');
     if (nested.some((n) => l.startsWith(n))) { keptByOtherTables++; continue; }
@@ -72,7 +69,7 @@ export async function removeOrphanFiles(tables: Tables, input: OrphansInput): Pr
   if (!input.dryRun) {
     await pool(orphans, 16, async (f) => {
       await tables.io.delete(f.location);
-      if (++deleted % 100 === 0) ctx.heartbeat({ listed, deleted, total: orphans.length });
+      if (++deleted % 100 === 0) run.heartbeat({ listed, deleted, total: orphans.length });
     });
   }
   return {

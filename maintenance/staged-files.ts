@@ -30,7 +30,7 @@ import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
 import { decodeManifest, encodeManifest } from '../iceberg/spec/manifest';
 import { currentSchema, specById } from '../iceberg/spec/metadata';
 import { type DataFile, ManifestEntryStatus, type TableMetadata } from '../iceberg/spec/types';
-import type { FileListEntry, StagedFileList } from '../activities/types';
+import type { FileListEntry, StagedFileList } from '../ingest/types';
 
 /** Folder (relative to the table location) holding staged lists. */
 export const STAGED_DIR = 'metadata/floe-staged';

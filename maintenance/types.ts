@@ -3,7 +3,7 @@
  * orphan removal). Everything here crosses Temporal history as JSON: snapshot ids are decimal
  * strings, data files are in their wire form, file lists are kept short (relative paths, caps).
  */
-import type { WireDataFile } from '../activities/types';
+import type { WireDataFile } from '../ingest/types';
 
 export type MaintenanceKind = 'compact' | 'expire' | 'orphans';
 

@@ -6,7 +6,7 @@
  */
 import { executeChild, proxyActivities } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { BackfillBound, PreparedBackfill } from '../activities/backfill';
+import type { BackfillBound, PreparedBackfill } from '../ingest/backfill';
 import { FailureType } from '../contract';
 import { ingestWorkflow, ingestWorkflowId, type IngestStatus } from './ingest';
 

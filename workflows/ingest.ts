@@ -8,9 +8,11 @@ import {
   patched, proxyActivities, setHandler, uuid4, workflowInfo,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { Offsets } from '../ingest/cursor';
-import type { CyclePlan, OffsetRange, PollResult } from '../activities/types';
+import type { CyclePlan, PollResult } from '../ingest/types';
 import { INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
+import {
+  initialStatus, lagOf, mergeCycle, pollInputs, rangeDone, recordCommit, reportedState, type IngestInput, type IngestStatus,
+} from './ingest-state';
 
 export { ingestWorkflowId };
 
@@ -39,41 +41,7 @@ const { commit } = proxyActivities<Activities>({
   retry: { initialInterval: '500ms', maximumInterval: '20s', nonRetryableErrorTypes: INGEST_NON_RETRYABLE },
 });
 
-export interface IngestInput {
-  table: string;
-  ingestId: string;
-  /** Backfill: load exactly [from, to) and stop. */
-  range?: OffsetRange;
-  /** Start even though another live ingest id already holds the table's topic. */
-  force?: boolean;
-  /** carried across continueAsNew */
-  carry?: IngestStatus;
-}
-
-/** `failed` is never reported by the workflow itself: the client derives it from a failed run. */
-export type IngestState = 'running' | 'paused' | 'draining' | 'stopped' | 'failed';
-
-export interface IngestStatus {
-  table: string;
-  ingestId: string;
-  state: IngestState;
-  cursor: Offsets;
-  /** high watermark - cursor, per partition (decimal strings) */
-  lag: Record<string, string>;
-  lastCommitId: string | null;
-  lastSnapshotId: string | null;
-  lastCommitTimeMs: number | null;
-  cycles: number;
-  commits: number;
-  fencedCommits: number;
-  totalRows: number;
-  totalDeadLetters: number;
-  /** rows/s over the last committed cycle */
-  rowsPerSecond: number;
-  filesPerCommit: number;
-  /** failed runs: the innermost failure, `Type: message` */
-  error?: string;
-}
+export type { IngestInput, IngestState, IngestStatus } from './ingest-state';
 
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');
@@ -81,31 +49,14 @@ export const drainAndStopSignal = defineSignal('drainAndStop');
 export const statusQuery = defineQuery<IngestStatus>('status');
 
 
-const lagOf = (cursor: Offsets, high: Offsets): Record<string, string> => {
-  const out: Record<string, string> = {};
-  for (const [p, h] of Object.entries(high)) {
-    const c = BigInt(cursor[p] ?? '0');
-    const d = BigInt(h) - c;
-    out[p] = (d > 0n ? d : 0n).toString();
-  }
-  return out;
-};
-
-const rangeDone = (cursor: Offsets, range: OffsetRange): boolean =>
-  Object.keys(range.to).every((p) => BigInt(cursor[p] ?? '0') >= BigInt(range.to[p]!));
-
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
-  const status: IngestStatus = input.carry ?? {
-    table: input.table, ingestId: input.ingestId, state: 'running', cursor: {}, lag: {},
-    lastCommitId: null, lastSnapshotId: null, lastCommitTimeMs: null, cycles: 0, commits: 0,
-    fencedCommits: 0, totalRows: 0, totalDeadLetters: 0, rowsPerSecond: 0, filesPerCommit: 0,
-  };
+  const status = initialStatus(input);
   let paused = status.state === 'paused';
   let draining = status.state === 'draining';
   setHandler(pauseSignal, () => { paused = true; });
   setHandler(resumeSignal, () => { paused = false; });
   setHandler(drainAndStopSignal, () => { draining = true; });
-  setHandler(statusQuery, () => ({ ...status, state: draining ? 'draining' : paused ? 'paused' : status.state }));
+  setHandler(statusQuery, () => ({ ...status, state: reportedState(status, paused, draining) }));
 
   let cyclesThisRun = 0;
   for (;;) {
@@ -116,66 +67,32 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     status.state = draining ? 'draining' : 'running';
 
     const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId, range: input.range, force: input.force });
-    if (input.range && rangeDone(plan.startOffsets, input.range)) {
-      status.state = 'stopped';
-      status.cursor = plan.startOffsets;
-      status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
-      return status;
-    }
     status.cursor = plan.startOffsets;
     status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
+    if (input.range && rangeDone(plan.startOffsets, input.range)) {
+      status.state = 'stopped';
+      return status;
+    }
 
     const commitId = uuid4();
     const started = Date.now();
     // Only a cycle that polled in drain mode (until caught up with the topic) may end the drain.
     const drainingCycle = draining;
-    const results: PollResult[] = await Promise.all(
-      plan.groups.map((partitions, groupIndex) =>
-        pollAndWrite({
-          table: input.table, ingestId: input.ingestId, commitId, groupIndex, partitions,
-          startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
-          // Draining: take what is there now without waiting out a full interval.
-          maxWaitMs: draining ? Math.max(5000, plan.commitIntervalMs) : plan.commitIntervalMs,
-          untilCaughtUp: draining,
-          ...(input.range ? { stopAt: input.range.to, limit: input.range.to } : {}),
-          maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
-          maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
-          deadLetterFloor: plan.deadLetterFloor,
-        })),
-    );
+    const results: PollResult[] = await Promise.all(pollInputs(input, plan, commitId, draining).map((p) => pollAndWrite(p)));
     status.cycles++;
     cyclesThisRun++;
+    const cycle = mergeCycle(plan, results);
 
-    const endOffsets: Offsets = { ...plan.startOffsets };
-    const high: Offsets = { ...plan.highWatermarks };
-    let records = 0, deadLetters = 0;
-    const files = results.flatMap((r) => r.files);
-    const deadLetterFiles = results.flatMap((r) => r.deadLetterFiles);
-    for (const r of results) {
-      Object.assign(endOffsets, r.endOffsets);
-      Object.assign(high, r.highWatermarks);
-      records += r.records;
-      deadLetters += r.deadLetters;
-    }
-
-    const advanced = Object.keys(endOffsets).some((p) => endOffsets[p] !== plan.startOffsets[p]);
     let refused = false;
-    if (advanced) {
+    if (cycle.advanced) {
       try {
         const res = await commit({
           table: input.table, ingestId: input.ingestId, commitId, baseSnapshotId: plan.baseSnapshotId,
           deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-          startOffsets: plan.startOffsets, endOffsets, files, deadLetterFiles, records, deadLetters, range: input.range,
+          startOffsets: plan.startOffsets, endOffsets: cycle.endOffsets, files: cycle.files, deadLetterFiles: cycle.deadLetterFiles,
+          records: cycle.records, deadLetters: cycle.deadLetters, range: input.range,
         });
-        status.commits++;
-        status.lastCommitId = commitId;
-        status.lastSnapshotId = res.snapshotId;
-        status.lastCommitTimeMs = res.committedAtMs;
-        status.totalRows += records;
-        status.totalDeadLetters += deadLetters;
-        status.filesPerCommit = files.length;
-        status.rowsPerSecond = Math.round((records * 1000) / Math.max(1, Date.now() - started));
-        status.cursor = endOffsets;
+        recordCommit(status, cycle, commitId, res, Date.now() - started);
       } catch (err) {
         // Fenced (another writer moved this ingest's cursor) or files gone: our files are orphans;
         // start over from the table.
@@ -190,19 +107,19 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
         }
       }
     }
-    if (!refused) status.lag = lagOf(status.cursor, high);
+    if (!refused) status.lag = lagOf(status.cursor, cycle.highWatermarks);
 
     // Drain finishes when a cycle that polled until caught up finds nothing more to read. (Before the
     // patch, an idle poll begun before the signal could end it and leave records behind.)
     const endsDrain = patched(PATCH_DRAIN_NEEDS_DRAINING_CYCLE) ? drainingCycle : draining;
-    if (!refused && endsDrain && !advanced) {
+    if (!refused && endsDrain && !cycle.advanced) {
       status.state = 'stopped';
       return status;
     }
     if (cyclesThisRun >= plan.cyclesPerRun || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof ingestWorkflow>({
         table: input.table, ingestId: input.ingestId, range: input.range, force: input.force,
-        carry: { ...status, state: draining ? 'draining' : paused ? 'paused' : 'running' },
+        carry: { ...status, state: reportedState(status, paused, draining) },
       });
     }
   }

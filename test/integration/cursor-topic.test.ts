@@ -14,7 +14,7 @@ import { ensureStack } from '../../stack/stack';
 import { scenarioConfig } from '../../demo/scenario';
 import { loadConfig, findTable, type FloeConfig } from '../../config';
 import { createActivities, createDeps, type Deps } from '../../activities';
-import type { CyclePlan, PollResult } from '../../activities/types';
+import type { CyclePlan, PollResult } from '../../ingest/types';
 import { readColumnValues } from '../../client/tables';
 import { connectClient, ingestStatus, startIngest } from '../../client';
 import { createWorker } from '../../workers';

@@ -11,7 +11,7 @@ import { ensureStack } from '../../stack/stack';
 import { scenarioConfig } from '../../demo/scenario';
 import { loadConfig, type FloeConfig } from '../../config';
 import { createActivities, createDeps, type Deps } from '../../activities';
-import type { CommitResult, CyclePlan, PollInput, PollResult } from '../../activities/types';
+import type { CommitResult, CyclePlan, PollInput, PollResult } from '../../ingest/types';
 import { tableCommitRows, readColumnValues } from '../../client/tables';
 import { orderEvents } from '../../demo/generator';
 

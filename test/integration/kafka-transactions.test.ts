@@ -13,7 +13,7 @@ import { ensureStack } from '../../stack/stack';
 import { scenarioConfig } from '../../demo/scenario';
 import { loadConfig, type FloeConfig } from '../../config';
 import { createActivities, createDeps, type Deps } from '../../activities';
-import type { CyclePlan, OffsetRange, PollResult } from '../../activities/types';
+import type { CyclePlan, OffsetRange, PollResult } from '../../ingest/types';
 import { readColumnValues } from '../../client/tables';
 import { orderEvents } from '../../demo/generator';
 import { readCursor } from '../../ingest/cursor';

@@ -23,7 +23,7 @@ import type {
   ExpireCommitInput, ExpireCommitResult, FileGroup, FileStats, OrphansInput, OrphansResult, PlanCompactionInput,
   RewriteGroupInput, RewriteGroupResult,
 } from '../../maintenance/types';
-import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../../activities/types';
+import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../../ingest/types';
 import type { Offsets } from '../../ingest/cursor';
 import { venvBin } from '../../stack/python';
 

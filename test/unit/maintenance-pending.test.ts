@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
+import { toFailure } from '../../activities/failures';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { removeOrphanFiles } from '../../maintenance/orphans';
 import { expireSnapshotsCommit } from '../../maintenance/expire';
@@ -43,9 +44,13 @@ async function old(io: MemoryFileIO, location: string, ageMs: number): Promise<v
 }
 
 const sweep = (tables: Tables, table: string, o: { olderThanMs?: number; asOfMs?: number; force?: boolean; dryRun?: boolean } = {}) =>
-  new MockActivityEnvironment().run(() => removeOrphanFiles(tables, {
+  asActivity(() => removeOrphanFiles(tables, {
     table, olderThanMs: o.olderThanMs ?? HOUR, asOfMs: o.asOfMs ?? Date.now(), dryRun: o.dryRun ?? false, force: o.force ?? false,
-  })) as ReturnType<typeof removeOrphanFiles>;
+  }));
+
+/** Runs domain code as its activity adapter would: in an activity context, failures mapped to Temporal's. */
+const asActivity = <T>(fn: () => Promise<T>): Promise<T> =>
+  new MockActivityEnvironment().run(fn).catch((e: unknown) => { throw toFailure(e); }) as Promise<T>;
 
 void test('isProtected matches file base names by prefix, never directories or other prefixes', () => {
   const pending = [{ filePrefix: 'commit-123-a1-' }];
@@ -130,7 +135,7 @@ void test('the activities refuse a NaN or future asOf with a non-retryable Inval
   for (const asOfMs of [NaN, Date.now() + 86_400_000]) {
     await assert.rejects(sweep(tables, 'a.t', { asOfMs }), (e: unknown) =>
       e instanceof ApplicationFailure && e.type === 'InvalidWindow' && e.nonRetryable);
-    await assert.rejects(new MockActivityEnvironment().run(expireSnapshotsCommit, tables, { table: 'a.t', expireId: 'x', olderThanMs: HOUR, retainLast: 1, asOfMs }),
+    await assert.rejects(asActivity(() => expireSnapshotsCommit(tables, { table: 'a.t', expireId: 'x', olderThanMs: HOUR, retainLast: 1, asOfMs })),
       (e: unknown) => e instanceof ApplicationFailure && e.type === 'InvalidWindow');
   }
   await assert.rejects(sweep(tables, 'a.t', { olderThanMs: NaN, force: true }), (e: unknown) => e instanceof ApplicationFailure && e.type === 'UnsafeGracePeriod');

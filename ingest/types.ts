@@ -2,7 +2,7 @@
  * Activity inputs/outputs. Everything here crosses Temporal history as JSON: offsets and
  * snapshot ids are decimal strings, data files are in their wire form (iceberg/spec/data-file.ts).
  */
-import type { OffsetRange, Offsets } from '../ingest/cursor';
+import type { OffsetRange, Offsets } from './cursor';
 
 export type { OffsetRange };
 

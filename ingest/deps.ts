@@ -1,0 +1,59 @@
+/**
+ * The resources every ingest and maintenance step of a worker uses: the config, the catalog +
+ * FileIO (`Tables`) and Kafka. Created once per worker process; tests inject their own. No Temporal.
+ */
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { findTable, type FloeConfig, type TableConfig } from '../config';
+import { FailureType, nonRetryable } from '../contract';
+import type { BufferBudget } from './buffer-budget';
+import { awaitMirrors } from './mirror';
+import { openTables, type Tables } from './tables';
+
+export interface Deps {
+  cfg: FloeConfig;
+  /** Bytes all poll activities of this process may buffer at once (default: FLOE_WORKER_BUFFER_BYTES). */
+  bufferBudget?: BufferBudget;
+  tables: Tables;
+  kafka: Kafka;
+  admin: Admin;
+  close(): Promise<void>;
+}
+
+export async function createDeps(cfg: FloeConfig): Promise<Deps> {
+  const tables = await openTables(cfg);
+  const kafka = new Kafka({ clientId: cfg.kafka.clientId, brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING, retry: { retries: 8 } });
+  const admin = kafka.admin();
+  await admin.connect();
+  return {
+    cfg, tables, kafka, admin,
+    close: async () => {
+      // A cursor mirror still running holds a kafkajs consumer: let it finish before disconnecting.
+      await awaitMirrors();
+      await admin.disconnect().catch(() => undefined);
+      await tables.close();
+    },
+  };
+}
+
+/** The configured table, or a non-retryable ConfigError (a workflow names a table the worker's config lacks). */
+export function ingestTableConfig(cfg: FloeConfig, table: string): TableConfig {
+  try {
+    return findTable(cfg, table);
+  } catch (e) {
+    throw nonRetryable(FailureType.ConfigError, (e as Error).message);
+  }
+}
+
+/** Owner of an ingest id's pending-file markers (maintenance/pending.ts). */
+export const pendingOwner = (ingestId: string): string => `ingest-${ingestId}`;
+
+// A table's location never changes under floe (set-location is not used): cache it per Tables.
+const locations = new WeakMap<Tables, Map<string, string>>();
+
+export async function tableLocation(tables: Tables, table: string): Promise<string> {
+  let byName = locations.get(tables);
+  if (!byName) locations.set(tables, (byName = new Map()));
+  let l = byName.get(table);
+  if (l === undefined) byName.set(table, (l = (await tables.load(table)).metadata.location));
+  return l;
+}

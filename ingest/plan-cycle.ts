@@ -1,0 +1,73 @@
+/**
+ * Plans an ingest cycle from the table (never from Kafka): the cursor of the ingest id, bound to
+ * its topic and checked against the topic's watermarks, the partition groups, and the dead-letter
+ * floor. Creates missing tables and refuses a drifted table. No Temporal here: the activity
+ * adapter (activities/index.ts) adds heartbeats and failure mapping.
+ */
+import type { TableConfig } from '../config';
+import { FailureType, nonRetryable, type StepRun } from '../contract';
+import type { TableMetadata } from '../iceberg/spec/types';
+import { allCursors, formatOffsets, readCursor, readDeadLetterCursor, type Offsets } from './cursor';
+import { ingestTableConfig, type Deps } from './deps';
+import { checkIngestTablesDrift, tableDriftMessage } from './drift';
+import { topicWatermarks } from './kafka';
+import { deadLetterColumns } from './tables';
+import type { CyclePlan, TableRef } from './types';
+
+/** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */
+function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetadata): void {
+  for (const [other, c] of allCursors(m)) {
+    if (other === ingestId || c.range || (c.topic !== null && c.topic !== t.topic)) continue;
+    throw nonRetryable(FailureType.IngestOverlap,
+      `table ${t.table} already holds topic ${t.topic} through ingest id "${other}" (cursor ${formatOffsets(c.offsets)}); starting ingest id "${ingestId}" would load the topic again; start it with force to do that anyway, or keep ingestId "${other}"`);
+  }
+}
+
+export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
+  const t = ingestTableConfig(deps.cfg, ref.table);
+  await deps.tables.ensureIngestTables(t);
+  const loaded = await deps.tables.load(t.table);
+  // Another engine changed the table (or its dead-letter table) under the config: fail visibly, never write.
+  const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
+  const drift = checkIngestTablesDrift(t, loaded.metadata, deadLetterMetadata, deadLetterColumns);
+  if (drift.length > 0) throw nonRetryable(FailureType.TableDrift, tableDriftMessage(drift));
+  const cursor = readCursor(loaded.metadata, ref.ingestId);
+  // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
+  // a failover cluster) would silently skip or re-read records.
+  if (cursor.topic !== null && cursor.topic !== t.topic) {
+    throw nonRetryable(FailureType.CursorTopicMismatch,
+      `table ${t.table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`);
+  }
+  if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
+  const wm = await topicWatermarks(deps.admin, t.topic);
+  for (const [p, o] of Object.entries(cursor.offsets)) {
+    const high = wm.high[p];
+    if (high === undefined || BigInt(o) > BigInt(high)) {
+      throw nonRetryable(FailureType.CursorAheadOfTopic,
+        `table ${t.table}: the cursor of ingest id "${ref.ingestId}" is at ${p}:${o} but topic ${t.topic} ${high === undefined ? `has no partition ${p}` : `partition ${p} ends at ${high}`}; the topic was recreated or failed over; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`);
+    }
+  }
+  // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
+  const partitions = Object.keys(ref.range?.to ?? wm.high).map(Number).sort((a, b) => a - b);
+  const startOffsets: Offsets = {};
+  for (const p of partitions) {
+    const k = String(p);
+    // A partition the cursor lacks starts at the range start, or else the earliest retained offset.
+    startOffsets[k] = cursor.offsets[k] ?? ref.range?.from[k] ?? wm.low[k] ?? '0';
+    if (BigInt(startOffsets[k]!) < BigInt(wm.low[k] ?? '0')) {
+      // Retention deleted records the table never got: that is data loss upstream, not ours to hide.
+      run.warn(`partition ${k}: cursor ${startOffsets[k]} is below the earliest retained offset ${wm.low[k]}; records were lost to retention`);
+      startOffsets[k] = wm.low[k]!;
+    }
+  }
+  const deadLetters = readDeadLetterCursor(deadLetterMetadata, ref.ingestId);
+  const highWatermarks = ref.range ? ref.range.to : wm.high;
+  const groups: number[][] = Array.from({ length: Math.min(t.parallelism, partitions.length) || 1 }, () => []);
+  partitions.forEach((p, i) => groups[i % groups.length]!.push(p));
+  return {
+    baseSnapshotId: cursor.snapshotId, startOffsets, highWatermarks, groups,
+    deadLetterFloor: deadLetters.offsets, deadLetterBaseCommitId: deadLetters.commitId,
+    commitIntervalMs: t.commitIntervalMs, maxRecordsPerCycle: t.maxRecordsPerCycle,
+    maxBytesPerCycle: t.maxBytesPerCycle, cyclesPerRun: t.cyclesPerRun,
+  };
+}

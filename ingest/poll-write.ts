@@ -1,0 +1,83 @@
+/**
+ * One poll step of an ingest cycle: polls a partition group from the given offsets, decodes each
+ * record (a record that cannot be decoded becomes a dead letter with its reason) and writes
+ * Parquet data files (one per table partition, rolled at the target size) plus dead-letter files.
+ * Idempotent by construction: a retry re-reads the same offsets and writes new files named by its
+ * attempt; the dead attempt's files are orphans. No Temporal here (activities/index.ts binds it).
+ */
+import { FailureType, StepCancelled, nonRetryable, type StepRun } from '../contract';
+import { markPending } from '../maintenance/pending';
+import { INLINE_FILE_LIST_BUDGET_BYTES, fileListForHistory } from '../maintenance/staged-files';
+import type { Offsets } from './cursor';
+import { crashPoint } from './crash-points';
+import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
+import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
+import { pollPartitions, topicWatermarks } from './kafka';
+import type { PollInput, PollResult } from './types';
+
+export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): Promise<PollResult> {
+  const t = ingestTableConfig(deps.cfg, input.table);
+  const attempt = run.attempt;
+  const wm = await topicWatermarks(deps.admin, t.topic);
+  const allPartitions = Object.keys(wm.high).map(Number);
+  const rows: Row[] = [];
+  const deadRows: Row[] = [];
+  const outcome = await pollPartitions(
+    deps.kafka, t.topic, input.partitions, allPartitions, input.startOffsets,
+    {
+      maxWaitMs: input.maxWaitMs, maxRecords: input.maxRecords, maxBytes: input.maxBytes,
+      stopAt: input.stopAt ?? (input.untilCaughtUp ? wm.high : undefined),
+      limit: input.limit,
+      signal: run.signal,
+    },
+    (rec) => {
+      try {
+        // compiled once per table config: every row it returns is writable under t's partition spec
+        rows.push(decodeRecord(t, rec));
+      } catch (e) {
+        // A config no record can decode is not this record's fault: fail the cycle, visibly.
+        if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
+        // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
+        deadRows.push(deadLetterRow(t.topic, rec, e));
+      }
+      if (rows.length + deadRows.length === 1) crashPoint('poll');
+    },
+    // Progress in every heartbeat: a hung poll (no progress, still beating) is visible in the UI.
+    (o) => run.heartbeat({ phase: 'poll', records: o.records, bytes: o.bytes }),
+  );
+  // Cancelled (workflow cancelled or timed out): stop here; nothing written, nothing to undo.
+  if (run.signal?.aborted) throw new StepCancelled('pollAndWrite cancelled');
+  // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
+  // did not land (fenced, or its worker died): recording them again would duplicate them.
+  const floor = input.deadLetterFloor ?? {};
+  const freshDeadRows = deadRows.filter((r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!));
+  const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
+  // Until this cycle commits, its files are unreachable: markers keep the orphan sweep off them
+  // however long the cycle takes (another group stuck, a paused worker). The commit clears them.
+  if (rows.length > 0) await markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`);
+  if (freshDeadRows.length > 0) await markPending(deps.tables.io, await tableLocation(deps.tables, t.deadLetterTable), pendingOwner(input.ingestId), `${input.commitId}-`);
+  // Writing a large cycle takes a while: keep heartbeating so only a dead worker times out.
+  const beat = setInterval(() => run.heartbeat({ phase: 'write', records: outcome.records, bytes: outcome.bytes }), 2000);
+  let files, deadLetterFiles;
+  try {
+    files = rows.length === 0 ? [] : await deps.tables.writeDataFiles(t.table, rows, prefix, t.targetFileSizeBytes);
+    deadLetterFiles = freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
+  } finally {
+    clearInterval(beat);
+  }
+  if (files.length > 0) crashPoint('after-write');
+  const highWatermarks: Offsets = {};
+  for (const p of input.partitions) highWatermarks[String(p)] = wm.high[String(p)] ?? '0';
+  // A list past its group's share of the inline budget (thousands of files: a wide partition
+  // spec, a backlog) would not fit Temporal's payload limit: it is staged as a manifest named
+  // `<prefix>.avro` (marked pending above) and history carries the reference (maintenance/staged-files.ts).
+  const budget = Math.floor(INLINE_FILE_LIST_BUDGET_BYTES / Math.max(1, Math.min(t.parallelism, allPartitions.length)));
+  const stage = (table: string) => ({ metadata: async () => (await deps.tables.load(table)).metadata, baseName: prefix });
+  return {
+    groupIndex: input.groupIndex,
+    files: await fileListForHistory(deps.tables.io, files, budget, stage(t.table)),
+    deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
+    endOffsets: outcome.next, highWatermarks,
+    records: rows.length, deadLetters: freshDeadRows.length, bytes: outcome.bytes,
+  };
+}

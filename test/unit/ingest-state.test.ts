@@ -1,0 +1,65 @@
+/**
+ * The ingest loop's pure state (workflows/ingest-state.ts): group polls, cycle merging, lag and
+ * the status after a commit, without a Temporal server.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { CyclePlan, PollResult } from '../../ingest/types';
+import { initialStatus, lagOf, mergeCycle, pollInputs, rangeDone, recordCommit, reportedState } from '../../workflows/ingest-state';
+
+const plan = (over: Partial<CyclePlan> = {}): CyclePlan => ({
+  baseSnapshotId: '7', startOffsets: { 0: '10', 1: '20', 2: '0' }, highWatermarks: { 0: '15', 1: '20', 2: '9' },
+  deadLetterFloor: { 0: '12' }, deadLetterBaseCommitId: 'c0', groups: [[0, 2], [1]],
+  commitIntervalMs: 2000, maxRecordsPerCycle: 1001, maxBytesPerCycle: 10, cyclesPerRun: 100, ...over,
+});
+const poll = (groupIndex: number, end: Record<string, string>, high: Record<string, string>, records: number, deadLetters = 0): PollResult => ({
+  groupIndex, files: [{ f: `g${groupIndex}` }], deadLetterFiles: deadLetters ? [{ d: `g${groupIndex}` }] : [],
+  endOffsets: end, highWatermarks: high, records, deadLetters, bytes: records * 10,
+});
+
+void test('each group polls its own partitions from the cursor, with an even share of the cycle bounds', () => {
+  const input = { table: 't', ingestId: 'main' };
+  const [a, b] = pollInputs(input, plan(), 'cid', false);
+  assert.deepEqual(a!.startOffsets, { 0: '10', 2: '0' });
+  assert.deepEqual(b!.startOffsets, { 1: '20' });
+  assert.deepEqual([a!.maxRecords, a!.maxBytes, a!.maxWaitMs, a!.untilCaughtUp], [500, 5, 2000, false]);
+  assert.equal(a!.commitId, 'cid');
+  assert.deepEqual(a!.deadLetterFloor, { 0: '12' });
+  assert.equal('stopAt' in a!, false, 'a live ingest has no stop');
+  // draining: at least 5 s of waiting, until caught up; a backfill stops at its range end
+  const range = { from: { 0: '0' }, to: { 0: '15' } };
+  const [d] = pollInputs({ ...input, range }, plan({ groups: [[0]], maxBytesPerCycle: 0 }), 'cid', true);
+  assert.deepEqual([d!.maxWaitMs, d!.untilCaughtUp, d!.stopAt, d!.limit, d!.maxBytes], [5000, true, range.to, range.to, 1]);
+});
+
+void test('a cycle merges its groups: offsets of every partition, summed counts, concatenated file lists', () => {
+  const c = mergeCycle(plan(), [poll(0, { 0: '15', 2: '0' }, { 0: '15', 2: '9' }, 5, 1), poll(1, { 1: '20' }, { 1: '21' }, 0)]);
+  assert.deepEqual(c.endOffsets, { 0: '15', 1: '20', 2: '0' });
+  assert.deepEqual(c.highWatermarks, { 0: '15', 1: '21', 2: '9' });
+  assert.deepEqual([c.records, c.deadLetters, c.advanced], [5, 1, true]);
+  assert.deepEqual(c.files, [{ f: 'g0' }, { f: 'g1' }]);
+  assert.deepEqual(c.deadLetterFiles, [{ d: 'g0' }]);
+  const idle = mergeCycle(plan(), [poll(0, { 0: '10', 2: '0' }, { 0: '15', 2: '9' }, 0), poll(1, { 1: '20' }, { 1: '20' }, 0)]);
+  assert.equal(idle.advanced, false, 'nothing moved: nothing to commit');
+});
+
+void test('lag is high watermark minus cursor, never negative, exact past 2^53', () => {
+  assert.deepEqual(lagOf({ 0: '5', 1: '30' }, { 0: '15', 1: '20', 2: '3' }), { 0: '10', 1: '0', 2: '3' });
+  assert.deepEqual(lagOf({ 0: '9007199254740993' }, { 0: '9007199254740995' }), { 0: '2' });
+  assert.equal(rangeDone({ 0: '15', 1: '4' }, { from: {}, to: { 0: '15', 1: '4' } }), true);
+  assert.equal(rangeDone({ 0: '15' }, { from: {}, to: { 0: '15', 1: '4' } }), false, 'a partition without a cursor is not done');
+});
+
+void test('a landed commit moves the cursor and the counters; status carries across continue-as-new', () => {
+  const s = initialStatus({ table: 't', ingestId: 'main' });
+  assert.equal(s.state, 'running');
+  const c = mergeCycle(plan(), [poll(0, { 0: '15', 2: '0' }, { 0: '15', 2: '9' }, 5, 2)]);
+  recordCommit(s, c, 'cid', { snapshotId: '42', alreadyCommitted: false, committedAtMs: 1000, totalRecords: '5' }, 500);
+  assert.deepEqual([s.commits, s.lastCommitId, s.lastSnapshotId, s.lastCommitTimeMs, s.totalRows, s.totalDeadLetters, s.filesPerCommit, s.rowsPerSecond],
+    [1, 'cid', '42', 1000, 5, 2, 1, 10]);
+  assert.deepEqual(s.cursor, { 0: '15', 1: '20', 2: '0' });
+  assert.equal(initialStatus({ table: 't', ingestId: 'main', carry: s }), s);
+  assert.equal(reportedState(s, true, false), 'paused');
+  assert.equal(reportedState(s, true, true), 'draining', 'a drain overrides a pause');
+  assert.equal(reportedState(s, false, false), 'running');
+});

@@ -1,0 +1,128 @@
+/**
+ * The pure state of an ingest loop, apart from the workflow function (as samples-typescript's
+ * cluster-manager keeps state apart from its workflow): what each group polls, how a cycle's poll
+ * results merge into one commit, and how the status follows a cycle. Deterministic, no I/O, no
+ * Temporal: unit-tested with plain node:test (test/unit/ingest-state.test.ts).
+ */
+import type { Offsets } from '../ingest/cursor';
+import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult } from '../ingest/types';
+
+export interface IngestInput {
+  table: string;
+  ingestId: string;
+  /** Backfill: load exactly [from, to) and stop. */
+  range?: OffsetRange;
+  /** Start even though another live ingest id already holds the table's topic. */
+  force?: boolean;
+  /** carried across continueAsNew */
+  carry?: IngestStatus;
+}
+
+/** `failed` is never reported by the workflow itself: the client derives it from a failed run. */
+export type IngestState = 'running' | 'paused' | 'draining' | 'stopped' | 'failed';
+
+export interface IngestStatus {
+  table: string;
+  ingestId: string;
+  state: IngestState;
+  cursor: Offsets;
+  /** high watermark - cursor, per partition (decimal strings) */
+  lag: Record<string, string>;
+  lastCommitId: string | null;
+  lastSnapshotId: string | null;
+  lastCommitTimeMs: number | null;
+  cycles: number;
+  commits: number;
+  fencedCommits: number;
+  totalRows: number;
+  totalDeadLetters: number;
+  /** rows/s over the last committed cycle */
+  rowsPerSecond: number;
+  filesPerCommit: number;
+  /** failed runs: the innermost failure, `Type: message` */
+  error?: string;
+}
+
+export function initialStatus(input: IngestInput): IngestStatus {
+  return input.carry ?? {
+    table: input.table, ingestId: input.ingestId, state: 'running', cursor: {}, lag: {},
+    lastCommitId: null, lastSnapshotId: null, lastCommitTimeMs: null, cycles: 0, commits: 0,
+    fencedCommits: 0, totalRows: 0, totalDeadLetters: 0, rowsPerSecond: 0, filesPerCommit: 0,
+  };
+}
+
+/** High watermark minus cursor per partition, never negative (decimal strings). */
+export function lagOf(cursor: Offsets, high: Offsets): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [p, h] of Object.entries(high)) {
+    const d = BigInt(h) - BigInt(cursor[p] ?? '0');
+    out[p] = (d > 0n ? d : 0n).toString();
+  }
+  return out;
+}
+
+/** A backfill is done when the cursor reached the end of its range on every partition. */
+export const rangeDone = (cursor: Offsets, range: OffsetRange): boolean =>
+  Object.keys(range.to).every((p) => BigInt(cursor[p] ?? '0') >= BigInt(range.to[p]!));
+
+/** The poll of each partition group of a cycle; the cycle's record and byte bounds are split evenly. */
+export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string, draining: boolean): PollInput[] {
+  return plan.groups.map((partitions, groupIndex) => ({
+    table: input.table, ingestId: input.ingestId, commitId, groupIndex, partitions,
+    startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
+    // Draining: take what is there now without waiting out a full interval.
+    maxWaitMs: draining ? Math.max(5000, plan.commitIntervalMs) : plan.commitIntervalMs,
+    untilCaughtUp: draining,
+    ...(input.range ? { stopAt: input.range.to, limit: input.range.to } : {}),
+    maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
+    maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
+    deadLetterFloor: plan.deadLetterFloor,
+  }));
+}
+
+/** A cycle's poll results merged: what one commit carries. */
+export interface MergedCycle {
+  endOffsets: Offsets;
+  highWatermarks: Offsets;
+  files: FileListEntry[];
+  deadLetterFiles: FileListEntry[];
+  records: number;
+  deadLetters: number;
+  /** Some partition moved: there is something to commit (records, dead letters or skipped markers). */
+  advanced: boolean;
+}
+
+export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle {
+  const endOffsets: Offsets = { ...plan.startOffsets };
+  const highWatermarks: Offsets = { ...plan.highWatermarks };
+  let records = 0, deadLetters = 0;
+  for (const r of results) {
+    Object.assign(endOffsets, r.endOffsets);
+    Object.assign(highWatermarks, r.highWatermarks);
+    records += r.records;
+    deadLetters += r.deadLetters;
+  }
+  return {
+    endOffsets, highWatermarks, records, deadLetters,
+    files: results.flatMap((r) => r.files),
+    deadLetterFiles: results.flatMap((r) => r.deadLetterFiles),
+    advanced: Object.keys(endOffsets).some((p) => endOffsets[p] !== plan.startOffsets[p]),
+  };
+}
+
+/** The status after a cycle's commit landed. */
+export function recordCommit(status: IngestStatus, cycle: MergedCycle, commitId: string, res: CommitResult, elapsedMs: number): void {
+  status.commits++;
+  status.lastCommitId = commitId;
+  status.lastSnapshotId = res.snapshotId;
+  status.lastCommitTimeMs = res.committedAtMs;
+  status.totalRows += cycle.records;
+  status.totalDeadLetters += cycle.deadLetters;
+  status.filesPerCommit = cycle.files.length;
+  status.rowsPerSecond = Math.round((cycle.records * 1000) / Math.max(1, elapsedMs));
+  status.cursor = cycle.endOffsets;
+}
+
+/** The status a query reports: signals received but not yet acted on show at once. */
+export const reportedState = (status: IngestStatus, paused: boolean, draining: boolean): IngestStatus['state'] =>
+  draining ? 'draining' : paused ? 'paused' : status.state;
