@@ -19,7 +19,7 @@ import { floeHome } from '../stack/paths';
 import { runPythonJson } from '../stack/python';
 import { loadConfig, findTable, type FloeConfig } from '../config';
 import { openTables } from '../ingest/tables';
-import { pool } from '../maintenance/reachable';
+import { mapConcurrent } from '../iceberg/scan/parallel';
 import { liveDataFiles, toLiveFiles } from '../maintenance/index';
 import { fastAppend } from '../iceberg/transaction';
 import { connectClient } from '../client';
@@ -70,7 +70,7 @@ async function seed(cfg: FloeConfig, table: string): Promise<{ files: number; by
       });
     }
     const started = Date.now();
-    const written = (await pool(Array.from({ length: calls }, (_, i) => i), 8, async (i) => {
+    const written = (await mapConcurrent(Array.from({ length: calls }, (_, i) => i), 8, async (i) => {
       if (i % 500 === 0) process.stderr.write(`seeding: ${i * 2}/${FILES} files\n`);
       return tables.writeDataFiles(t.table, rowsAt(all, i * ROWS, ROWS), `seed-${i}`, t.targetFileSizeBytes);
     })).flat();

@@ -1,7 +1,7 @@
 /**
  * Reading a bounded slice of a topic with kafkajs.
  *
- * Correctness never depends on Kafka consumer-group offsets (DESIGN §Exactly-once): each poll uses
+ * Correctness never depends on Kafka consumer-group offsets (the table holds the cursor): each poll uses
  * a fresh, throwaway group id (so a killed worker's zombie member cannot delay a rebalance), seeks
  * every partition to the offset the *table* says is next, and never commits offsets.
  */

@@ -34,7 +34,8 @@ import { markPending } from './pending';
 import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from './staged-files';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
-import { absPath, liveDataFiles, pool, relPath } from './reachable';
+import { absPath, liveDataFiles, relPath } from './reachable';
+import { mapConcurrent } from '../iceberg/scan/parallel';
 import { parseOptionalWindow } from './window';
 import {
   compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
@@ -134,7 +135,7 @@ export async function planCompaction(tables: Tables, cfgTable: TableConfig | und
   // still writing can never overwrite the lists of the attempt whose result the workflow got.
   await markPending(tables.io, metadata.location, input.runId, `${input.runId}-`);
   const staged = stagedLocation(metadata.location, `${input.runId}-plan-a${run.attempt}`);
-  await pool(groups, 16, async (g) => {
+  await mapConcurrent(groups, 16, async (g) => {
     await writeStagedJson(tables.io, stagedGroupLocation(staged, g.index), g);
     run.heartbeat();
   });
@@ -264,7 +265,7 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     // A group with a missing output is left out; its inputs stay live, so the next run rewrites it.
     const complete: Pending[] = [];
     for (const p of ready) {
-      const problems = (await pool(p.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
+      const problems = (await mapConcurrent(p.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
       if (problems.length) {
         skipped.push({ index: p.group.index, reason: `${problems.length} of ${p.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run` });
       } else {
@@ -325,7 +326,7 @@ async function readStagedGroupOrVanished(tables: Tables, staged: string, summary
  * lists are gone is skipped (its outputs, unknown now, are left to orphan removal).
  */
 async function readStagedGroups(tables: Tables, staged: NonNullable<CommitRewriteInput['staged']>, skipped: CommitRewriteResult['skippedGroups']): Promise<Pending[]> {
-  const read = await pool(staged.groups, 16, async ({ index, attempt }) => {
+  const read = await mapConcurrent(staged.groups, 16, async ({ index, attempt }) => {
     try {
       const [group, outputs] = await Promise.all([
         readStagedGroup(tables, staged.plan, { index }),

@@ -17,7 +17,8 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { locationContains, normalizeLocation, tableLocations } from '../iceberg/catalog/locations';
 import { isPendingMarker, isProtected, listPending } from './pending';
 import type { Tables } from '../ingest/tables';
-import { pool, reachableFiles, reachableSize } from './reachable';
+import { reachableFiles, reachableSize } from './reachable';
+import { mapConcurrent } from '../iceberg/scan/parallel';
 import { checkAsOf } from './window';
 import { DETACHED_RUN, FailureType, gracePeriodProblem, nonRetryable, type StepRun } from '../contract';
 import type { OrphansInput, OrphansResult } from './types';
@@ -67,7 +68,7 @@ export async function removeOrphanFiles(tables: Tables, input: OrphansInput, run
   }
   let deleted = 0;
   if (!input.dryRun) {
-    await pool(orphans, 16, async (f) => {
+    await mapConcurrent(orphans, 16, async (f) => {
       await tables.io.delete(f.location);
       if (++deleted % 100 === 0) run.heartbeat({ listed, deleted, total: orphans.length });
     });

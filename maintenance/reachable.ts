@@ -4,25 +4,11 @@
  * Reads each manifest list and manifest once, a few at a time.
  */
 import type { FileIO } from '../iceberg/io/file-io';
+import { mapConcurrent } from '../iceberg/scan/parallel';
 import { readManifest } from '../iceberg/spec/manifest';
 import { readManifestList } from '../iceberg/spec/manifest-list';
 import { currentSnapshot } from '../iceberg/spec/metadata';
 import { type DataFile, ManifestContent, type ManifestFile, type TableMetadata } from '../iceberg/spec/types';
-
-/** Runs `fn` over `items` with at most `concurrency` in flight; results in input order. */
-export async function pool<T, R>(items: readonly T[], concurrency: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= items.length) return;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-  return out;
-}
 
 export interface LiveDataFile { dataFile: DataFile; manifest: ManifestFile }
 
@@ -31,7 +17,7 @@ export async function liveDataFiles(io: FileIO, m: TableMetadata): Promise<LiveD
   const snap = currentSnapshot(m);
   if (!snap) return [];
   const manifests = (await readManifestList(io, snap['manifest-list'])).filter((x) => x.content === ManifestContent.Data);
-  const perManifest = await pool(manifests, 8, async (manifest) =>
+  const perManifest = await mapConcurrent(manifests, 8, async (manifest) =>
     (await readManifest(io, manifest)).map((e) => ({ dataFile: e.dataFile, manifest })));
   return perManifest.flat();
 }
@@ -66,26 +52,14 @@ export async function reachableFiles(io: FileIO, m: TableMetadata, metadataLocat
   const lists = [...new Set(m.snapshots.map((s) => s['manifest-list']))];
   for (const l of lists) r.manifestLists.add(l);
   const manifestsByPath = new Map<string, ManifestFile>();
-  for (const ms of await pool(lists, 8, (l) => readManifestList(io, l))) {
+  for (const ms of await mapConcurrent(lists, 8, (l) => readManifestList(io, l))) {
     for (const mf of ms) if (!manifestsByPath.has(mf.manifestPath)) manifestsByPath.set(mf.manifestPath, mf);
   }
   for (const p of manifestsByPath.keys()) r.manifests.add(p);
-  await pool([...manifestsByPath.values()], 8, async (mf) => {
+  await mapConcurrent([...manifestsByPath.values()], 8, async (mf) => {
     for (const e of await readManifest(io, mf, { includeDeleted: true })) r.dataFiles.add(e.dataFile.filePath);
   });
   return r;
-}
-
-export type FileKind = 'dataFiles' | 'manifests' | 'manifestLists' | 'metadataFiles' | 'other';
-
-/** Files reachable from `before` and not from `after`, by kind. */
-export function unreachableAfter(before: Reachable, after: Reachable): Array<{ location: string; kind: FileKind }> {
-  const out: Array<{ location: string; kind: FileKind }> = [];
-  const all = (l: string) => after.dataFiles.has(l) || after.manifests.has(l) || after.manifestLists.has(l) || after.metadataFiles.has(l) || after.other.has(l);
-  for (const kind of ['dataFiles', 'manifests', 'manifestLists', 'metadataFiles', 'other'] as const) {
-    for (const l of before[kind]) if (!all(l)) out.push({ location: l, kind });
-  }
-  return out;
 }
 
 /** Relative to the table location when under it (shorter in Temporal history). */

@@ -17,7 +17,8 @@ import { ensureStack } from '../../stack/stack';
 import { findTable, type FloeConfig } from '../../config';
 import { openTables } from '../../ingest/tables';
 import type { Row } from '../../ingest/decode';
-import { pool, relPath } from '../../maintenance/reachable';
+import { relPath } from '../../maintenance/reachable';
+import { mapConcurrent } from '../../iceberg/scan/parallel';
 import { writePartitionedRows } from '../../iceberg/parquet';
 import type { DataFile } from '../../iceberg/spec/types';
 import { connectClient } from '../../client';
@@ -70,7 +71,7 @@ async function seedCopies(cfg: FloeConfig, table: string): Promise<Seeded> {
     }
     // The template itself is copy 0.
     const copies = templates.flatMap((tpl, ti) => Array.from({ length: COPIES }, (_, c) => ({ tpl, ti, c })));
-    const files = await pool(copies, 16, async ({ tpl, ti, c }): Promise<DataFile> => {
+    const files = await mapConcurrent(copies, 16, async ({ tpl, ti, c }): Promise<DataFile> => {
       if (c === 0) return tpl.file;
       const filePath = tpl.file.filePath.replace(/\.parquet$/, `-c${c}.parquet`);
       await tables.io.write(filePath, tpl.bytes);

@@ -18,7 +18,7 @@ import { loadConfig, findTable, type FloeConfig } from '../../config';
 import { connectClient, waitForIngest } from '../../client';
 import { drainAndStopSignal, ingestWorkflow, ingestWorkflowId } from '../../workflows';
 import { openTables } from '../../ingest/tables';
-import { pool } from '../../maintenance/reachable';
+import { mapConcurrent } from '../../iceberg/scan/parallel';
 import { planFiles } from '../../iceberg/scan';
 import { readParquetBatches } from '../../iceberg/parquet';
 import { dataFileToWire } from '../../iceberg/spec/data-file';
@@ -160,7 +160,7 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
         assert.equal(files.length, FILES);
         // rows == messages, read back from the files themselves (floe's Parquet reader)
         const ids = new Set<string>();
-        await pool(files, 16, async (f) => {
+        await mapConcurrent(files, 16, async (f) => {
           for await (const b of readParquetBatches(tables.io, f.filePath, { columns: ['event_id'] })) for (const v of b.getChild('event_id')!) ids.add(v as string);
         });
         assert.equal(ids.size, MESSAGES);
