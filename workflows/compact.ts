@@ -3,15 +3,17 @@
  * own activity (at most `maxConcurrentFileGroupRewrites` at once), commit finished groups as
  * Iceberg `replace` snapshots (one at the end, or up to `maxCommits` with partial progress).
  * A group that fails or whose inputs vanished is reported, never fatal to the others.
- * Deterministic orchestration only; see activities/maintenance/compact.ts for the side effects.
+ * Deterministic orchestration only; see maintenance/compact.ts for the side effects and
+ * workflows/compact-state.ts for the run's pure state.
  */
 import { ActivityFailure, CancellationScope, defineQuery, log, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type {
-  CommitRewriteInput, CompactOptions, CompactProgress, CompactResult, FailedGroup, FileGroup, RewriteGroupResult,
-} from '../maintenance/types';
+import type { CompactOptions, CompactProgress, CompactResult, FileGroup } from '../maintenance/types';
 import { INVALID_WINDOW } from '../maintenance/window';
 import { workflowWindowMs } from './orphans';
+import {
+  commitBatchSize, commitInput, emptyResult, initialProgress, recordCommit, recordFailed, type RewrittenGroup,
+} from './compact-state';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -50,9 +52,6 @@ export interface CompactInput {
 
 export const compactProgressQuery = defineQuery<CompactProgress>('compactProgress');
 
-/** Input files of a group: a staged plan's summaries count them, inline plans list them. */
-const groupFileCount = (g: FileGroup): number => g.fileCount ?? g.files.length;
-
 const failureMessage = (e: unknown): string => {
   if (e instanceof ActivityFailure && e.cause) return e.cause.message;
   return e instanceof Error ? e.message : String(e);
@@ -60,7 +59,7 @@ const failureMessage = (e: unknown): string => {
 
 export async function compactWorkflow(input: CompactInput): Promise<CompactResult> {
   const started = Date.now();
-  const progress: CompactProgress = { phase: 'planning', groupsTotal: 0, groupsDone: 0, groupsFailed: 0, bytesTotal: 0, bytesDone: 0, commits: 0 };
+  const progress = initialProgress();
   setHandler(compactProgressQuery, () => progress);
   workflowWindowMs(input.window); // refuses an unparsable or future window before any work
 
@@ -72,15 +71,8 @@ export async function compactWorkflow(input: CompactInput): Promise<CompactResul
   progress.groupsTotal = plan.groups.length;
   progress.bytesTotal = plan.groups.reduce((a, g) => a + g.bytes, 0);
 
-  const result: CompactResult = {
-    table: input.table, window: input.window ?? null,
-    rewritten_data_files_count: 0, added_data_files_count: 0, rewritten_bytes_count: 0, added_bytes_count: 0,
-    failed_data_file_groups: [], commits: 0, snapshotIds: [], before: plan.before, after: plan.before, durationMs: 0,
-  };
-  const failed = (g: FileGroup, reason: string) => {
-    result.failed_data_file_groups.push({ index: g.index, partitionPath: g.partitionPath, reason } satisfies FailedGroup);
-    progress.groupsFailed++;
-  };
+  const result = emptyResult(input.table, input.window ?? null, plan);
+  const failed = (g: FileGroup, reason: string) => recordFailed(result, progress, g, reason);
   if (plan.groups.length === 0) {
     progress.phase = 'done';
     return { ...result, durationMs: Date.now() - started };
@@ -105,29 +97,11 @@ async function rewriteAndCommit(
   progress: CompactProgress, failed: (g: FileGroup, reason: string) => void, started: number,
 ): Promise<CompactResult> {
   const o = plan.options;
-  const byIndex = new Map(plan.groups.map((g) => [g.index, g]));
-  const commit = async (batch: Array<{ group: FileGroup; result: RewriteGroupResult }>) => {
+  const commit = async (batch: RewrittenGroup[]) => {
     if (batch.length === 0) return;
-    // A staged plan's commit names its groups only (the activity reads files and outputs back).
-    const commitInput: CommitRewriteInput = plan.staged
-      ? { table: input.table, location: plan.location, commitId: uuid4(), groups: [], staged: { plan: plan.staged, groups: batch.map((b) => ({ index: b.group.index, attempt: b.result.attempt ?? 1 })) } }
-      : { table: input.table, location: plan.location, commitId: uuid4(), groups: batch };
     try {
-      const r = await commitRewrite(commitInput);
-      for (const s of r.skippedGroups) failed(byIndex.get(s.index)!, `skipped at commit: ${s.reason}`);
-      const committed = new Set(r.committedGroups);
-      for (const { group, result: rr } of batch) {
-        if (!committed.has(group.index)) continue;
-        result.rewritten_data_files_count += groupFileCount(group);
-        result.rewritten_bytes_count += group.bytes;
-        result.added_data_files_count += rr.outputCount ?? rr.outputs.length;
-        result.added_bytes_count += rr.outputBytes;
-      }
-      if (r.snapshotId) {
-        result.commits++;
-        progress.commits++;
-        result.snapshotIds.push(r.snapshotId);
-      }
+      const r = await commitRewrite(commitInput(input.table, plan, batch, uuid4()));
+      recordCommit(result, progress, plan, batch, r);
     } catch (e) {
       // Outputs of a failed commit are unreferenced: orphan removal collects them.
       for (const { group } of batch) failed(group, `commit failed: ${failureMessage(e)}`);
@@ -135,8 +109,8 @@ async function rewriteAndCommit(
   };
 
   // Partial progress: commit every `batchSize` finished groups, one commit at a time, in order.
-  const batchSize = o.partialProgress ? Math.max(1, Math.ceil(plan.groups.length / o.maxCommits)) : plan.groups.length;
-  let queue: Array<{ group: FileGroup; result: RewriteGroupResult }> = [];
+  const batchSize = commitBatchSize(plan);
+  let queue: RewrittenGroup[] = [];
   let commits: Promise<void> = Promise.resolve();
   const enqueue = (batch: typeof queue) => { commits = commits.then(() => commit(batch)); };
 
