@@ -4,6 +4,7 @@
  * `go` file so both children start committing at the same moment. Prints a JSON summary.
  *   argv: <db path> <warehouse> <worker id> <count> <go file>
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { SqlCatalog, SqliteDialect } from '../../iceberg/catalog';
@@ -15,7 +16,7 @@ const [dbPath, warehouse, worker, countArg, goFile] = process.argv.slice(2);
 async function main(): Promise<void> {
   const cat = new SqlCatalog({ name: 'floe', dialect: new SqliteDialect({ path: dbPath! }), io: new LocalFileIO(), warehouse: warehouse! });
   const id = { namespace: ['db'], name: 'shared' };
-  while (!existsSync(goFile!)) await new Promise((r) => setTimeout(r, 5));
+  while (!existsSync(goFile!)) await sleep(5);
   let conflicts = 0;
   const committed: string[] = [];
   for (let i = 0; i < Number(countArg); i++) {

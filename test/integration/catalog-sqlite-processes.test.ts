@@ -3,6 +3,7 @@
  * busy_timeout + the CAS UPDATE must make every commit land exactly once, conflicts resolved by
  * reload-and-retry, with an unbroken snapshot chain.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -51,7 +52,7 @@ void test('two processes commit 25 snapshots each to one SQLite catalog table; a
   const go = join(root, 'go');
   const children = [runChild([dbPath, warehouse, 'a', '25', go]), runChild([dbPath, warehouse, 'b', '25', go])];
   // Both children are loading tsx; release them together so their commits overlap.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   writeFileSync(go, '');
   const results = await Promise.all(children);
 

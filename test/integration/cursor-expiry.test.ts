@@ -16,9 +16,9 @@ import { openTables, type Tables } from '../../ingest/tables';
 import { readCursor } from '../../ingest/cursor';
 import { loadConfig, type FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, orderRows, withWorker } from './maintenance-oracles';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function configWith(name: string, overrides: Record<string, unknown>): { table: string; cfg: FloeConfig } {
   const { path, table } = maintenanceTestConfig(name);

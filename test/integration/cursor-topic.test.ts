@@ -21,9 +21,9 @@ import { createWorker } from '../../workers';
 import { orderEvents } from '../../demo/generator';
 import { readCursor } from '../../ingest/cursor';
 import { parseResetTarget, resetCursor, resolveResetTarget } from '../../ingest/reset';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const env = new MockActivityEnvironment();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function createTopicWith(cfg: FloeConfig, topic: string, count: number, recreate = false): Promise<void> {
   const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });

@@ -8,6 +8,7 @@
  *    DuckDB read exactly the appended ids.
  * On file:// and SeaweedFS S3.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,7 +56,7 @@ function runChild(args: Record<string, unknown>): Promise<AppendReport | Rewrite
 async function race(root: string, label: string, children: Array<Record<string, unknown>>): Promise<Array<AppendReport | RewriteReport>> {
   const go = join(root, `go-${label}`);
   const running = children.map((c) => runChild({ ...c, go }));
-  await new Promise((r) => setTimeout(r, 2500));
+  await sleep(2500);
   writeFileSync(go, '');
   return Promise.all(running);
 }

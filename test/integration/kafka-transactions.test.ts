@@ -7,6 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { ensureStack } from '../../stack/stack';
@@ -117,7 +118,7 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
       table, ingestId: 'main', commitId: 'cancel-me', groupIndex: 0, partitions: plan.groups[0]!, startOffsets: plan.startOffsets,
       maxWaitMs: 120_000, maxRecords: 10_000, maxBytes: 1 << 26, deadLetterFloor: plan.deadLetterFloor,
     });
-    await new Promise((r) => setTimeout(r, 5000));
+    await sleep(5000);
     cancellable.cancel();
     await assert.rejects(run, (e: Error) => e.name === 'CancelledFailure');
     assert.ok(Date.now() - t0 < 30_000, `cancelled within seconds, took ${Date.now() - t0} ms`);

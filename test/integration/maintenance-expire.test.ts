@@ -14,9 +14,9 @@ import { readCursor } from '../../ingest/cursor';
 import { liveDataFiles, reachableFiles } from '../../maintenance/index';
 import type { FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, withWorker } from './maintenance-oracles';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const produce = produceOrderEvents;
 

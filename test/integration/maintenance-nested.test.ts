@@ -7,6 +7,7 @@
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,6 @@ import { openTables } from '../../ingest/tables';
 import { findTable, loadConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // PyIceberg on the same SQLite catalog: create a.b.c at <wh>/a/b/c (no floe check on this path)
 // and append to it three times, or scan it.

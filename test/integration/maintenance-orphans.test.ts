@@ -17,9 +17,9 @@ import { reachableFiles } from '../../maintenance/index';
 import { superviseWorker } from '../support/supervised-worker';
 import type { FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, seedSmallFiles } from './maintenance-oracles';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function unreachable(cfg: FloeConfig, table: string): Promise<{ location: string; files: string[]; all: Set<string>; metadataLocation: string }> {
   const tables = await openTables(cfg);

@@ -20,9 +20,9 @@ import { clearPending, listPending, markPending } from '../../maintenance/pendin
 import { InvalidWindowError } from '../../maintenance/window';
 import { maintainWorkflow, orphansWorkflow } from '../../workflows';
 import { maintenanceTestConfig, orderRows, seedSmallFiles, withWorker } from './maintenance-oracles';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const REPO = resolve(__dirname, '../..');
 
 async function withTables<T>(cfg: FloeConfig, fn: (t: Tables) => Promise<T>): Promise<T> {

@@ -15,9 +15,9 @@ import {
   applySchedules, backfillSchedule, maintenanceScheduleId, maintenanceWorkflowId, setSchedulesPaused, tableFiles, windowOf,
 } from '../../client/maintenance';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HOUR = 3_600_000;
 
 describe('maintenance schedules (real stack)', { timeout: 20 * 60_000 }, () => {

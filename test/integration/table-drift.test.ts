@@ -9,6 +9,7 @@
 import { produceOrderEvents } from '../support/produce';
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,7 +24,6 @@ import { scenarioConfig } from '../../demo/config';
 import { withWorker } from './maintenance-oracles';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Another engine's schema change, through PyIceberg on the same SQL catalog. */
 const PY_ALTER = `

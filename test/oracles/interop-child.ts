@@ -11,6 +11,7 @@ import { isIcebergError } from '../../iceberg/errors';
 import { parseIdentifier } from '../../iceberg/catalog/catalog';
 import { snapshotById } from '../../iceberg/spec/metadata';
 import { appendRows, compact, liveFiles, open, type Backend } from './floe-table';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Args {
   mode: 'append' | 'rewrite';
@@ -34,7 +35,6 @@ export interface RewriteOutcome {
 }
 export interface RewriteReport { mode: 'rewrite'; writer: number; rounds: RewriteOutcome[] }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
   const a = JSON.parse(process.argv[2]!) as Args;
