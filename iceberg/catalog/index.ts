@@ -19,6 +19,8 @@ export type { CatalogConfig, SqlCatalogConfig, RestCatalogConfig } from './confi
 export {
   DEFAULT_PREVIOUS_VERSIONS_MAX, previousVersionsMax, deleteRemovedMetadataFiles,
 } from './metadata-files';
+export { stageTable, writeStagedMetadata, discardStagedMetadata, cleanUpAfterCommit } from './stage';
+export type { StagedTable, CurrentTable, StageOptions } from './stage';
 export { redactSecrets, redactError, configSecrets, uriPassword } from './redact';
 export {
   listAllNamespaces, listAllTables, tableLocations, overlappingTables, locationContains, normalizeLocation,

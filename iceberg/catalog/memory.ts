@@ -1,24 +1,24 @@
 /**
- * In-memory Catalog for unit tests. Commits behave like the SQL catalog's: check requirements
- * against the current metadata, apply updates, write a new metadata.json through the FileIO and
- * swap the pointer; all synchronous between awaits on one event loop, so the swap is atomic.
+ * In-memory Catalog for unit tests. Commits run the SQL catalog's staging step (stage.ts: check
+ * requirements against the current metadata, apply updates, metadata log, new location), write
+ * the new metadata.json through the FileIO and swap the pointer; all synchronous between awaits
+ * on one event loop, so the swap is atomic.
  * `beforeCommit` lets tests inject a concurrent commit or a failure at the CAS point.
  */
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
-import { parseMetadataVersion, parseTableMetadata, serializeTableMetadata } from '../spec/metadata';
+import { parseTableMetadata } from '../spec/metadata';
 import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
-import { applyUpdates, checkRequirements } from '../transaction/apply';
-import type { TableRequirement, TableUpdate } from '../transaction/updates';
 import { type Catalog, identToString } from './catalog';
-import { deleteRemovedMetadataFiles, newMetadataLocation, withPreviousMetadata } from './metadata-files';
+import { cleanUpAfterCommit, discardStagedMetadata, stageTable, writeStagedMetadata } from './stage';
+import type { TableRequirement, TableUpdate } from './updates';
 
 export class MemoryCatalog implements Catalog {
   private readonly namespaces = new Map<string, Record<string, string>>();
   // `metadata` is the object we serialized into metadataLocation: kept so loads skip a re-parse
   // (applyUpdates never mutates its base, so sharing it is safe).
   private readonly tables = new Map<string, { identifier: TableIdentifier; metadataLocation: string; metadata: TableMetadata }>();
-  /** Called inside commitTable after requirements pass, before the swap (tests inject races here). */
+  /** Called inside commitTable after the commit is staged (requirements passed), before the metadata write and the swap (tests inject races here). */
   beforeCommit?: (id: TableIdentifier, attempt: { requirements: TableRequirement[]; updates: TableUpdate[] }) => Promise<void> | void;
   commits = 0;
 
@@ -62,10 +62,11 @@ export class MemoryCatalog implements Catalog {
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadedTable> {
     if (!(await this.namespaceExists(id.namespace))) throw new IcebergError('NotFound', `namespace ${id.namespace.join('.')} does not exist`, { retryable: false });
     if (this.tables.has(identToString(id))) throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false });
-    const metadataLocation = newMetadataLocation(metadata, 0);
-    await this.io.write(metadataLocation, Buffer.from(serializeTableMetadata(metadata)));
-    this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata });
-    return { identifier: id, metadataLocation, metadata };
+    const staged = stageTable(id, undefined, [{ type: 'assert-create' }], [], { nowMs: this.now(), initial: metadata });
+    await writeStagedMetadata(this.io, staged);
+    const { metadataLocation } = staged;
+    this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata: staged.metadata });
+    return { identifier: id, metadataLocation, metadata: staged.metadata };
   }
   async loadTable(id: TableIdentifier): Promise<LoadedTable> {
     const t = this.tables.get(identToString(id));
@@ -79,24 +80,22 @@ export class MemoryCatalog implements Catalog {
     this.tables.delete(identToString(id));
   }
   async commitTable(id: TableIdentifier, requirements: TableRequirement[], updates: TableUpdate[]): Promise<LoadedTable> {
-    const base = await this.loadTable(id);
-    checkRequirements(base.metadata, requirements);
+    const base = this.tables.has(identToString(id)) ? await this.loadTable(id) : undefined;
+    const staged = stageTable(id, base, requirements, updates, { nowMs: this.now() });
+    if (!staged.changed) return { identifier: id, metadataLocation: staged.metadataLocation, metadata: staged.metadata };
     await this.beforeCommit?.(id, { requirements, updates });
-    const applied = applyUpdates(base.metadata, updates, this.now());
-    // The metadata log and old-version cleanup follow the table properties, as in the SQL catalog.
-    const { metadata: next, dropped } = withPreviousMetadata(applied, { location: base.metadataLocation, lastUpdatedMs: base.metadata['last-updated-ms'] });
-    const metadataLocation = newMetadataLocation(next, parseMetadataVersion(base.metadataLocation) + 1);
-    await this.io.write(metadataLocation, Buffer.from(serializeTableMetadata(next)));
+    await writeStagedMetadata(this.io, staged);
     // The CAS: the pointer must still be the one we loaded (a beforeCommit hook may have moved it).
     const cur = this.tables.get(identToString(id));
-    if (!cur || cur.metadataLocation !== base.metadataLocation) {
-      await this.io.delete(metadataLocation);
-      throw IcebergError.mismatch('CommitConflict', `commit ${identToString(id)}: metadata location`, base.metadataLocation, cur?.metadataLocation, true);
+    if (!cur || cur.metadataLocation !== staged.baseMetadataLocation) {
+      await discardStagedMetadata(this.io, staged);
+      throw IcebergError.mismatch('CommitConflict', `commit ${identToString(id)}: metadata location`, staged.baseMetadataLocation, cur?.metadataLocation, true);
     }
-    this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata: next });
+    const { metadataLocation, metadata } = staged;
+    this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata });
     this.commits++;
-    await deleteRemovedMetadataFiles(this.io, next, metadataLocation, dropped);
-    return { identifier: id, metadataLocation, metadata: next };
+    await cleanUpAfterCommit(this.io, staged);
+    return { identifier: id, metadataLocation, metadata };
   }
   async close(): Promise<void> {}
 }

@@ -9,16 +9,15 @@
  */
 import { IcebergError, isIcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
-import { parseMetadataVersion, parseTableMetadata, serializeTableMetadata } from '../spec/metadata';
+import { parseTableMetadata } from '../spec/metadata';
 import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
-import { applyUpdates, checkRequirements } from '../transaction/apply';
-import type { TableRequirement, TableUpdate } from '../transaction/updates';
 import type { Catalog } from './catalog';
 import { identToString } from './catalog';
-import { deleteRemovedMetadataFiles, newMetadataLocation, withPreviousMetadata } from './metadata-files';
 import { redactError, redactSecrets } from './redact';
 import { CREATE_NAMESPACE_PROPERTIES_DDL, CREATE_TABLES_DDL } from './sql-dialect';
 import type { SqlDialect } from './sql-dialect';
+import { cleanUpAfterCommit, discardStagedMetadata, stageTable, writeStagedMetadata } from './stage';
+import type { TableRequirement, TableUpdate } from './updates';
 
 export interface SqlCatalogOptions {
   /** The `catalog_name` column: several catalogs can share one database. */
@@ -45,7 +44,6 @@ interface TableRow extends Record<string, unknown> {
 }
 
 const decoder = new TextDecoder();
-const encoder = new TextEncoder();
 
 export const namespaceToString = (ns: string[]): string => {
   if (ns.length === 0) throw new IcebergError('DataInvalid', 'namespace must have at least one level', { retryable: false });
@@ -298,8 +296,9 @@ export class SqlCatalog implements Catalog {
       throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false });
     }
     const m: TableMetadata = metadata.location ? metadata : { ...metadata, location: await this.defaultTableLocation(id) };
-    const location = newMetadataLocation(m, 0);
-    await this.io.write(location, encoder.encode(serializeTableMetadata(m)));
+    const staged = stageTable(id, undefined, [{ type: 'assert-create' }], [], { nowMs: BigInt(Date.now()), initial: m });
+    const location = staged.metadataLocation;
+    await writeStagedMetadata(this.io, staged);
     try {
       await this.db.execute(
         this.hasIcebergType
@@ -309,13 +308,13 @@ export class SqlCatalog implements Catalog {
       );
     } catch (e) {
       if (this.db.isUniqueViolation(e)) {
-        await this.io.delete(location).catch(() => undefined);
+        await discardStagedMetadata(this.io, staged);
         throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false, cause: this.redactError(e) });
       }
-      if (this.db.isDefiniteFailure(e)) await this.io.delete(location).catch(() => undefined);
+      if (this.db.isDefiniteFailure(e)) await discardStagedMetadata(this.io, staged);
       throw this.dbError(e, `create table ${identToString(id)}`);
     }
-    return { identifier: id, metadataLocation: location, metadata: m };
+    return { identifier: id, metadataLocation: location, metadata: staged.metadata };
   }
 
   /**
@@ -355,26 +354,22 @@ export class SqlCatalog implements Catalog {
   }
 
   /**
-   * Compare-and-swap commit: load the current metadata, check `requirements`, apply `updates`,
-   * write metadata version N+1, then swap the pointer only if it still names version N.
+   * Compare-and-swap commit: load the current metadata, stage the commit (stage.ts: check
+   * `requirements`, apply `updates`, metadata version N+1), write it, then swap the pointer only if
+   * it still names version N.
    * A lost race or failed requirement: 'CommitConflict' (retryable; our new file is deleted).
    * A database failure once the UPDATE may have run: 'CommitStateUnknown' (file kept).
    */
   async commitTable(id: TableIdentifier, requirements: TableRequirement[], updates: TableUpdate[]): Promise<LoadedTable> {
     const row = await this.tableRow(id);
-    if (!row?.metadata_location) {
-      checkRequirements(undefined, requirements); // 'NotFound' unless the caller asserted create
-      throw new IcebergError('NotFound', `table ${identToString(id)} does not exist; create it with createTable`, { retryable: false });
-    }
-    const baseLocation = row.metadata_location;
-    const base = await this.readMetadata(baseLocation, id);
-    checkRequirements(base, requirements);
-    const applied = applyUpdates(base, updates, BigInt(Date.now()));
-    if (applied === base) return { identifier: id, metadataLocation: baseLocation, metadata: base };
-
-    const { metadata: next, dropped } = withPreviousMetadata(applied, { location: baseLocation, lastUpdatedMs: base['last-updated-ms'] });
-    const newLocation = newMetadataLocation(next, parseMetadataVersion(baseLocation) + 1);
-    await this.io.write(newLocation, encoder.encode(serializeTableMetadata(next)));
+    const current = row?.metadata_location
+      ? { metadataLocation: row.metadata_location, metadata: await this.readMetadata(row.metadata_location, id) }
+      : undefined;
+    const staged = stageTable(id, current, requirements, updates, { nowMs: BigInt(Date.now()) });
+    const newLocation = staged.metadataLocation;
+    if (!staged.changed) return { identifier: id, metadataLocation: newLocation, metadata: staged.metadata };
+    const baseLocation = staged.baseMetadataLocation!;
+    await writeStagedMetadata(this.io, staged);
 
     let swapped: number;
     try {
@@ -385,7 +380,7 @@ export class SqlCatalog implements Catalog {
       );
     } catch (e) {
       if (this.db.isDefiniteFailure(e)) {
-        await this.io.delete(newLocation).catch(() => undefined);
+        await discardStagedMetadata(this.io, staged);
         throw new IcebergError('Io', `commit to ${identToString(id)} failed before the swap: ${this.redact((e as Error).message)}`, { retryable: true, cause: this.redactError(e) });
       }
       throw new IcebergError('CommitStateUnknown', `commit to ${identToString(id)}: the catalog update may or may not have been applied: ${this.redact((e as Error).message)}`, {
@@ -393,14 +388,14 @@ export class SqlCatalog implements Catalog {
       });
     }
     if (swapped === 0) {
-      await this.io.delete(newLocation).catch(() => undefined);
+      await discardStagedMetadata(this.io, staged);
       const now = await this.tableRow(id).catch(() => undefined);
       throw IcebergError.mismatch('CommitConflict', `commit to ${identToString(id)} lost a race: table metadata_location changed`,
         baseLocation, now?.metadata_location ?? 'table dropped', true);
     }
     // Best effort, after the swap: a failed delete leaves an orphan, never a broken table.
-    await deleteRemovedMetadataFiles(this.io, next, newLocation, dropped);
-    return { identifier: id, metadataLocation: newLocation, metadata: next };
+    await cleanUpAfterCommit(this.io, staged);
+    return { identifier: id, metadataLocation: newLocation, metadata: staged.metadata };
   }
 
   async close(): Promise<void> {

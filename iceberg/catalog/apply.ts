@@ -1,0 +1,243 @@
+/**
+ * Pure commit semantics shared by every catalog that applies updates itself (SQL, memory):
+ * check REST requirements against the current metadata, then apply REST updates to produce the
+ * next metadata. Mirrors Java's TableMetadata.Builder / PyIceberg's update_table_metadata.
+ * The catalog's staging step (stage.ts) appends the previous metadata file to `metadata-log`.
+ * Lives in the catalog layer so catalogs never import the transaction layer; the transaction
+ * layer re-exports it (transaction/apply.ts) and uses it to chain actions.
+ */
+import { IcebergError } from '../errors';
+import { MAIN_BRANCH, PARTITION_FIELD_ID_START } from '../spec/metadata';
+import type { Schema, Snapshot, SnapshotLogEntry, SnapshotRef, TableMetadata } from '../spec/types';
+import type { TableRequirement, TableUpdate } from './updates';
+
+const conflict = (what: string, expected: unknown, found: unknown): IcebergError =>
+  IcebergError.mismatch('CommitConflict', `requirement failed: ${what}`, expected, found, true);
+
+/**
+ * Throws IcebergError('CommitConflict', retryable) naming expected vs found for the first failed
+ * requirement. `current` undefined means the table does not exist: only `assert-create` passes
+ * (anything else is 'NotFound'); `assert-create` on an existing table is 'AlreadyExists'.
+ */
+export function checkRequirements(current: TableMetadata | undefined, reqs: TableRequirement[]): void {
+  for (const r of reqs) {
+    if (r.type === 'assert-create') {
+      if (current !== undefined) {
+        throw new IcebergError('AlreadyExists', 'requirement failed: assert-create, but the table already exists', {
+          retryable: false, context: { expected: 'no table', found: current['table-uuid'] },
+        });
+      }
+      continue;
+    }
+    if (current === undefined) {
+      throw new IcebergError('NotFound', `requirement ${r.type} failed: the table does not exist`, { retryable: false });
+    }
+    switch (r.type) {
+      case 'assert-table-uuid':
+        if (current['table-uuid'] !== r.uuid) throw conflict('table uuid', r.uuid, current['table-uuid']);
+        break;
+      case 'assert-ref-snapshot-id': {
+        const found = current.refs[r.ref]?.['snapshot-id'] ?? null;
+        if (found !== r['snapshot-id']) throw conflict(`ref "${r.ref}" snapshot id`, r['snapshot-id'] ?? 'no ref', found ?? 'no ref');
+        break;
+      }
+      case 'assert-last-assigned-field-id':
+        if (current['last-column-id'] !== r['last-assigned-field-id']) throw conflict('last assigned field id', r['last-assigned-field-id'], current['last-column-id']);
+        break;
+      case 'assert-current-schema-id':
+        if (current['current-schema-id'] !== r['current-schema-id']) throw conflict('current schema id', r['current-schema-id'], current['current-schema-id']);
+        break;
+      case 'assert-last-assigned-partition-id':
+        if (current['last-partition-id'] !== r['last-assigned-partition-id']) throw conflict('last assigned partition id', r['last-assigned-partition-id'], current['last-partition-id']);
+        break;
+      case 'assert-default-spec-id':
+        if (current['default-spec-id'] !== r['default-spec-id']) throw conflict('default spec id', r['default-spec-id'], current['default-spec-id']);
+        break;
+      case 'assert-default-sort-order-id':
+        if (current['default-sort-order-id'] !== r['default-sort-order-id']) throw conflict('default sort order id', r['default-sort-order-id'], current['default-sort-order-id']);
+        break;
+      default: {
+        const never: never = r;
+        throw new IcebergError('FeatureUnsupported', `unknown requirement ${JSON.stringify((never as { type: string }).type)}`);
+      }
+    }
+  }
+}
+
+const invalid = (msg: string, context?: Record<string, unknown>): IcebergError =>
+  new IcebergError('DataInvalid', msg, { retryable: false, context });
+
+const maxFieldId = (s: Schema): number => {
+  let max = 0;
+  const walk = (t: unknown): void => {
+    if (typeof t !== 'object' || t === null) return;
+    const o = t as Record<string, unknown>;
+    if (o['type'] === 'struct') for (const f of o['fields'] as Array<{ id: number; type: unknown }>) { max = Math.max(max, f.id); walk(f.type); }
+    if (o['type'] === 'list') { max = Math.max(max, o['element-id'] as number); walk(o['element']); }
+    if (o['type'] === 'map') { max = Math.max(max, o['key-id'] as number, o['value-id'] as number); walk(o['key']); walk(o['value']); }
+  };
+  walk(s);
+  return max;
+};
+
+/**
+ * Applies REST updates to `base`, returning new metadata (base is not mutated). Maintains
+ * `current-snapshot-id` + `snapshot-log` when `main` moves, `last-sequence-number` on add-snapshot,
+ * `last-updated-ms` (= nowMs, or a newer added snapshot's timestamp), and prunes refs and the
+ * snapshot log on remove-snapshots. `-1` ids in set-current-schema / set-default-spec /
+ * set-default-sort-order mean "the one added earlier in this batch", as in the REST protocol.
+ */
+export function applyUpdates(base: TableMetadata, updates: TableUpdate[], nowMs: bigint): TableMetadata {
+  if (updates.length === 0) return base;
+  const m: TableMetadata = {
+    ...base,
+    schemas: [...base.schemas],
+    'partition-specs': [...base['partition-specs']],
+    'sort-orders': [...base['sort-orders']],
+    properties: { ...base.properties },
+    snapshots: [...base.snapshots],
+    'snapshot-log': [...base['snapshot-log']],
+    'metadata-log': [...base['metadata-log']],
+    refs: { ...base.refs },
+  };
+  const added = new Map<bigint, Snapshot>(); // snapshots added in this batch
+  let lastAddedSchemaId: number | undefined;
+  let lastAddedSpecId: number | undefined;
+  let lastAddedOrderId: number | undefined;
+  let lastUpdated = nowMs;
+
+  const setRef = (name: string, ref: SnapshotRef): void => {
+    const snap = m.snapshots.find((s) => s['snapshot-id'] === ref['snapshot-id']);
+    if (!snap) throw invalid(`cannot set ref "${name}" to unknown snapshot ${ref['snapshot-id']}`);
+    const prev = m.refs[name];
+    m.refs[name] = ref;
+    if (name === MAIN_BRANCH && (prev?.['snapshot-id'] !== ref['snapshot-id'] || m['current-snapshot-id'] !== ref['snapshot-id'])) {
+      if (ref.type !== 'branch') throw invalid('ref "main" must be a branch', { found: ref.type });
+      m['current-snapshot-id'] = ref['snapshot-id'];
+      // Java: a snapshot added in the same change is logged with its own timestamp, otherwise now.
+      const ts = added.get(ref['snapshot-id'])?.['timestamp-ms'] ?? nowMs;
+      m['snapshot-log'].push({ 'timestamp-ms': ts, 'snapshot-id': ref['snapshot-id'] });
+    }
+  };
+
+  for (const u of updates) {
+    switch (u.action) {
+      case 'assign-uuid':
+        if (m['table-uuid'] && m['table-uuid'] !== u.uuid) throw IcebergError.mismatch('DataInvalid', 'assign-uuid on a table that has a uuid', m['table-uuid'], u.uuid, false);
+        m['table-uuid'] = u.uuid;
+        break;
+      case 'upgrade-format-version': {
+        const v = u['format-version'];
+        if (v < m['format-version']) throw IcebergError.mismatch('DataInvalid', 'format version downgrade', `>= ${m['format-version']}`, v, false);
+        if (v !== 1 && v !== 2) throw IcebergError.mismatch('FeatureUnsupported', 'format version', '1 or 2', v, false);
+        m['format-version'] = v;
+        break;
+      }
+      case 'add-schema': {
+        const existing = m.schemas.find((s) => s['schema-id'] === u.schema['schema-id']);
+        const schemaId = u.schema['schema-id'] >= 0 && !existing ? u.schema['schema-id'] : Math.max(-1, ...m.schemas.map((s) => s['schema-id'])) + 1;
+        m.schemas.push({ ...u.schema, 'schema-id': schemaId });
+        m['last-column-id'] = Math.max(m['last-column-id'], u['last-column-id'] ?? 0, maxFieldId(u.schema));
+        lastAddedSchemaId = schemaId;
+        break;
+      }
+      case 'set-current-schema': {
+        const id = u['schema-id'] === -1 ? lastAddedSchemaId : u['schema-id'];
+        if (id === undefined || !m.schemas.some((s) => s['schema-id'] === id)) throw invalid(`set-current-schema: unknown schema id ${u['schema-id']}`);
+        m['current-schema-id'] = id;
+        break;
+      }
+      case 'add-spec': {
+        const specId = u.spec['spec-id'] >= 0 && !m['partition-specs'].some((s) => s['spec-id'] === u.spec['spec-id'])
+          ? u.spec['spec-id'] : Math.max(-1, ...m['partition-specs'].map((s) => s['spec-id'])) + 1;
+        m['partition-specs'].push({ ...u.spec, 'spec-id': specId });
+        m['last-partition-id'] = Math.max(m['last-partition-id'], PARTITION_FIELD_ID_START - 1, ...u.spec.fields.map((f) => f['field-id']));
+        lastAddedSpecId = specId;
+        break;
+      }
+      case 'set-default-spec': {
+        const id = u['spec-id'] === -1 ? lastAddedSpecId : u['spec-id'];
+        if (id === undefined || !m['partition-specs'].some((s) => s['spec-id'] === id)) throw invalid(`set-default-spec: unknown spec id ${u['spec-id']}`);
+        m['default-spec-id'] = id;
+        break;
+      }
+      case 'add-sort-order': {
+        const o = u['sort-order'];
+        const orderId = o.fields.length === 0 ? 0
+          : o['order-id'] > 0 && !m['sort-orders'].some((s) => s['order-id'] === o['order-id']) ? o['order-id']
+            : Math.max(0, ...m['sort-orders'].map((s) => s['order-id'])) + 1;
+        if (!m['sort-orders'].some((s) => s['order-id'] === orderId)) m['sort-orders'].push({ ...o, 'order-id': orderId });
+        lastAddedOrderId = orderId;
+        break;
+      }
+      case 'set-default-sort-order': {
+        const id = u['sort-order-id'] === -1 ? lastAddedOrderId : u['sort-order-id'];
+        if (id === undefined || !m['sort-orders'].some((s) => s['order-id'] === id)) throw invalid(`set-default-sort-order: unknown order id ${u['sort-order-id']}`);
+        m['default-sort-order-id'] = id;
+        break;
+      }
+      case 'add-snapshot': {
+        const s = u.snapshot;
+        if (m.snapshots.some((x) => x['snapshot-id'] === s['snapshot-id'])) throw invalid(`add-snapshot: snapshot ${s['snapshot-id']} already exists`);
+        // spec (v2): "sequence number ... must be greater than the table's last-sequence-number".
+        if (m['format-version'] >= 2 && s['sequence-number'] <= m['last-sequence-number'] && s['parent-snapshot-id'] !== undefined) {
+          throw IcebergError.mismatch('CommitConflict', `add-snapshot ${s['snapshot-id']}: sequence number must exceed last-sequence-number`,
+            `> ${m['last-sequence-number']}`, s['sequence-number'], true);
+        }
+        m.snapshots.push(s);
+        added.set(s['snapshot-id'], s);
+        if (s['sequence-number'] > m['last-sequence-number']) m['last-sequence-number'] = s['sequence-number'];
+        if (s['timestamp-ms'] > lastUpdated) lastUpdated = s['timestamp-ms'];
+        break;
+      }
+      case 'set-snapshot-ref': {
+        const { action: _a, 'ref-name': name, ...ref } = u;
+        void _a;
+        setRef(name, ref);
+        break;
+      }
+      case 'remove-snapshot-ref':
+        delete m.refs[u['ref-name']];
+        if (u['ref-name'] === MAIN_BRANCH) m['current-snapshot-id'] = null;
+        break;
+      case 'remove-snapshots': {
+        const gone = new Set(u['snapshot-ids']);
+        m.snapshots = m.snapshots.filter((s) => !gone.has(s['snapshot-id']));
+        for (const [name, ref] of Object.entries(m.refs)) {
+          if (gone.has(ref['snapshot-id'])) {
+            delete m.refs[name];
+            if (name === MAIN_BRANCH) m['current-snapshot-id'] = null;
+          }
+        }
+        // Java's updateSnapshotLog: the log is history, so keep only the suffix after the last
+        // entry whose snapshot no longer exists (no holes in the middle of the history).
+        const live = new Set(m.snapshots.map((s) => s['snapshot-id']));
+        const log: SnapshotLogEntry[] = [];
+        for (const e of m['snapshot-log']) {
+          if (live.has(e['snapshot-id'])) log.push(e);
+          else log.length = 0;
+        }
+        m['snapshot-log'] = log;
+        const keepStat = (x: unknown): boolean => !gone.has((x as { 'snapshot-id'?: bigint })['snapshot-id'] ?? -1n);
+        if (m.statistics) m.statistics = m.statistics.filter(keepStat);
+        if (m['partition-statistics']) m['partition-statistics'] = m['partition-statistics'].filter(keepStat);
+        break;
+      }
+      case 'set-location':
+        m.location = u.location.replace(/\/+$/, '');
+        break;
+      case 'set-properties':
+        Object.assign(m.properties, u.updates);
+        break;
+      case 'remove-properties':
+        for (const k of u.removals) delete m.properties[k];
+        break;
+      default: {
+        const never: never = u;
+        throw new IcebergError('FeatureUnsupported', `unknown table update ${JSON.stringify((never as { action: string }).action)}`);
+      }
+    }
+  }
+  m['last-updated-ms'] = lastUpdated > base['last-updated-ms'] ? lastUpdated : base['last-updated-ms'];
+  return m;
+}
