@@ -105,6 +105,12 @@ export async function pollPartitions(
           outcome.bytes += size;
           next[key] = (BigInt(m.offset) + 1n).toString();
           resolveOffset(m.offset);
+          // A full cycle ends now, not when the next record happens to arrive (a backlog that ends
+          // exactly at the bound would otherwise wait out the whole commit interval).
+          if (outcome.records >= bounds.maxRecords || outcome.bytes >= bounds.maxBytes) {
+            stop();
+            return;
+          }
         }
         // Transaction markers and compacted gaps: the batch tells where the partition continues.
         if (!done && batch.messages.length > 0) {

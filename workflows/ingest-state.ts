@@ -65,8 +65,27 @@ export function lagOf(cursor: Offsets, high: Offsets): Record<string, string> {
 export const rangeDone = (cursor: Offsets, range: OffsetRange): boolean =>
   Object.keys(range.to).every((p) => BigInt(cursor[p] ?? '0') >= BigInt(range.to[p]!));
 
-/** The poll of each partition group of a cycle; the cycle's record and byte bounds are split evenly. */
+/**
+ * Each group's share of the cycle's record bound. Live (the backlog is below one cycle's bound):
+ * an even split, and the cycle ends at the commit interval. Catching up (a backlog of at least a
+ * full cycle): shares proportional to each group's backlog, so every group reaches its bound at
+ * about the same moment and the cycle ends at once, instead of groups with a smaller backlog
+ * waiting out the interval while the others are full.
+ */
+export function recordShares(plan: CyclePlan): number[] {
+  const even = plan.groups.map(() => Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)));
+  const backlog = plan.groups.map((ps) => ps.reduce((n, p) => {
+    const d = BigInt(plan.highWatermarks[String(p)] ?? '0') - BigInt(plan.startOffsets[String(p)] ?? '0');
+    return n + (d > 0n ? d : 0n);
+  }, 0n));
+  const total = backlog.reduce((a, b) => a + b, 0n);
+  if (plan.groups.length < 2 || total < BigInt(plan.maxRecordsPerCycle)) return even;
+  return backlog.map((b) => Math.max(1, Number((b * BigInt(plan.maxRecordsPerCycle)) / total)));
+}
+
+/** The poll of each partition group of a cycle: record bounds by `recordShares`, bytes split evenly. */
 export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string, draining: boolean): PollInput[] {
+  const shares = recordShares(plan);
   return plan.groups.map((partitions, groupIndex) => ({
     table: input.table, ingestId: input.ingestId, commitId, groupIndex, partitions,
     startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
@@ -74,7 +93,7 @@ export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string
     maxWaitMs: draining ? Math.max(5000, plan.commitIntervalMs) : plan.commitIntervalMs,
     untilCaughtUp: draining,
     ...(input.range ? { stopAt: input.range.to, limit: input.range.to } : {}),
-    maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
+    maxRecords: shares[groupIndex]!,
     maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
     deadLetterFloor: plan.deadLetterFloor,
   }));

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CyclePlan, PollResult } from '../../ingest/types';
-import { initialStatus, lagOf, mergeCycle, pollInputs, rangeDone, recordCommit, reportedState } from '../../workflows/ingest-state';
+import { initialStatus, lagOf, mergeCycle, pollInputs, rangeDone, recordCommit, recordShares, reportedState } from '../../workflows/ingest-state';
 
 const plan = (over: Partial<CyclePlan> = {}): CyclePlan => ({
   baseSnapshotId: '7', startOffsets: { 0: '10', 1: '20', 2: '0' }, highWatermarks: { 0: '15', 1: '20', 2: '9' },
@@ -62,4 +62,14 @@ void test('a landed commit moves the cursor and the counters; status carries acr
   assert.equal(reportedState(s, true, false), 'paused');
   assert.equal(reportedState(s, true, true), 'draining', 'a drain overrides a pause');
   assert.equal(reportedState(s, false, false), 'running');
+});
+
+void test('a backlog of a full cycle or more is shared by backlog, so skewed groups end together; live cycles split evenly', () => {
+  const skewed = plan({ groups: [[0], [1]], startOffsets: { 0: '0', 1: '0' }, highWatermarks: { 0: '60000', 1: '40000' }, maxRecordsPerCycle: 50_000 });
+  assert.deepEqual(recordShares(skewed), [30_000, 20_000]);
+  const live = plan({ groups: [[0], [1]], startOffsets: { 0: '0', 1: '0' }, highWatermarks: { 0: '30', 1: '10' }, maxRecordsPerCycle: 50_000 });
+  assert.deepEqual(recordShares(live), [25_000, 25_000]);
+  const caughtUpGroup = plan({ groups: [[0], [1]], startOffsets: { 0: '0', 1: '10' }, highWatermarks: { 0: '90000', 1: '10' }, maxRecordsPerCycle: 50_000 });
+  assert.deepEqual(recordShares(caughtUpGroup), [50_000, 1], 'a group with no backlog still polls (new records may arrive)');
+  assert.deepEqual(recordShares(plan({ groups: [[0, 1, 2]] })), [1001]);
 });
