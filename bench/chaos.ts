@@ -61,7 +61,7 @@ import { ensureStack, stackDown } from '../stack/stack';
 import { stackEnv } from '../stack/env';
 import { floeHome } from '../stack/paths';
 import type { ServiceName } from '../stack/service';
-import { findTable, loadConfig } from '../config';
+import { findTable, loadConfig, parseDuration } from '../config';
 import { connectClient, runBackfill, signalIngest, startIngest, waitForIngest, ingestStatus, type FloeClient } from '../client';
 import { applySchedules, maintenanceScheduleId, removeOrphans, setSchedulesPaused, SCHEDULE_KINDS } from '../client/maintenance';
 import { createDeps } from '../activities';
@@ -163,13 +163,8 @@ function prng(seed: number): () => number {
   };
 }
 
-export function parseDuration(s: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s.trim());
-  if (!m) throw new Error(`expected a duration like 500ms, 8s, 20m or 1h, found ${JSON.stringify(s)}`);
-  return Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms']);
-}
-
-export function formatDuration(ms: number): string {
+/** An elapsed time for the log, to the second: `45s`, `20m00s` (not a duration to parse back; see config/units). */
+function formatElapsed(ms: number): string {
   const s = Math.round(ms / 1000);
   return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
 }
@@ -237,7 +232,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
   const { path: configPath, table, topic } = writeConfig(name, o);
   const cfg = loadConfig(configPath);
   const t = findTable(cfg, table);
-  log(`run ${name} (seed ${o.seed}): table ${table} (catalog ${CATALOG_NAME} on Postgres), topic ${topic}, ${o.workers} workers, ${o.ratePerS} msg/s for ${formatDuration(o.durationMs)}, kill every ~${o.killEveryMs / 1000}s; config ${configPath}`);
+  log(`run ${name} (seed ${o.seed}): table ${table} (catalog ${CATALOG_NAME} on Postgres), topic ${topic}, ${o.workers} workers, ${o.ratePerS} msg/s for ${formatElapsed(o.durationMs)}, kill every ~${o.killEveryMs / 1000}s; config ${configPath}`);
 
   const kafka = new Kafka({ clientId: 'floe-chaos', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
@@ -447,7 +442,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     const drainDeadline = Date.now() + o.drainTimeoutMs;
     const timeout = <T>(p: Promise<T>, what: string) => Promise.race([p, new Promise<never>((_, rej) => {
       const left = drainDeadline - Date.now();
-      setTimeout(() => rej(new Error(`${what} not done within the drain timeout (${formatDuration(o.drainTimeoutMs)})`)), Math.max(0, left)).unref();
+      setTimeout(() => rej(new Error(`${what} not done within the drain timeout (${formatElapsed(o.drainTimeoutMs)})`)), Math.max(0, left)).unref();
     })]);
     try {
       await timeout(backfilling, 'backfill');
@@ -481,7 +476,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
         for (const w of stillRunning) {
           const d = await fc.client.workflow.getHandle(w.workflowId, w.runId).describe().catch(() => null);
           const acts = (d?.raw.pendingActivities ?? []).map((a) => `${a.activityType?.name} attempt ${a.attempt} (${a.state}) last failure: ${a.lastFailure?.message ?? '-'}`);
-          log(`still running ${formatDuration(o.quiesceTimeoutMs)} after the schedules were paused: ${w.workflowId} (${w.type}); pending activities: ${acts.join('; ') || 'none'}`);
+          log(`still running ${formatElapsed(o.quiesceTimeoutMs)} after the schedules were paused: ${w.workflowId} (${w.type}); pending activities: ${acts.join('; ') || 'none'}`);
         }
         break;
       }
@@ -511,7 +506,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       }
       const tookMs = (w.closeTime ?? Date.now()) - w.startTime;
       if (w.type !== 'ingestWorkflow' && w.type !== 'backfillWorkflow' && w.type !== 'scheduledMaintenanceWorkflow' && tookMs > 3 * 60_000) {
-        log(`slow: ${w.workflowId} took ${formatDuration(tookMs)}${w.closeTime ? '' : ' (still running)'}: ${await slowestActivity(fc, w)}`);
+        log(`slow: ${w.workflowId} took ${formatElapsed(tookMs)}${w.closeTime ? '' : ' (still running)'}: ${await slowestActivity(fc, w)}`);
       }
     }
     for (const k of ['compact', 'expire'] as const) {
@@ -577,7 +572,7 @@ export async function slowestActivity(fc: FloeClient, w: ListedWorkflow): Promis
         if (sch && ms(ev.eventTime) - sch.at > worst.ms) worst = { type: sch.type, ms: ms(ev.eventTime) - sch.at, attempt: started?.attempt ?? 0 };
       }
     }
-    return worst.type ? `activity ${worst.type} took ${formatDuration(worst.ms)} from scheduled to done (finished on attempt ${worst.attempt})` : 'no activity finished';
+    return worst.type ? `activity ${worst.type} took ${formatElapsed(worst.ms)} from scheduled to done (finished on attempt ${worst.attempt})` : 'no activity finished';
   } catch (e) {
     return `history unavailable (${(e as Error).message})`;
   }
@@ -635,7 +630,7 @@ function finish(x: {
   const failures = problems.length;
   const durationMs = Date.now() - x.t00;
   const r = x.restarts;
-  const summary = `chaos: duration=${formatDuration(durationMs)} kills=${x.pool.kills} restarts=kafka:${r.kafka},temporal:${r.temporal},s3:${r.s3},postgres:${r.postgres} ` +
+  const summary = `chaos: duration=${formatElapsed(durationMs)} kills=${x.pool.kills} restarts=kafka:${r.kafka},temporal:${r.temporal},s3:${r.s3},postgres:${r.postgres} ` +
     `rows=${rows} duplicates=${duplicates} lost=${lost} dead_letters=${py.deadLetters.rows}/${bad} missing_files=${missingFiles} orphans=${orphans} failures=${failures}`;
   return {
     name: x.name, table: x.table, durationMs, kills: x.pool.kills, workerSelfExits: x.pool.selfExits, restarts: r, produced: x.produced,
@@ -649,23 +644,32 @@ function finish(x: {
 
 function parseArgs(argv: string[]): Partial<ChaosOptions> {
   const o: Partial<ChaosOptions> = {};
-  const range = (s: string): [number, number] => {
-    const [a, b] = s.split(/-|\.\./);
-    return [parseDuration(a!), parseDuration(b ?? a!)];
-  };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!, v = () => {
       const x = argv[++i];
       if (x === undefined) throw new Error(`${k}: expected a value`);
       return x;
     };
+    /** A duration (config/units: 500ms, 8s, 20m, 1h, or plain millis), errors naming the option. */
+    const ms = (s: string): number => {
+      try {
+        return parseDuration(s);
+      } catch (e) {
+        throw new Error(`${k}: ${(e as Error).message}`);
+      }
+    };
+    const duration = () => ms(v());
+    const range = (): [number, number] => {
+      const [a, b] = v().split(/-|\.\./);
+      return [ms(a!), ms(b ?? a!)];
+    };
     switch (k) {
-      case '--duration': o.durationMs = parseDuration(v()); break;
+      case '--duration': o.durationMs = duration(); break;
       case '--workers': o.workers = Number(v()); break;
       case '--rate': o.ratePerS = Number(v()); break;
-      case '--kill-every': o.killEveryMs = parseDuration(v()); break;
-      case '--restart-delay': o.restartDelayMs = range(v()); break;
-      case '--service-down': o.serviceDownMs = range(v()); break;
+      case '--kill-every': o.killEveryMs = duration(); break;
+      case '--restart-delay': o.restartDelayMs = range(); break;
+      case '--service-down': o.serviceDownMs = range(); break;
       case '--restarts': {
         const s = v();
         o.restarts = /^\d+$/.test(s)
@@ -676,16 +680,16 @@ function parseArgs(argv: string[]): Partial<ChaosOptions> {
       case '--partitions': o.partitions = Number(v()); break;
       case '--malformed-every': o.malformedEvery = Number(v()); break;
       case '--commit-interval': o.commitInterval = v(); break;
-      case '--backfill-block': o.backfillBlockS = parseDuration(v()) / 1000; break;
+      case '--backfill-block': o.backfillBlockS = duration() / 1000; break;
       case '--backfill-at': o.backfillAtFrac = Number(v()); break;
       case '--compact-cron': o.compactCron = v(); break;
       case '--expire-cron': o.expireCron = v(); break;
       case '--expire-older-than': o.expireOlderThan = v(); break;
       case '--retain-last': o.retainLast = Number(v()); break;
-      case '--orphans-every': o.orphansEveryMs = parseDuration(v()); break;
-      case '--orphan-grace': o.orphanGraceMs = parseDuration(v()); break;
-      case '--drain-timeout': o.drainTimeoutMs = parseDuration(v()); break;
-      case '--quiesce-timeout': o.quiesceTimeoutMs = parseDuration(v()); break;
+      case '--orphans-every': o.orphansEveryMs = duration(); break;
+      case '--orphan-grace': o.orphanGraceMs = duration(); break;
+      case '--drain-timeout': o.drainTimeoutMs = duration(); break;
+      case '--quiesce-timeout': o.quiesceTimeoutMs = duration(); break;
       case '--seed': o.seed = Number(v()); break;
       case '--name': o.name = v(); break;
       default: throw new Error(`unknown option ${k}; see the header of bench/chaos.ts`);

@@ -12,25 +12,25 @@ import {
   setSchedulesPaused, tableFiles, SCHEDULE_KINDS, type ProgressCallback, type ScheduleKind,
 } from '../client/maintenance';
 import type { CompactOptions } from '../maintenance/types';
+import { parseDuration, parseSize } from '../config/units';
 import { configOf, printTable } from './common';
 import { parseWindow } from '../maintenance/window';
 
-const UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
-export function parseBytes(s: string): number {
-  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(s.trim());
-  const unit = m ? UNITS[(m[2] || 'b').toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new Error(`size: expected e.g. 134217728, 128MB, 1.5GB; found "${s}"`);
-  return Math.round(Number(m[1]) * unit);
-}
-const DURATION: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-export function parseDurationMs(s: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(s.trim());
-  if (!m) throw new Error(`duration: expected e.g. 90s, 30m, 12h, 5d; found "${s}"`);
-  return Math.round(Number(m[1]) * DURATION[m[2]!]!);
-}
 const int = (s: string): number => {
   if (!/^\d+$/.test(s)) throw new Error(`expected a non-negative integer, found "${s}"`);
   return Number(s);
+};
+
+/**
+ * An option's value parser whose errors name the option, as `--window` does: a plain Error that
+ * commander passes through and cli/main.ts prints as `floe: --older-than: expected …, found "5x"`.
+ */
+const arg = <T>(flag: string, parse: (s: string) => T) => (s: string): T => {
+  try {
+    return parse(s);
+  } catch (e) {
+    throw new Error(`${flag}: ${(e as Error).message}`);
+  }
 };
 
 /** `--window`: an ISO 8601 time not in the future (checked again by the client, workflow and activity). */
@@ -79,14 +79,14 @@ async function withClient<T>(cmd: Command, fn: (fc: FloeClient) => Promise<T>): 
 export function registerMaintenanceCommands(program: Command): void {
   program.command('compact <table>')
     .description('rewrite small files into files of the target size (Spark rewrite_data_files), now, through Temporal')
-    .option('--target-file-size <size>', 'target output file size, e.g. 128MB (default: table config)', parseBytes)
-    .option('--min-input-files <n>', 'rewrite a group only with at least n files (default 5)', int)
-    .option('--min-file-size <size>', 'files below this size are rewritten (default 75% of target)', parseBytes)
-    .option('--max-file-size <size>', 'files above this size are split (default 180% of target)', parseBytes)
-    .option('--max-group-size <size>', 'input bytes of one file group (default 100GB)', parseBytes)
-    .option('--max-concurrent <n>', 'file groups rewritten at once (default 2)', int)
+    .option('--target-file-size <size>', 'target output file size, e.g. 128MB (default: table config)', arg('--target-file-size', parseSize))
+    .option('--min-input-files <n>', 'rewrite a group only with at least n files (default 5)', arg('--min-input-files', int))
+    .option('--min-file-size <size>', 'files below this size are rewritten (default 75% of target)', arg('--min-file-size', parseSize))
+    .option('--max-file-size <size>', 'files above this size are split (default 180% of target)', arg('--max-file-size', parseSize))
+    .option('--max-group-size <size>', 'input bytes of one file group (default 100GB)', arg('--max-group-size', parseSize))
+    .option('--max-concurrent <n>', 'file groups rewritten at once (default 2)', arg('--max-concurrent', int))
     .option('--partial-progress', 'commit groups as they finish, in up to --max-commits commits')
-    .option('--max-commits <n>', 'commits with --partial-progress (default 10)', int)
+    .option('--max-commits <n>', 'commits with --partial-progress (default 10)', arg('--max-commits', int))
     .option('--partition <path...>', 'only these partitions (paths as under data/, e.g. event_time_day=2024-06-01/event_type=paid)')
     .option('--json', 'print JSON')
     .action(async (table: string, o: Record<string, unknown>, cmd: Command) => {
@@ -114,8 +114,8 @@ export function registerMaintenanceCommands(program: Command): void {
 
   program.command('expire <table>')
     .description('expire old snapshots and delete the files only they reached (Spark expire_snapshots)')
-    .option('--older-than <duration>', 'expire snapshots older than this, e.g. 5d (default: table config)', parseDurationMs)
-    .option('--retain-last <n>', 'always keep the n newest snapshots (default: table config)', int)
+    .option('--older-than <duration>', 'expire snapshots older than this, e.g. 5d (default: table config)', arg('--older-than', parseDuration))
+    .option('--retain-last <n>', 'always keep the n newest snapshots (default: table config)', arg('--retain-last', int))
     .option('--dry-run', 'list what would expire; change nothing')
     .option('--json', 'print JSON')
     .action(async (table: string, o: { olderThan?: number; retainLast?: number; dryRun?: boolean; json?: boolean }, cmd: Command) => {
@@ -129,7 +129,7 @@ export function registerMaintenanceCommands(program: Command): void {
 
   program.command('orphans <table>')
     .description('delete files under the table location that no metadata reaches (Spark remove_orphan_files)')
-    .option('--older-than <duration>', 'grace period, e.g. 3d (default: table config; at least 1h unless --force)', parseDurationMs)
+    .option('--older-than <duration>', 'grace period, e.g. 3d (default: table config; at least 1h unless --force)', arg('--older-than', parseDuration))
     .option('--dry-run', 'list what would be deleted; delete nothing')
     .option('--force', 'allow a grace period below 1 hour (in-flight commits may lose files)')
     .option('--json', 'print JSON')

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
 import { COMMIT_INTERVAL_LIMIT_MS } from './types';
+import { formatDuration, parseDuration, parseSize } from './units';
 import type { ColumnConfig, FloeConfig, MaintenanceConfig, PartitionFieldConfig, TableConfig } from './types';
 
 /** A bad config fails fast, naming the key path that is wrong and what was expected. */
@@ -20,7 +21,6 @@ export class ConfigError extends Error {
 const PRIMITIVE = /^(boolean|int|long|float|double|date|time|timestamp|timestamptz|string|uuid|binary|decimal\(\d+,\s*\d+\)|fixed\[\d+\])$/;
 const TRANSFORM = /^(identity|year|month|day|hour|void|bucket\[\d+\]|truncate\[\d+\])$/;
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
-const DURATION = /^(\d+)\s*(ms|s|m|h|d)$/;
 
 /**
  * Every key each mapping may hold. A key not listed is refused at load, so a typo
@@ -99,16 +99,23 @@ class Reader {
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw new ConfigError(this.key(k), 'a positive integer', v);
     return v;
   }
-  /** Durations accept millis or "30s", "15m", "7d"; `below` is an exclusive upper bound and why. */
+  /**
+   * A positive duration (config/units.ts: millis or "500ms", "30s", "15m", "1.5h", "7d");
+   * `below` is an exclusive upper bound and why.
+   */
   durationMs(k: string, def: number, below?: { ms: number; why: string }): number {
     const v = this.get(k) ?? def;
-    let ms: number;
-    const m = typeof v === 'string' ? DURATION.exec(v.trim()) : null;
-    if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) ms = v;
-    else if (m) ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'ms'];
-    else throw new ConfigError(this.key(k), 'a duration like 500ms, 30s, 15m, 7d or positive millis', v);
+    const ms = parsedOrUndefined(parseDuration, v);
+    if (!ms) throw new ConfigError(this.key(k), 'a duration like 500ms, 30s, 15m, 7d or positive millis', v);
     if (below && ms >= below.ms) throw new ConfigError(this.key(k), `a duration below ${formatDuration(below.ms)} (${below.why})`, v);
     return ms;
+  }
+  /** A positive size (config/units.ts: bytes or "512KB", "128MB", "1.5GiB", all 1024-based). */
+  sizeBytes(k: string, def: number): number {
+    const v = this.get(k) ?? def;
+    const bytes = parsedOrUndefined(parseSize, v);
+    if (!bytes) throw new ConfigError(this.key(k), 'a size like 134217728 (positive bytes), 512KB or 128MB (1024-based)', v);
+    return bytes;
   }
   child(k: string, keys: Keys): Reader {
     const v = this.get(k);
@@ -142,12 +149,14 @@ class Reader {
   }
 }
 
-const formatDuration = (ms: number): string => {
-  for (const [unit, n] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
-    if (ms % n === 0) return `${ms / n}${unit}`;
+/** What `parse` makes of `v`, or undefined when it refuses it (the caller names the key). */
+function parsedOrUndefined(parse: (v: string | number) => number, v: unknown): number | undefined {
+  try {
+    return parse(v as string | number);
+  } catch {
+    return undefined;
   }
-  return `${ms}ms`;
-};
+}
 
 const env = process.env;
 
@@ -171,7 +180,7 @@ function readMaintenance(r: Reader): MaintenanceConfig {
   return {
     compact: {
       cron: c.str('cron', '*/15 * * * *'),
-      targetFileSizeBytes: c.posInt('targetFileSizeBytes', 128 * 1024 * 1024),
+      targetFileSizeBytes: c.sizeBytes('targetFileSizeBytes', 128 * 1024 * 1024),
       minInputFiles: c.posInt('minInputFiles', 5),
       lookbackPartitions: c.has('lookbackPartitions') ? c.posInt('lookbackPartitions', 1) : undefined,
       paused: c.bool('paused', false),
@@ -209,8 +218,8 @@ function readTable(r: Reader, i: number): TableConfig {
       ms: COMMIT_INTERVAL_LIMIT_MS, why: "a poll lasts up to one interval; a longer one outlasts the poll activity's timeout and never commits",
     }),
     maxRecordsPerCycle: r.posInt('maxRecordsPerCycle', 500_000),
-    maxBytesPerCycle: r.posInt('maxBytesPerCycle', 256 * 1024 * 1024),
-    targetFileSizeBytes: r.posInt('targetFileSizeBytes', 128 * 1024 * 1024),
+    maxBytesPerCycle: r.sizeBytes('maxBytesPerCycle', 256 * 1024 * 1024),
+    targetFileSizeBytes: r.sizeBytes('targetFileSizeBytes', 128 * 1024 * 1024),
     parallelism: r.posInt('parallelism', 1),
     cyclesPerRun: r.posInt('cyclesPerRun', 200),
     properties: r.stringMap('properties'),
