@@ -53,6 +53,7 @@
  */
 import { join, resolve } from 'node:path';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CompressionTypes, Kafka, logLevel, type Message, type Producer } from 'kafkajs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ScheduleNotFoundError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
@@ -148,8 +149,6 @@ export interface ChaosResult {
   summary: string;
   ok: boolean;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** mulberry32: a seeded PRNG, so a run's kill and restart plan can be reproduced. */
 function prng(seed: number): () => number {

@@ -13,6 +13,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../stack/stack';
 import { floeHome } from '../stack/paths';
@@ -36,7 +37,6 @@ const arg = (name: string, env: string, def: number): number => {
 };
 const FILES = arg('files', 'FLOE_BENCH_FILES', 10_000);
 const ROWS = arg('rows-per-file', 'FLOE_BENCH_ROWS_PER_FILE', 100);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function benchConfig(name: string): { path: string; table: string; cfg: FloeConfig } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;

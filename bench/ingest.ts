@@ -10,6 +10,7 @@
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../stack/stack';
 import { floeHome } from '../stack/paths';
@@ -30,7 +31,6 @@ const FRESH_S = arg('fresh-seconds', 60);
 const RATE = arg('rate', 200);
 /** Commit interval of the freshness run (the goal is stated at 5 s). */
 const FRESH_INTERVAL_S = arg('fresh-interval', 5);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PAD = 'x'.repeat(860);
 
 function config(name: string, partitions: number, commitInterval: string): FloeConfig {

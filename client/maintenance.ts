@@ -7,6 +7,7 @@
  * the same window twice fails with "already started" instead of running twice.
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowIdReusePolicy,
   type ScheduleOptionsAction, type ScheduleSpec, type WorkflowHandle,
@@ -24,8 +25,6 @@ import type { FloeClient } from './index';
 import { parseOptionalWindow } from '../maintenance/window';
 
 export type ProgressCallback = (p: { phase: string; done: number; total: number; unit: string }) => void;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Awaits a workflow result while polling its progress query (every 500 ms) for `onProgress`. */
 async function follow<R>(handle: WorkflowHandle, poll: () => Promise<{ phase: string; done: number; total: number; unit: string }>, onProgress?: ProgressCallback): Promise<R> {

@@ -4,6 +4,7 @@
  * the worker with SIGKILL on schedule, restart it, drain, and verify exactly-once.
  */
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { loadConfig } from '../config';
@@ -50,8 +51,6 @@ export interface ScenarioResult extends Verification {
   selfExits: number;
   elapsedS: number;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function malformed(n: number, good: string): string {
   switch (n % 3) {

@@ -18,6 +18,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { FailureType } from '../contract';
@@ -29,8 +30,6 @@ import {
 import { createWorkflowEnv, fakeIngest, fakeMaintenance, historyToJson, testWorkflowBundle, uniqueId, withWorker } from '../test/support/workflow-env';
 
 export const HISTORIES_DIR = resolve(__dirname, '../test/fixtures/histories');
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function until(what: string, probe: () => boolean | Promise<boolean>): Promise<void> {
   for (let i = 0; i < 500; i++) {

@@ -1,12 +1,11 @@
 import { mkdirSync, openSync, readFileSync, rmSync, writeSync, closeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive } from './proc';
 
 // Two `stack up`s at once (npm test while a developer runs the CLI) would both run pip, maven
 // and initdb into the same directories. A pid lock file serialises them; a lock whose owner
 // died is stale and taken over.
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function withLock<T>(file: string, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
   mkdirSync(dirname(file), { recursive: true });

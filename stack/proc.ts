@@ -2,6 +2,7 @@ import { spawn, type SpawnOptions } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 // Process plumbing shared by the services: daemons run detached in their own process group with
 // stdout/stderr appended to a log file (never a pipe, so a parent exiting cannot SIGPIPE them and
@@ -102,8 +103,6 @@ export function pidRuns(pid: number | undefined, needle: string): pid is number 
     return true; // no /proc: trust the pid file
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** SIGTERM the daemon's process group, SIGKILL it after graceMs. Returns true if it had to kill. */
 export async function stopProcessGroup(pid: number, graceMs: number): Promise<boolean> {
