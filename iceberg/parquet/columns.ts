@@ -67,146 +67,202 @@ function toBig(v: unknown, path: string): bigint {
   throw bad(path, 'a bigint (or safe-integer number)', v);
 }
 
+/** One primitive column to build: its input, where errors point, and its validity bitmap. */
+interface PrimitiveColumn {
+  arrowType: arrow.DataType;
+  get: Get;
+  length: number;
+  nullable: boolean;
+  path: string;
+  validity: Validity;
+}
+
+/** The Arrow Data of a built column: its buffers (`props`) plus the validity bitmap. */
+function finish(c: PrimitiveColumn, props: Record<string, unknown>): arrow.Data {
+  return arrow.makeData({
+    type: c.arrowType,
+    length: c.length,
+    nullCount: c.validity.nullCount,
+    nullBitmap: c.validity.nullCount > 0 ? c.validity.bitmap : null,
+    ...props,
+  } as never);
+}
+
+/** boolean: bit-packed values. */
+function buildBoolean(c: PrimitiveColumn): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const data = new Uint8Array((length + 7) >> 3);
+  for (let i = 0; i < length; i++) {
+    const v = nullCheck(get(i), i, nullable, validity, path);
+    if (v === null || v === PARENT_NULL) continue;
+    if (typeof v !== 'boolean') throw bad(path, 'a boolean', v);
+    if (v) data[i >> 3]! |= 1 << (i & 7);
+  }
+  return finish(c, { data });
+}
+
+/** int, date: 32-bit integer numbers. */
+function buildInt32(c: PrimitiveColumn, type: 'int' | 'date'): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const data = new Int32Array(length);
+  for (let i = 0; i < length; i++) {
+    const v = nullCheck(get(i), i, nullable, validity, path);
+    if (v === null || v === PARENT_NULL) continue;
+    if (typeof v !== 'number' || (v | 0) !== v) throw bad(path, `a 32-bit integer number${type === 'date' ? ' (days since 1970-01-01)' : ''}`, v);
+    data[i] = v;
+  }
+  return finish(c, { data });
+}
+
+/** long, time, timestamp(tz)(_ns): 64-bit bigints (or safe-integer numbers). */
+function buildInt64(c: PrimitiveColumn): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const data = new BigInt64Array(length);
+  for (let i = 0; i < length; i++) {
+    const v = nullCheck(get(i), i, nullable, validity, path);
+    if (v === null || v === PARENT_NULL) continue;
+    if (typeof v === 'bigint') {
+      if (BigInt.asIntN(64, v) !== v) throw bad(path, 'a 64-bit signed integer', v);
+      data[i] = v;
+    } else data[i] = toBig(v, path);
+  }
+  return finish(c, { data });
+}
+
+/** float, double: numbers. */
+function buildFloating(c: PrimitiveColumn, type: 'float' | 'double'): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const data = type === 'float' ? new Float32Array(length) : new Float64Array(length);
+  for (let i = 0; i < length; i++) {
+    const v = nullCheck(get(i), i, nullable, validity, path);
+    if (v === null || v === PARENT_NULL) continue;
+    if (typeof v !== 'number') throw bad(path, 'a number', v);
+    data[i] = v;
+  }
+  return finish(c, { data });
+}
+
+/**
+ * string: UTF-8 values and offsets. One UTF-8 encode per chunk of strings (join + Buffer.from)
+ * is ~4x faster than a Buffer.write per value; offsets come from char lengths when the chunk is
+ * all ASCII.
+ */
+function buildString(c: PrimitiveColumn): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const valueOffsets = new Int32Array(length + 1);
+  const parts: Buffer[] = [];
+  let pos = 0;
+  for (let c0 = 0; c0 < length; c0 += STRING_CHUNK) {
+    const c1 = Math.min(length, c0 + STRING_CHUNK);
+    const strs: string[] = new Array(c1 - c0);
+    for (let i = c0; i < c1; i++) {
+      const v = nullCheck(get(i), i, nullable, validity, path);
+      if (v === null || v === PARENT_NULL) strs[i - c0] = '';
+      else if (typeof v !== 'string') throw bad(path, 'a string', v);
+      else strs[i - c0] = v;
+    }
+    const joined = strs.join('');
+    const bytes = Buffer.from(joined, 'utf8');
+    const ascii = bytes.length === joined.length;
+    for (let i = c0; i < c1; i++) {
+      const str = strs[i - c0]!;
+      // An unpaired surrogate has no UTF-8 form: encoding would silently write U+FFFD instead
+      // (and two halves in neighbouring values would pair up in `joined`, shifting every offset).
+      if (!ascii && !(str as string & { isWellFormed(): boolean }).isWellFormed()) throw bad(path, 'a Unicode string (no unpaired surrogates)', str);
+      pos += ascii ? str.length : Buffer.byteLength(str, 'utf8');
+      valueOffsets[i + 1] = pos;
+    }
+    if (pos > 0x7fffffff) throw bad(path, 'less than 2 GiB of string data per batch', `${pos} bytes`);
+    parts.push(bytes);
+  }
+  const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, pos);
+  return finish(c, { valueOffsets, data: new Uint8Array(data.buffer, data.byteOffset, pos) });
+}
+
+/** binary: Uint8Array values and offsets. */
+function buildBinary(c: PrimitiveColumn): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const valueOffsets = new Int32Array(length + 1);
+  const parts: Uint8Array[] = [];
+  let pos = 0;
+  for (let i = 0; i < length; i++) {
+    const v = nullCheck(get(i), i, nullable, validity, path);
+    if (v !== null && v !== PARENT_NULL) {
+      if (!(v instanceof Uint8Array)) throw bad(path, 'a Uint8Array', v);
+      parts.push(v);
+      pos += v.length;
+    }
+    valueOffsets[i + 1] = pos;
+  }
+  return finish(c, { valueOffsets, data: Buffer.concat(parts, pos) });
+}
+
+/** decimal(P,S): 128-bit little-endian unscaled values from bigint, string, number or bytes. */
+function buildDecimal(c: PrimitiveColumn, dec: { precision: number; scale: number }): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const data = new Uint32Array(length * 4);
+  const limit = 10n ** BigInt(dec.precision);
+  for (let i = 0; i < length; i++) {
+    const v = nullCheck(get(i), i, nullable, validity, path);
+    if (v === null || v === PARENT_NULL) continue;
+    let u: bigint;
+    if (typeof v === 'bigint') u = v;
+    else if (typeof v === 'string' || typeof v === 'number') u = unscaledDecimal(v, dec.scale);
+    else if (v instanceof Uint8Array) u = decimalFromBytes(v);
+    else throw bad(path, 'a decimal (unscaled bigint, string, number or bytes)', v);
+    if ((u < 0n ? -u : u) >= limit) throw bad(path, `at most ${dec.precision} digits (unscaled)`, u);
+    let w = BigInt.asUintN(128, u);
+    for (let k = 0; k < 4; k++) {
+      data[i * 4 + k] = Number(w & 0xffffffffn);
+      w >>= 32n;
+    }
+  }
+  return finish(c, { data });
+}
+
+/** uuid (16 bytes or a UUID string), fixed[L]: `width` bytes per value. */
+function buildFixedWidth(c: PrimitiveColumn, type: PrimitiveType, width: number): arrow.Data {
+  const { get, length, nullable, validity, path } = c;
+  const data = new Uint8Array(length * width);
+  for (let i = 0; i < length; i++) {
+    const v = nullCheck(get(i), i, nullable, validity, path);
+    if (v === null || v === PARENT_NULL) continue;
+    const bytes = type === 'uuid' && typeof v === 'string' ? uuidToBytes(v) : v;
+    if (!(bytes instanceof Uint8Array) || bytes.length !== width) throw bad(path, `${width} bytes${type === 'uuid' ? ' or a UUID string' : ''}`, v);
+    data.set(bytes, i * width);
+  }
+  return finish(c, { data });
+}
+
+/** Dispatches a primitive column to the builder of its type family. */
 function buildPrimitive(type: PrimitiveType, arrowType: arrow.DataType, get: Get, length: number, nullable: boolean, path: string): arrow.Data {
-  const validity = new Validity(length);
-  const finish = (props: Record<string, unknown>): arrow.Data =>
-    arrow.makeData({
-      type: arrowType,
-      length,
-      nullCount: validity.nullCount,
-      nullBitmap: validity.nullCount > 0 ? validity.bitmap : null,
-      ...props,
-    } as never);
+  const c: PrimitiveColumn = { arrowType, get, length, nullable, path, validity: new Validity(length) };
   switch (type) {
-    case 'boolean': {
-      const data = new Uint8Array((length + 7) >> 3);
-      for (let i = 0; i < length; i++) {
-        const v = nullCheck(get(i), i, nullable, validity, path);
-        if (v === null || v === PARENT_NULL) continue;
-        if (typeof v !== 'boolean') throw bad(path, 'a boolean', v);
-        if (v) data[i >> 3]! |= 1 << (i & 7);
-      }
-      return finish({ data });
-    }
+    case 'boolean':
+      return buildBoolean(c);
     case 'int':
-    case 'date': {
-      const data = new Int32Array(length);
-      for (let i = 0; i < length; i++) {
-        const v = nullCheck(get(i), i, nullable, validity, path);
-        if (v === null || v === PARENT_NULL) continue;
-        if (typeof v !== 'number' || (v | 0) !== v) throw bad(path, `a 32-bit integer number${type === 'date' ? ' (days since 1970-01-01)' : ''}`, v);
-        data[i] = v;
-      }
-      return finish({ data });
-    }
+    case 'date':
+      return buildInt32(c, type);
     case 'long':
     case 'time':
     case 'timestamp':
     case 'timestamptz':
     case 'timestamp_ns':
-    case 'timestamptz_ns': {
-      const data = new BigInt64Array(length);
-      for (let i = 0; i < length; i++) {
-        const v = nullCheck(get(i), i, nullable, validity, path);
-        if (v === null || v === PARENT_NULL) continue;
-        if (typeof v === 'bigint') {
-          if (BigInt.asIntN(64, v) !== v) throw bad(path, 'a 64-bit signed integer', v);
-          data[i] = v;
-        } else data[i] = toBig(v, path);
-      }
-      return finish({ data });
-    }
+    case 'timestamptz_ns':
+      return buildInt64(c);
     case 'float':
-    case 'double': {
-      const data = type === 'float' ? new Float32Array(length) : new Float64Array(length);
-      for (let i = 0; i < length; i++) {
-        const v = nullCheck(get(i), i, nullable, validity, path);
-        if (v === null || v === PARENT_NULL) continue;
-        if (typeof v !== 'number') throw bad(path, 'a number', v);
-        data[i] = v;
-      }
-      return finish({ data });
-    }
-    case 'string': {
-      // One UTF-8 encode per chunk of strings (join + Buffer.from) is ~4x faster than a
-      // Buffer.write per value; offsets come from char lengths when the chunk is all ASCII.
-      const valueOffsets = new Int32Array(length + 1);
-      const parts: Buffer[] = [];
-      let pos = 0;
-      for (let c0 = 0; c0 < length; c0 += STRING_CHUNK) {
-        const c1 = Math.min(length, c0 + STRING_CHUNK);
-        const strs: string[] = new Array(c1 - c0);
-        for (let i = c0; i < c1; i++) {
-          const v = nullCheck(get(i), i, nullable, validity, path);
-          if (v === null || v === PARENT_NULL) strs[i - c0] = '';
-          else if (typeof v !== 'string') throw bad(path, 'a string', v);
-          else strs[i - c0] = v;
-        }
-        const joined = strs.join('');
-        const bytes = Buffer.from(joined, 'utf8');
-        const ascii = bytes.length === joined.length;
-        for (let i = c0; i < c1; i++) {
-          const str = strs[i - c0]!;
-          // An unpaired surrogate has no UTF-8 form: encoding would silently write U+FFFD instead
-          // (and two halves in neighbouring values would pair up in `joined`, shifting every offset).
-          if (!ascii && !(str as string & { isWellFormed(): boolean }).isWellFormed()) throw bad(path, 'a Unicode string (no unpaired surrogates)', str);
-          pos += ascii ? str.length : Buffer.byteLength(str, 'utf8');
-          valueOffsets[i + 1] = pos;
-        }
-        if (pos > 0x7fffffff) throw bad(path, 'less than 2 GiB of string data per batch', `${pos} bytes`);
-        parts.push(bytes);
-      }
-      const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, pos);
-      return finish({ valueOffsets, data: new Uint8Array(data.buffer, data.byteOffset, pos) });
-    }
-    case 'binary': {
-      const valueOffsets = new Int32Array(length + 1);
-      const parts: Uint8Array[] = [];
-      let pos = 0;
-      for (let i = 0; i < length; i++) {
-        const v = nullCheck(get(i), i, nullable, validity, path);
-        if (v !== null && v !== PARENT_NULL) {
-          if (!(v instanceof Uint8Array)) throw bad(path, 'a Uint8Array', v);
-          parts.push(v);
-          pos += v.length;
-        }
-        valueOffsets[i + 1] = pos;
-      }
-      return finish({ valueOffsets, data: Buffer.concat(parts, pos) });
-    }
+    case 'double':
+      return buildFloating(c, type);
+    case 'string':
+      return buildString(c);
+    case 'binary':
+      return buildBinary(c);
     default: {
       const dec = parseDecimalType(type);
-      if (dec) {
-        const data = new Uint32Array(length * 4);
-        const limit = 10n ** BigInt(dec.precision);
-        for (let i = 0; i < length; i++) {
-          const v = nullCheck(get(i), i, nullable, validity, path);
-          if (v === null || v === PARENT_NULL) continue;
-          let u: bigint;
-          if (typeof v === 'bigint') u = v;
-          else if (typeof v === 'string' || typeof v === 'number') u = unscaledDecimal(v, dec.scale);
-          else if (v instanceof Uint8Array) u = decimalFromBytes(v);
-          else throw bad(path, 'a decimal (unscaled bigint, string, number or bytes)', v);
-          if ((u < 0n ? -u : u) >= limit) throw bad(path, `at most ${dec.precision} digits (unscaled)`, u);
-          let w = BigInt.asUintN(128, u);
-          for (let k = 0; k < 4; k++) {
-            data[i * 4 + k] = Number(w & 0xffffffffn);
-            w >>= 32n;
-          }
-        }
-        return finish({ data });
-      }
+      if (dec) return buildDecimal(c, dec);
       const width = type === 'uuid' ? 16 : parseFixedType(type);
       if (width === undefined) throw new IcebergError('FeatureUnsupported', `column ${path}: type ${String(type)}`);
-      const data = new Uint8Array(length * width);
-      for (let i = 0; i < length; i++) {
-        const v = nullCheck(get(i), i, nullable, validity, path);
-        if (v === null || v === PARENT_NULL) continue;
-        const bytes = type === 'uuid' && typeof v === 'string' ? uuidToBytes(v) : v;
-        if (!(bytes instanceof Uint8Array) || bytes.length !== width) throw bad(path, `${width} bytes${type === 'uuid' ? ' or a UUID string' : ''}`, v);
-        data.set(bytes, i * width);
-      }
-      return finish({ data });
+      return buildFixedWidth(c, type, width);
     }
   }
 }
