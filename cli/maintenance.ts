@@ -3,15 +3,15 @@
  * thin layers over client/maintenance.ts. Runs go through Temporal; a progress bar follows the
  * workflow's progress query, and the result prints as a table (or JSON with --json).
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, type FloeClient } from '../client';
 import {
   applySchedules, backfillSchedule, compactTable, expireTable, listSchedules, maintainTable, removeOrphans,
-  setSchedulesPaused, tableFiles, SCHEDULE_KINDS, type ProgressCallback, type ScheduleKind,
+  setSchedulesPaused, tableFiles, SCHEDULE_KINDS, type ProgressCallback, type ScheduleKind, type TableFiles,
 } from '../client/maintenance';
-import type { CompactOptions } from '../maintenance/types';
+import type { CompactOptions, CompactResult, ExpireResult, FileStats, OrphansResult } from '../maintenance/types';
 import { parseDuration, parseSize } from '../config/units';
 import { configOf, printTable } from './common';
 import { parseWindow } from '../maintenance/window';
@@ -76,86 +76,148 @@ async function withClient<T>(cmd: Command, fn: (fc: FloeClient) => Promise<T>): 
   }
 }
 
-export function registerMaintenanceCommands(program: Command): void {
+// ---------- shared options and output
+
+/** An option whose value `parse` reads; its errors name the option (see `arg`). */
+function parsedOption<T>(flags: string, description: string, parse: (s: string) => T): Option {
+  return new Option(flags, description).argParser(arg(flags.split(' ')[0]!, parse));
+}
+const sizeOption = (flags: string, description: string) => parsedOption(flags, description, parseSize);
+const countOption = (flags: string, description: string) => parsedOption(flags, description, int);
+const olderThanOption = (description: string) => parsedOption('--older-than <duration>', description, parseDuration);
+const dryRunOption = (description: string) => new Option('--dry-run', description);
+const jsonOption = () => new Option('--json', 'print JSON');
+
+/** `r` as JSON with --json, else as `print` shows it. */
+function printResult<T>(json: boolean | undefined, r: T, print: (r: T) => void): void {
+  if (json) console.log(JSON.stringify(r, null, 2));
+  else print(r);
+}
+
+/** Runs a maintenance workflow through Temporal with a progress bar (none with --json), then prints its result. */
+async function runMaintenance<T>(
+  cmd: Command, json: boolean | undefined, run: (fc: FloeClient, onProgress?: ProgressCallback) => Promise<T>, print: (r: T) => void,
+): Promise<void> {
+  const bar = progressBar(!json);
+  const r = await withClient(cmd, (fc) => run(fc, bar.onProgress)).finally(() => bar.stop());
+  printResult(json, r, print);
+}
+
+/** `kind` if it names a schedule kind, else an error quoting it. */
+function scheduleKind(kind: string): ScheduleKind {
+  if (!SCHEDULE_KINDS.includes(kind as ScheduleKind)) throw new Error(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`);
+  return kind as ScheduleKind;
+}
+
+// ---------- floe compact
+
+interface CompactFlags {
+  targetFileSize?: number; minInputFiles?: number; minFileSize?: number; maxFileSize?: number; maxGroupSize?: number;
+  maxConcurrent?: number; partialProgress?: boolean; maxCommits?: number; partition?: string[]; json?: boolean;
+}
+
+function compactOptions(o: CompactFlags): Partial<CompactOptions> {
+  return {
+    targetFileSizeBytes: o.targetFileSize, minInputFiles: o.minInputFiles,
+    minFileSizeBytes: o.minFileSize, maxFileSizeBytes: o.maxFileSize,
+    maxFileGroupSizeBytes: o.maxGroupSize, maxConcurrentFileGroupRewrites: o.maxConcurrent,
+    partialProgress: o.partialProgress ? true : undefined, maxCommits: o.maxCommits,
+    partitionFilter: o.partition ? { paths: o.partition } : undefined,
+  };
+}
+
+function printCompaction(r: CompactResult): void {
+  printTable([{
+    rewritten_data_files_count: r.rewritten_data_files_count, added_data_files_count: r.added_data_files_count,
+    rewritten_MB: mb(r.rewritten_bytes_count), added_MB: mb(r.added_bytes_count), failed_groups: r.failed_data_file_groups.length, commits: r.commits,
+  }]);
+  console.log();
+  printTable([
+    { '': 'before', files: r.before.files, MB: mb(r.before.bytes), avg_file_MB: mb(r.before.avgFileSizeBytes) },
+    { '': 'after', files: r.after.files, MB: mb(r.after.bytes), avg_file_MB: mb(r.after.avgFileSizeBytes) },
+  ]);
+  for (const f of r.failed_data_file_groups) console.log(`group ${f.index} (${f.partitionPath || 'unpartitioned'}) failed: ${f.reason}`);
+}
+
+function registerCompact(program: Command): void {
   program.command('compact <table>')
     .description('rewrite small files into files of the target size (Spark rewrite_data_files), now, through Temporal')
-    .option('--target-file-size <size>', 'target output file size, e.g. 128MB (default: table config)', arg('--target-file-size', parseSize))
-    .option('--min-input-files <n>', 'rewrite a group only with at least n files (default 5)', arg('--min-input-files', int))
-    .option('--min-file-size <size>', 'files below this size are rewritten (default 75% of target)', arg('--min-file-size', parseSize))
-    .option('--max-file-size <size>', 'files above this size are split (default 180% of target)', arg('--max-file-size', parseSize))
-    .option('--max-group-size <size>', 'input bytes of one file group (default 100GB)', arg('--max-group-size', parseSize))
-    .option('--max-concurrent <n>', 'file groups rewritten at once (default 2)', arg('--max-concurrent', int))
+    .addOption(sizeOption('--target-file-size <size>', 'target output file size, e.g. 128MB (default: table config)'))
+    .addOption(countOption('--min-input-files <n>', 'rewrite a group only with at least n files (default 5)'))
+    .addOption(sizeOption('--min-file-size <size>', 'files below this size are rewritten (default 75% of target)'))
+    .addOption(sizeOption('--max-file-size <size>', 'files above this size are split (default 180% of target)'))
+    .addOption(sizeOption('--max-group-size <size>', 'input bytes of one file group (default 100GB)'))
+    .addOption(countOption('--max-concurrent <n>', 'file groups rewritten at once (default 2)'))
     .option('--partial-progress', 'commit groups as they finish, in up to --max-commits commits')
-    .option('--max-commits <n>', 'commits with --partial-progress (default 10)', arg('--max-commits', int))
+    .addOption(countOption('--max-commits <n>', 'commits with --partial-progress (default 10)'))
     .option('--partition <path...>', 'only these partitions (paths as under data/, e.g. event_time_day=2024-06-01/event_type=paid)')
-    .option('--json', 'print JSON')
-    .action(async (table: string, o: Record<string, unknown>, cmd: Command) => {
-      const options: Partial<CompactOptions> = {
-        targetFileSizeBytes: o.targetFileSize as number | undefined, minInputFiles: o.minInputFiles as number | undefined,
-        minFileSizeBytes: o.minFileSize as number | undefined, maxFileSizeBytes: o.maxFileSize as number | undefined,
-        maxFileGroupSizeBytes: o.maxGroupSize as number | undefined, maxConcurrentFileGroupRewrites: o.maxConcurrent as number | undefined,
-        partialProgress: o.partialProgress ? true : undefined, maxCommits: o.maxCommits as number | undefined,
-        partitionFilter: o.partition ? { paths: o.partition as string[] } : undefined,
-      };
-      const bar = progressBar(!o.json);
-      const r = await withClient(cmd, (fc) => compactTable(fc, table, options, { onProgress: bar.onProgress })).finally(() => bar.stop());
-      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
-      printTable([{
-        rewritten_data_files_count: r.rewritten_data_files_count, added_data_files_count: r.added_data_files_count,
-        rewritten_MB: mb(r.rewritten_bytes_count), added_MB: mb(r.added_bytes_count), failed_groups: r.failed_data_file_groups.length, commits: r.commits,
-      }]);
-      console.log();
-      printTable([
-        { '': 'before', files: r.before.files, MB: mb(r.before.bytes), avg_file_MB: mb(r.before.avgFileSizeBytes) },
-        { '': 'after', files: r.after.files, MB: mb(r.after.bytes), avg_file_MB: mb(r.after.avgFileSizeBytes) },
-      ]);
-      for (const f of r.failed_data_file_groups) console.log(`group ${f.index} (${f.partitionPath || 'unpartitioned'}) failed: ${f.reason}`);
+    .addOption(jsonOption())
+    .action(async (table: string, o: CompactFlags, cmd: Command) => {
+      await runMaintenance(cmd, o.json, (fc, onProgress) => compactTable(fc, table, compactOptions(o), { onProgress }), printCompaction);
     });
+}
 
+// ---------- floe expire
+
+function printExpiry(r: ExpireResult): void {
+  console.log(`${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots} snapshots older than ${new Date(r.cutoffMs).toISOString()}; ${r.retainedSnapshots} retained; legacy cursors carried into table properties: ${r.carriedCursors.join(', ') || 'none'}`);
+  printTable([{ data_files: r.deleted.dataFiles, manifests: r.deleted.manifests, manifest_lists: r.deleted.manifestLists, metadata_files: r.deleted.metadataFiles }]);
+}
+
+function registerExpire(program: Command): void {
   program.command('expire <table>')
     .description('expire old snapshots and delete the files only they reached (Spark expire_snapshots)')
-    .option('--older-than <duration>', 'expire snapshots older than this, e.g. 5d (default: table config)', arg('--older-than', parseDuration))
-    .option('--retain-last <n>', 'always keep the n newest snapshots (default: table config)', arg('--retain-last', int))
-    .option('--dry-run', 'list what would expire; change nothing')
-    .option('--json', 'print JSON')
+    .addOption(olderThanOption('expire snapshots older than this, e.g. 5d (default: table config)'))
+    .addOption(countOption('--retain-last <n>', 'always keep the n newest snapshots (default: table config)'))
+    .addOption(dryRunOption('list what would expire; change nothing'))
+    .addOption(jsonOption())
     .action(async (table: string, o: { olderThan?: number; retainLast?: number; dryRun?: boolean; json?: boolean }, cmd: Command) => {
-      const bar = progressBar(!o.json);
-      const r = await withClient(cmd, (fc) => expireTable(fc, table, { olderThanMs: o.olderThan, retainLast: o.retainLast, dryRun: o.dryRun }, { onProgress: bar.onProgress }))
-        .finally(() => bar.stop());
-      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
-      console.log(`${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots} snapshots older than ${new Date(r.cutoffMs).toISOString()}; ${r.retainedSnapshots} retained; legacy cursors carried into table properties: ${r.carriedCursors.join(', ') || 'none'}`);
-      printTable([{ data_files: r.deleted.dataFiles, manifests: r.deleted.manifests, manifest_lists: r.deleted.manifestLists, metadata_files: r.deleted.metadataFiles }]);
+      const options = { olderThanMs: o.olderThan, retainLast: o.retainLast, dryRun: o.dryRun };
+      await runMaintenance(cmd, o.json, (fc, onProgress) => expireTable(fc, table, options, { onProgress }), printExpiry);
     });
+}
 
+// ---------- floe orphans
+
+function printOrphanSweep(r: OrphansResult): void {
+  printTable([{
+    listed: r.filesListed, reachable: r.reachableFiles, orphans: r.orphans, orphan_MB: mb(r.orphanBytes), kept_by_grace: r.keptByGracePeriod,
+    kept_pending: r.keptByPending, kept_other_tables: r.keptByOtherTables, deleted: r.deleted,
+  }]);
+  if (r.nestedTables.length) console.log(`left alone: files of tables inside this table's location: ${r.nestedTables.join(', ')}`);
+  if (r.stalePendingOwners.length) console.log(`pending markers older than 7 days (their runs may have died; files stay protected): ${r.stalePendingOwners.join(', ')}`);
+  if (r.dryRun) for (const l of r.sample) console.log(`would delete ${l}`);
+}
+
+function registerOrphans(program: Command): void {
   program.command('orphans <table>')
     .description('delete files under the table location that no metadata reaches (Spark remove_orphan_files)')
-    .option('--older-than <duration>', 'grace period, e.g. 3d (default: table config; at least 1h unless --force)', arg('--older-than', parseDuration))
-    .option('--dry-run', 'list what would be deleted; delete nothing')
+    .addOption(olderThanOption('grace period, e.g. 3d (default: table config; at least 1h unless --force)'))
+    .addOption(dryRunOption('list what would be deleted; delete nothing'))
     .option('--force', 'allow a grace period below 1 hour (in-flight commits may lose files)')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (table: string, o: { olderThan?: number; dryRun?: boolean; force?: boolean; json?: boolean }, cmd: Command) => {
-      const bar = progressBar(!o.json);
-      const r = await withClient(cmd, (fc) => removeOrphans(fc, table, { olderThanMs: o.olderThan, dryRun: o.dryRun, force: o.force }, { onProgress: bar.onProgress }))
-        .finally(() => bar.stop());
-      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
-      printTable([{
-        listed: r.filesListed, reachable: r.reachableFiles, orphans: r.orphans, orphan_MB: mb(r.orphanBytes), kept_by_grace: r.keptByGracePeriod,
-        kept_pending: r.keptByPending, kept_other_tables: r.keptByOtherTables, deleted: r.deleted,
-      }]);
-      if (r.nestedTables.length) console.log(`left alone: files of tables inside this table's location: ${r.nestedTables.join(', ')}`);
-      if (r.stalePendingOwners.length) console.log(`pending markers older than 7 days (their runs may have died; files stay protected): ${r.stalePendingOwners.join(', ')}`);
-      if (r.dryRun) for (const l of r.sample) console.log(`would delete ${l}`);
+      const options = { olderThanMs: o.olderThan, dryRun: o.dryRun, force: o.force };
+      await runMaintenance(cmd, o.json, (fc, onProgress) => removeOrphans(fc, table, options, { onProgress }), printOrphanSweep);
     });
+}
 
+// ---------- floe maintain
+
+function registerMaintain(program: Command): void {
   program.command('maintain <table>')
     .description('compact, then expire, then remove orphans; one run per table and window')
     .option('--window <iso>', 'window (ISO 8601 time, e.g. 2026-07-01T03:00:00Z, not in the future); default now', parseWindowOption)
-    .option('--dry-run', 'expire/orphans: report only')
+    .addOption(dryRunOption('expire/orphans: report only'))
     .action(async (table: string, o: { window?: string; dryRun?: boolean }, cmd: Command) => {
       const r = await withClient(cmd, (fc) => maintainTable(fc, table, { window: o.window, dryRun: o.dryRun }));
       console.log(JSON.stringify(r, null, 2));
     });
+}
 
+// ---------- floe schedules
+
+function registerSchedules(program: Command): void {
   const s = program.command('schedules').description('Temporal Schedules of table maintenance');
   s.command('apply [tables...]').description('create or update the schedules from the config (overlap: skip)')
     .action(async (tables: string[], _o, cmd: Command) => {
@@ -168,31 +230,50 @@ export function registerMaintenanceCommands(program: Command): void {
   for (const [name, paused] of [['pause', true], ['unpause', false]] as const) {
     s.command(`${name} <table> [kind]`).description(`${name} the maintenance schedules of a table (kind: ${SCHEDULE_KINDS.join('|')})`)
       .action(async (table: string, kind: string | undefined, _o, cmd: Command) => {
-        if (kind !== undefined && !SCHEDULE_KINDS.includes(kind as ScheduleKind)) throw new Error(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`);
-        const ids = await withClient(cmd, (fc) => setSchedulesPaused(fc, table, paused, kind as ScheduleKind | undefined));
+        const k = kind === undefined ? undefined : scheduleKind(kind);
+        const ids = await withClient(cmd, (fc) => setSchedulesPaused(fc, table, paused, k));
         for (const id of ids) console.log(`${id}: ${paused ? 'paused' : 'unpaused'}`);
       });
   }
-  s.command('backfill <table> <kind>').description('re-run the scheduled windows between --start and --end (idempotent per window)')
+  registerScheduleBackfill(s);
+}
+
+function registerScheduleBackfill(schedules: Command): void {
+  schedules.command('backfill <table> <kind>').description('re-run the scheduled windows between --start and --end (idempotent per window)')
     .requiredOption('--start <iso>', 'start of the time range').requiredOption('--end <iso>', 'end of the time range')
     .action(async (table: string, kind: string, o: { start: string; end: string }, cmd: Command) => {
-      if (!SCHEDULE_KINDS.includes(kind as ScheduleKind)) throw new Error(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`);
-      for (const [k, v] of [['--start', o.start], ['--end', o.end]] as const) {
-        if (Number.isNaN(new Date(v).getTime())) throw new Error(`${k}: expected an ISO 8601 time like 2026-07-01T00:00:00Z, found "${v}"`);
+      const k = scheduleKind(kind);
+      for (const [flag, v] of [['--start', o.start], ['--end', o.end]] as const) {
+        if (Number.isNaN(new Date(v).getTime())) throw new Error(`${flag}: expected an ISO 8601 time like 2026-07-01T00:00:00Z, found "${v}"`);
       }
-      await withClient(cmd, (fc) => backfillSchedule(fc, table, kind as ScheduleKind, new Date(o.start), new Date(o.end)));
+      await withClient(cmd, (fc) => backfillSchedule(fc, table, k, new Date(o.start), new Date(o.end)));
       console.log(`backfill of ${kind} for ${table} from ${o.start} to ${o.end} requested`);
     });
+}
 
-  // `floe table files` joins the `table` group registered by cli/table.ts.
+// ---------- floe table files
+
+function printTableFiles(r: TableFiles): void {
+  const row = (name: string, f: FileStats) => ({ partition: name, files: f.files, MB: mb(f.bytes), avg_file_KB: (f.avgFileSizeBytes / 1024).toFixed(1) });
+  printTable([...r.partitions.map((p) => row(p.partition, p)), row('(all)', r.overall)]);
+}
+
+/** `floe table files` joins the `table` group registered by cli/table.ts. */
+function registerTableFiles(program: Command): void {
   const tableCmd = program.commands.find((c) => c.name() === 'table') ?? program.command('table').description('inspect Iceberg tables');
   tableCmd.command('files <table>').description('data files: count and average size, overall and per partition')
-    .option('--json', 'print JSON')
+    .addOption(jsonOption())
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
-      const r = await tableFiles(configOf(cmd), table);
-      if (o.json) { console.log(JSON.stringify(r, null, 2)); return; }
-      const row = (name: string, f: { files: number; bytes: number; avgFileSizeBytes: number }) =>
-        ({ partition: name, files: f.files, MB: mb(f.bytes), avg_file_KB: (f.avgFileSizeBytes / 1024).toFixed(1) });
-      printTable([...r.partitions.map((p) => row(p.partition, p)), row('(all)', r.overall)]);
+      printResult(o.json, await tableFiles(configOf(cmd), table), printTableFiles);
     });
+}
+
+/** `floe compact|expire|orphans|maintain`, `floe schedules ...` and `floe table files`, in that order. */
+export function registerMaintenanceCommands(program: Command): void {
+  registerCompact(program);
+  registerExpire(program);
+  registerOrphans(program);
+  registerMaintain(program);
+  registerSchedules(program);
+  registerTableFiles(program);
 }
