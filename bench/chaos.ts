@@ -1,6 +1,6 @@
 #!/usr/bin/env -S npx tsx
 /**
- * Chaos proof (issue 9): exactly-once ingest and safe maintenance while everything dies.
+ * Chaos proof: exactly-once ingest and safe maintenance while everything dies.
  *
  *   npx tsx bench/chaos.ts [--duration 20m] [--workers 3] [--rate 50] [--kill-every 8s]
  *       [--restart-delay 1s-5s] [--restarts 3 | --restarts kafka:3,temporal:3,s3:3,postgres:3]

@@ -7,6 +7,9 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 import { Command } from 'commander';
 import { registerBackfillCommand, registerIngestCommands } from './ingest';
 import { registerTableCommands } from './table';
+import { registerStackCommands } from './stack';
+import { registerDemoCommand } from './demo';
+import { registerMaintenanceCommands } from './maintenance';
 
 const program = new Command();
 program
@@ -14,18 +17,12 @@ program
   .description('Exactly-once Kafka -> Apache Iceberg ingestion and table maintenance on Temporal')
   .option('-c, --config <file>', 'floe config file (YAML/JSON)', process.env.FLOE_CONFIG ?? 'examples/orders.yaml');
 
-function tryRegister(mod: string, fn: string): void {
-  // Command groups live in their own files; a group still under construction must not break the rest.
-  const m = require(mod) as Record<string, (p: Command) => void>;
-  m[fn]!(program);
-}
-
 registerIngestCommands(program);
 registerBackfillCommand(program);
 registerTableCommands(program);
-tryRegister('./stack', 'registerStackCommands');
-tryRegister('./demo', 'registerDemoCommand');
-tryRegister('./maintenance', 'registerMaintenanceCommands');
+registerStackCommands(program);
+registerDemoCommand(program);
+registerMaintenanceCommands(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
   console.error(`floe: ${err.message}`);
