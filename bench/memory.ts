@@ -1,5 +1,5 @@
 /**
- * Peak memory of floe's poll + write path for large messages (issue 9 item 9), real stack (Kafka, S3,
+ * Peak memory of floe's poll + write path for large messages, on the real stack (Kafka, S3,
  * the SQLite catalog; no Temporal server: activities are driven by MockActivityEnvironment):
  *  - ~400 JSON order events of ~1 MB each (demo/generator.ts plus a large `note` string column) into a
  *    fresh 4-partition topic;
@@ -21,6 +21,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
 
 const argv = process.argv.slice(2);
@@ -38,7 +39,6 @@ const PARTITIONS = 4;
 const MiB = 1024 * 1024;
 const MB = 1e6;
 const CYCLE_BYTES = 64 * MiB;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------- memory sampling (child side)
 interface Sample { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number; wasm: number }
@@ -137,10 +137,10 @@ async function childFloe(configPath: string): Promise<void> {
   const { loadConfig } = await import('../config');
   const { createActivities, createDeps } = await import('../activities');
   const { parquetWasm } = await import('../iceberg/parquet/wasm');
-  type PollInput = import('../activities/types').PollInput;
-  type PollResult = import('../activities/types').PollResult;
-  type CyclePlan = import('../activities/types').CyclePlan;
-  type CommitResult = import('../activities/types').CommitResult;
+  type PollInput = import('../ingest/types').PollInput;
+  type PollResult = import('../ingest/types').PollResult;
+  type CyclePlan = import('../ingest/types').CyclePlan;
+  type CommitResult = import('../ingest/types').CommitResult;
 
   const wasmMem = (parquetWasm as unknown as { wasmMemory?: () => { buffer: ArrayBuffer } }).wasmMemory;
   const sampler = new Sampler(() => wasmMem?.().buffer.byteLength ?? 0);
