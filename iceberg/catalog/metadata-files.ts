@@ -16,27 +16,28 @@
 import { randomUUID } from 'node:crypto';
 import type { FileIO } from '../io/file-io';
 import { metadataFileLocation } from '../spec/metadata';
+import { metadataDeleteAfterCommit, metadataPreviousVersionsMax, writeMetadataPath } from '../spec/table-properties';
 import type { MetadataLogEntry, TableMetadata } from '../spec/types';
 
-/** Table properties the catalogs honour when writing metadata files (names from Java's TableProperties). */
-export const METADATA_PREVIOUS_VERSIONS_MAX = 'write.metadata.previous-versions-max';
-export const METADATA_DELETE_AFTER_COMMIT = 'write.metadata.delete-after-commit.enabled';
-export const WRITE_METADATA_PATH = 'write.metadata.path';
-export const DEFAULT_PREVIOUS_VERSIONS_MAX = 100;
+/** Table properties the catalogs honour when writing metadata files: spec/table-properties.ts. */
+export {
+  METADATA_PREVIOUS_VERSIONS_MAX, METADATA_DELETE_AFTER_COMMIT, WRITE_METADATA_PATH, DEFAULT_PREVIOUS_VERSIONS_MAX,
+} from '../spec/table-properties';
 
 /** Builds the location of metadata file `version` (honours `write.metadata.path`). */
 export const newMetadataLocation = (m: TableMetadata, version: number): string => {
-  const dir = m.properties[WRITE_METADATA_PATH];
+  const dir = writeMetadataPath(m.properties);
   const uuid = randomUUID();
-  if (dir) return `${dir.replace(/\/+$/, '')}/${String(version).padStart(5, '0')}-${uuid}.metadata.json`;
+  if (dir !== undefined) return `${dir}/${String(version).padStart(5, '0')}-${uuid}.metadata.json`;
   return metadataFileLocation(m.location, version, uuid);
 };
 
-/** `write.metadata.previous-versions-max` of `m` (at least 1; default 100; unparsable -> default). */
+/**
+ * `write.metadata.previous-versions-max` of `m` (at least 1; default 100); an unparsable value
+ * is 'DataInvalid' naming it (spec/table-properties.ts).
+ */
 export function previousVersionsMax(m: TableMetadata): number {
-  const raw = m.properties[METADATA_PREVIOUS_VERSIONS_MAX];
-  if (raw === undefined) return DEFAULT_PREVIOUS_VERSIONS_MAX;
-  return Math.max(1, Number.parseInt(raw, 10) || DEFAULT_PREVIOUS_VERSIONS_MAX);
+  return metadataPreviousVersionsMax(m.properties);
 }
 
 /**
@@ -53,13 +54,22 @@ export function withPreviousMetadata(
   return { metadata: { ...next, 'metadata-log': log.slice(cut) }, dropped: log.slice(0, cut) };
 }
 
+/** Never throws: this runs after the commit landed (staging already rejected an unparsable value). */
+const deleteAfterCommit = (m: TableMetadata): boolean => {
+  try {
+    return metadataDeleteAfterCommit(m.properties);
+  } catch {
+    return false;
+  }
+};
+
 /**
  * After a landed commit: deletes the metadata files that fell off the log when
  * `write.metadata.delete-after-commit.enabled` is true (Java's deleteRemovedMetadataFiles).
  * Never a file the new metadata still names. Best effort; returns what it deleted.
  */
 export async function deleteRemovedMetadataFiles(io: FileIO, committed: TableMetadata, committedLocation: string, dropped: MetadataLogEntry[]): Promise<string[]> {
-  if (committed.properties[METADATA_DELETE_AFTER_COMMIT] !== 'true' || dropped.length === 0) return [];
+  if (dropped.length === 0 || !deleteAfterCommit(committed)) return [];
   const keep = new Set([committedLocation, ...committed['metadata-log'].map((e) => e['metadata-file'])]);
   const gone: string[] = [];
   for (const e of dropped) {

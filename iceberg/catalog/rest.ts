@@ -10,6 +10,7 @@ import { parse as losslessParse, stringify as losslessStringify } from 'lossless
 import { IcebergError } from '../errors';
 import type { IcebergErrorKind } from '../errors';
 import { parseIcebergJson, parseTableMetadata, stringifyIcebergJson } from '../spec/metadata';
+import { FORMAT_VERSION } from '../spec/table-properties';
 import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
 import type { TableRequirement, TableUpdate } from '../transaction/updates';
 import type { Catalog } from './catalog';
@@ -329,7 +330,7 @@ export class RestCatalog implements Catalog {
       'partition-spec': spec,
       'write-order': order,
       'stage-create': false,
-      properties: { ...metadata.properties, 'format-version': String(metadata['format-version']) },
+      properties: { ...metadata.properties, [FORMAT_VERSION]: String(metadata['format-version']) },
     };
     if (metadata.location) body['location'] = metadata.location;
     const text = await this.call('POST', `/namespaces/${encodeNamespace(id.namespace)}/tables`, `create table ${identToString(id)}`, body);

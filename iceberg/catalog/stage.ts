@@ -15,6 +15,7 @@
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
 import { parseMetadataVersion, serializeTableMetadata } from '../spec/metadata';
+import { metadataDeleteAfterCommit } from '../spec/table-properties';
 import type { MetadataLogEntry, TableIdentifier, TableMetadata } from '../spec/types';
 import { applyUpdates, checkRequirements } from './apply';
 import { identToString } from './catalog';
@@ -39,6 +40,8 @@ export interface StagedTable {
   changed: boolean;
   /** Log entries that fell off `metadata-log`: their files go after the swap lands (cleanUpAfterCommit). */
   dropped: MetadataLogEntry[];
+  /** `write.metadata.delete-after-commit.enabled` of the staged metadata, read (and validated) before any write. */
+  deleteAfterCommit: boolean;
 }
 
 export interface StageOptions {
@@ -51,7 +54,9 @@ export interface StageOptions {
 /**
  * Checks `requirements` against `current` (undefined: the table does not exist, so only
  * `assert-create` passes), applies `updates` and returns the staged table. Without `current`
- * and without `opts.initial` the table does not exist: 'NotFound'. Pure: reads and writes nothing.
+ * and without `opts.initial` the table does not exist: 'NotFound'. An unparsable metadata table
+ * property (spec/table-properties.ts) is 'DataInvalid' here, before anything is written.
+ * Pure: reads and writes nothing.
  */
 export function stageTable(
   identifier: TableIdentifier,
@@ -66,12 +71,16 @@ export function stageTable(
       throw new IcebergError('NotFound', `table ${identToString(identifier)} does not exist; create it with createTable`, { retryable: false });
     }
     const metadata = applyUpdates(opts.initial, updates, opts.nowMs);
-    return { identifier, metadata, metadataLocation: newMetadataLocation(metadata, 0), baseMetadataLocation: undefined, changed: true, dropped: [] };
+    return {
+      identifier, metadata, metadataLocation: newMetadataLocation(metadata, 0), baseMetadataLocation: undefined, changed: true, dropped: [], deleteAfterCommit: false,
+    };
   }
   const base = current.metadata;
   const applied = applyUpdates(base, updates, opts.nowMs);
   if (applied === base) {
-    return { identifier, metadata: base, metadataLocation: current.metadataLocation, baseMetadataLocation: current.metadataLocation, changed: false, dropped: [] };
+    return {
+      identifier, metadata: base, metadataLocation: current.metadataLocation, baseMetadataLocation: current.metadataLocation, changed: false, dropped: [], deleteAfterCommit: false,
+    };
   }
   const { metadata, dropped } = withPreviousMetadata(applied, { location: current.metadataLocation, lastUpdatedMs: base['last-updated-ms'] });
   return {
@@ -81,6 +90,7 @@ export function stageTable(
     baseMetadataLocation: current.metadataLocation,
     changed: true,
     dropped,
+    deleteAfterCommit: metadataDeleteAfterCommit(metadata.properties),
   };
 }
 
@@ -100,6 +110,7 @@ export async function discardStagedMetadata(io: FileIO, staged: StagedTable): Pr
  * After the swap landed: deletes the metadata files that fell off the log when
  * `write.metadata.delete-after-commit.enabled` is true. Best effort; returns what it deleted.
  */
-export function cleanUpAfterCommit(io: FileIO, staged: StagedTable): Promise<string[]> {
+export async function cleanUpAfterCommit(io: FileIO, staged: StagedTable): Promise<string[]> {
+  if (!staged.deleteAfterCommit) return [];
   return deleteRemovedMetadataFiles(io, staged.metadata, staged.metadataLocation, staged.dropped);
 }

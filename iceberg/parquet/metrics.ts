@@ -12,6 +12,7 @@
 import type * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
 import { compareUnsignedBytes, parseDecimalType, toBytes, type PrimitiveValue } from '../spec/conversions';
+import { metricsMaxInferredColumnDefaults, metricsModeColumn, metricsModeDefault } from '../spec/table-properties';
 import type { IcebergType, PrimitiveType, Schema } from '../spec/types';
 
 export type MetricsMode =
@@ -21,8 +22,8 @@ export type MetricsMode =
   | { kind: 'full' };
 
 export const DEFAULT_METRICS_MODE: MetricsMode = { kind: 'truncate', length: 16 };
-/** Iceberg's `write.metadata.metrics.max-inferred-column-defaults` default. */
-export const MAX_INFERRED_COLUMN_DEFAULTS = 100;
+/** Iceberg's `write.metadata.metrics.max-inferred-column-defaults` default (spec/table-properties.ts). */
+export { MAX_INFERRED_COLUMN_DEFAULTS } from '../spec/table-properties';
 
 export function parseMetricsMode(s: string): MetricsMode {
   const v = s.trim().toLowerCase();
@@ -42,13 +43,13 @@ export type MetricsConfig = (fieldId: number) => MetricsMode;
  * the rest `none` (keeps manifests small for very wide tables).
  */
 export function metricsConfigFromProperties(schema: Schema, properties: Record<string, string> = {}): MetricsConfig {
-  const explicitDefault = properties['write.metadata.metrics.default'];
+  const explicitDefault = metricsModeDefault(properties);
   const dflt = explicitDefault === undefined ? DEFAULT_METRICS_MODE : parseMetricsMode(explicitDefault);
-  const limit = Number(properties['write.metadata.metrics.max-inferred-column-defaults'] ?? MAX_INFERRED_COLUMN_DEFAULTS);
+  const limit = metricsMaxInferredColumnDefaults(properties);
   const modes = new Map<number, MetricsMode>();
   const leaves = leafNames(schema);
   leaves.forEach(({ id, name }, idx) => {
-    const override = properties[`write.metadata.metrics.column.${name}`];
+    const override = metricsModeColumn(properties, name);
     if (override !== undefined) modes.set(id, parseMetricsMode(override));
     else modes.set(id, explicitDefault === undefined && idx >= limit ? { kind: 'none' } : dflt);
   });

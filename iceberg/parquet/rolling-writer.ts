@@ -21,6 +21,7 @@
 import type * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
+import { DEFAULT_TARGET_FILE_SIZE_BYTES } from '../spec/table-properties';
 import type { DataFile, Schema } from '../spec/types';
 import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
 import { conformBatch } from './conform';
@@ -28,8 +29,8 @@ import { ParquetStreamWriter } from './stream-writer';
 import { arrowByteLength, encodeParquet, type ParquetWriteOptions } from './writer';
 import { icebergToArrowSchema } from './schema';
 
-/** Iceberg's `write.target-file-size-bytes` default. */
-export const DEFAULT_TARGET_FILE_SIZE_BYTES = 512 * 1024 * 1024;
+/** Iceberg's `write.target-file-size-bytes` default (spec/table-properties.ts). */
+export { DEFAULT_TARGET_FILE_SIZE_BYTES };
 
 /** A data file as written; the caller adds `specId` and `partition`. */
 export type WrittenDataFile = Omit<DataFile, 'specId' | 'partition'>;

@@ -9,6 +9,9 @@
  */
 import * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
+import {
+  PARQUET_COMPRESSION, parquetCompressionCodec, parquetDictSizeBytes, parquetPageSizeBytes, parquetRowGroupSizeBytes,
+} from '../spec/table-properties';
 import { DataFileContent, type DataFile, type Schema } from '../spec/types';
 import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
 import { conformBatch } from './conform';
@@ -56,17 +59,16 @@ export function parseCodec(name: string): ParquetCodec {
   const n = name.trim().toLowerCase();
   if (n === 'none') return 'uncompressed';
   if (n in CODECS) return n as ParquetCodec;
-  throw IcebergError.mismatch('DataInvalid', 'write.parquet.compression-codec', Object.keys(CODECS).join(' | '), name);
+  throw IcebergError.mismatch('DataInvalid', PARQUET_COMPRESSION, Object.keys(CODECS).join(' | '), name);
 }
 
 /** Writer options from Iceberg table properties (`write.parquet.*`, `write.metadata.metrics.*`). */
 export function parquetWriteOptionsFromProperties(schema: Schema, properties: Record<string, string> = {}): ParquetWriteOptions {
-  const num = (k: string): number | undefined => (properties[k] === undefined ? undefined : Number(properties[k]));
   return {
-    codec: parseCodec(properties['write.parquet.compression-codec'] ?? 'zstd'),
-    rowGroupBytes: num('write.parquet.row-group-size-bytes'),
-    pageSizeBytes: num('write.parquet.page-size-bytes'),
-    dictSizeBytes: num('write.parquet.dict-size-bytes'),
+    codec: parseCodec(parquetCompressionCodec(properties)),
+    rowGroupBytes: parquetRowGroupSizeBytes(properties),
+    pageSizeBytes: parquetPageSizeBytes(properties),
+    dictSizeBytes: parquetDictSizeBytes(properties),
     metrics: metricsConfigFromProperties(schema, properties),
   };
 }

@@ -24,3 +24,4 @@ export type { DataFileWire, WirePartitionValue } from './data-file';
 export { readAvroFile, writeAvroFile } from './avro';
 export type { AvroCodec, AvroFile } from './avro';
 export * from './conversions';
+export * from './table-properties';

@@ -12,6 +12,7 @@ import type { FileIO } from '../io/file-io';
 import { readManifest } from '../spec/manifest';
 import { readManifestList } from '../spec/manifest-list';
 import { MAIN_BRANCH, ancestors, currentSnapshot } from '../spec/metadata';
+import { maxSnapshotAgeMs, minSnapshotsToKeep } from '../spec/table-properties';
 import type { ManifestFile, Snapshot, TableMetadata } from '../spec/types';
 import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from '../scan/parallel';
 import type { PendingCommit, TableAction } from './snapshot-producer';
@@ -33,9 +34,8 @@ export interface ExpiredFiles {
 }
 
 export function snapshotsToExpire(m: TableMetadata, opts: ExpireSnapshotsOptions, nowMs = BigInt(Date.now())): { expire: Snapshot[]; retain: Snapshot[] } {
-  const maxAge = BigInt(m.properties['history.expire.max-snapshot-age-ms'] ?? String(5 * 24 * 3600 * 1000));
-  const olderThan = opts.olderThanMs ?? nowMs - maxAge;
-  const retainLast = Math.max(1, opts.retainLast ?? Number(m.properties['history.expire.min-snapshots-to-keep'] ?? '1'));
+  const olderThan = opts.olderThanMs ?? nowMs - maxSnapshotAgeMs(m.properties);
+  const retainLast = Math.max(1, opts.retainLast ?? minSnapshotsToKeep(m.properties));
   const keep = new Set<bigint>(opts.protect ?? []);
   // ref heads are never expired (the current snapshot is main's head)
   for (const ref of Object.values(m.refs)) keep.add(ref['snapshot-id']);

@@ -5,11 +5,10 @@
  * under-filled bin holds the newest manifests; that bin is merged only once it has
  * `commit.manifest.min-count-to-merge` manifests, every other multi-manifest bin is merged.
  */
-export const MANIFEST_TARGET_SIZE_BYTES = 'commit.manifest.target-size-bytes';
-export const MANIFEST_TARGET_SIZE_BYTES_DEFAULT = 8 * 1024 * 1024;
-export const MANIFEST_MIN_MERGE_COUNT = 'commit.manifest.min-count-to-merge';
-export const MANIFEST_MIN_MERGE_COUNT_DEFAULT = 100;
-export const MANIFEST_MERGE_ENABLED = 'commit.manifest-merge.enabled';
+export {
+  MANIFEST_TARGET_SIZE_BYTES, MANIFEST_TARGET_SIZE_BYTES_DEFAULT, MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT,
+  MANIFEST_MERGE_ENABLED,
+} from '../spec/table-properties';
 
 /** Java ListPacker(target, lookback=1).packEnd: bins in original order, the remainder bin first. */
 export function packEnd<T>(items: T[], weight: (t: T) => number, target: number): T[][] {

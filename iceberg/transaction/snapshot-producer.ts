@@ -19,9 +19,9 @@ import {
   type DataFile, DataFileContent, ManifestContent, type ManifestEntry, ManifestEntryStatus, type ManifestFile,
   type Snapshot, type SnapshotOperation, type TableMetadata,
 } from '../spec/types';
+import { manifestMergeEnabled, manifestMinMergeCount, manifestTargetSizeBytes, metadataDirectory } from '../spec/table-properties';
 import {
-  MANIFEST_MERGE_ENABLED, MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT, MANIFEST_TARGET_SIZE_BYTES,
-  MANIFEST_TARGET_SIZE_BYTES_DEFAULT, planMerge,
+  planMerge,
 } from './merge';
 import { buildSummary } from './summary';
 import type { TableRequirement, TableUpdate } from './updates';
@@ -51,14 +51,7 @@ export interface TableAction {
   writtenFiles(): string[];
 }
 
-const metadataDir = (m: TableMetadata): string =>
-  (m.properties['write.metadata.path'] ?? `${m.location}/metadata`).replace(/\/+$/, '');
-
-const intProp = (m: TableMetadata, key: string, def: number): number => {
-  const v = m.properties[key];
-  const n = v === undefined ? NaN : Number(v);
-  return Number.isFinite(n) && n > 0 ? n : def;
-};
+const metadataDir = (m: TableMetadata): string => metadataDirectory(m);
 
 export abstract class SnapshotProducer implements TableAction {
   readonly snapshotId: bigint = newSnapshotId();
@@ -152,9 +145,9 @@ export abstract class SnapshotProducer implements TableAction {
   }
 
   private async mergeManifests(base: TableMetadata, io: FileIO, manifests: ManifestFile[]): Promise<ManifestFile[]> {
-    if (manifests.length === 0 || base.properties[MANIFEST_MERGE_ENABLED] === 'false') return manifests;
-    const target = intProp(base, MANIFEST_TARGET_SIZE_BYTES, MANIFEST_TARGET_SIZE_BYTES_DEFAULT);
-    const minCount = intProp(base, MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT);
+    if (manifests.length === 0 || !manifestMergeEnabled(base.properties)) return manifests;
+    const target = manifestTargetSizeBytes(base.properties);
+    const minCount = manifestMinMergeCount(base.properties);
     const first = manifests[0];
     const groups = new Map<string, ManifestFile[]>();
     for (const m of manifests) {

@@ -11,6 +11,7 @@
 import { IcebergError, isIcebergError } from '../errors';
 import type { Catalog } from '../catalog/catalog';
 import type { FileIO } from '../io/file-io';
+import { commitMaxRetryWaitMs, commitMinRetryWaitMs, commitNumRetries } from '../spec/table-properties';
 import type { DataFile, LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
 import { applyUpdates } from './apply';
 import { ExpireSnapshots, type ExpireSnapshotsOptions, type ExpiredFiles } from './expire';
@@ -62,10 +63,6 @@ class SetProperties implements TableAction {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const prop = (m: TableMetadata, k: string, d: number): number => {
-  const n = Number(m.properties[k]);
-  return Number.isFinite(n) && n >= 0 && m.properties[k] !== undefined ? n : d;
-};
 
 /** Requirements come from the first action per kind: later actions see our own uncommitted state. */
 function mergeRequirements(all: TableRequirement[][]): TableRequirement[] {
@@ -135,9 +132,10 @@ export class Transaction {
    */
   async commit(catalog: Catalog, io: FileIO, opts: CommitOptions = {}): Promise<CommitResult> {
     let table = opts.table ?? await catalog.loadTable(this.identifier);
-    const maxAttempts = Math.max(1, opts.maxAttempts ?? 1 + prop(table.metadata, 'commit.retry.num-retries', 4));
-    const minWait = opts.minWaitMs ?? prop(table.metadata, 'commit.retry.min-wait-ms', 100);
-    const maxWait = opts.maxWaitMs ?? prop(table.metadata, 'commit.retry.max-wait-ms', 60_000);
+    const props = table.metadata.properties;
+    const maxAttempts = Math.max(1, opts.maxAttempts ?? 1 + commitNumRetries(props));
+    const minWait = opts.minWaitMs ?? commitMinRetryWaitMs(props);
+    const maxWait = opts.maxWaitMs ?? commitMaxRetryWaitMs(props);
     const all = (): string[] => this.actions.flatMap((a) => a.writtenFiles());
 
     for (let attempt = 1; ; attempt++) {

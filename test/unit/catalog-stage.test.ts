@@ -2,7 +2,8 @@
  * The one staging step (iceberg/catalog/stage.ts) that the memory and SQL catalogs share: both
  * produce the same metadata-log, version numbering and metadata path behaviour, including
  * `write.metadata.path`, `write.metadata.previous-versions-max` and delete-after-commit; a commit
- * that changes nothing writes nothing in either; a failed requirement writes nothing in either.
+ * that changes nothing writes nothing in either; a failed requirement writes nothing in either;
+ * an unparsable metadata table property fails the commit before anything is written.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -16,6 +17,9 @@ import { stageTable } from '../../iceberg/catalog/stage';
 import { isIcebergError } from '../../iceberg/errors';
 import { MemoryFileIO } from '../../iceberg/io/memory';
 import { newTableMetadata, parseMetadataVersion, parseTableMetadata } from '../../iceberg/spec/metadata';
+import {
+  COMMIT_NUM_RETRIES, MAX_SNAPSHOT_AGE_MS, commitNumRetries, metadataDirectory, metadataPreviousVersionsMax, tableProperty,
+} from '../../iceberg/spec/table-properties';
 import type { Schema, TableIdentifier, TableMetadata } from '../../iceberg/spec/types';
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
@@ -161,4 +165,44 @@ void test('stageTable: create is version 0 with the initial metadata as is; a co
 
   assert.throws(() => stageTable(id, undefined, [], [], { nowMs: 1n }), (e: unknown) => isIcebergError(e, 'NotFound') && /ns\.t does not exist/.test(e.message));
   assert.throws(() => stageTable(id, current, [{ type: 'assert-create' }], [], { nowMs: 1n }), (e: unknown) => isIcebergError(e, 'AlreadyExists'));
+});
+
+void test('an unparsable metadata property fails the commit with DataInvalid naming key and value, before anything is written', async () => {
+  for (const c of catalogs) {
+    const s = c.open();
+    await s.catalog.createNamespace(['ns']);
+    const t0 = await s.catalog.createTable(id, metadataFor({}));
+    const files = metadataJsons(s.io);
+    for (const [key, value] of [[METADATA_PREVIOUS_VERSIONS_MAX, 'ten'], [METADATA_DELETE_AFTER_COMMIT, 'yes']] as const) {
+      await assert.rejects(s.catalog.commitTable(id, [], [{ action: 'set-properties', updates: { [key]: value } }]),
+        (e: unknown) => isIcebergError(e, 'DataInvalid') && !e.retryable && e.message.includes(key) && e.message.includes(`"${value}"`), `${c.kind} ${key}`);
+    }
+    assert.deepEqual(metadataJsons(s.io), files, `${c.kind}: nothing written`);
+    assert.equal((await s.catalog.loadTable(id)).metadataLocation, t0.metadataLocation, c.kind);
+    // booleans in any case, as Java reads them
+    const t1 = await s.catalog.commitTable(id, [], [{ action: 'set-properties', updates: { [METADATA_DELETE_AFTER_COMMIT]: 'TRUE', [METADATA_PREVIOUS_VERSIONS_MAX]: '1' } }]);
+    await s.catalog.commitTable(id, [], [{ action: 'set-properties', updates: { n: '2' } }]);
+    assert.equal(await s.io.exists(t0.metadataLocation), false, `${c.kind}: delete-after-commit TRUE honoured`);
+    assert.equal(await s.io.exists(t1.metadataLocation), true, c.kind);
+    await s.catalog.close();
+  }
+});
+
+void test('table property getters: defaults, typed values, and an error naming key and value', () => {
+  assert.equal(tableProperty.int({}, COMMIT_NUM_RETRIES, 4), 4);
+  assert.equal(tableProperty.int({}, COMMIT_NUM_RETRIES), undefined);
+  assert.equal(tableProperty.int({ [COMMIT_NUM_RETRIES]: ' 7 ' }, COMMIT_NUM_RETRIES, 4), 7);
+  assert.throws(() => tableProperty.int({ [COMMIT_NUM_RETRIES]: '7.5' }, COMMIT_NUM_RETRIES, 4),
+    (e: unknown) => isIcebergError(e, 'DataInvalid') && e.message === 'table property commit.retry.num-retries: expected an integer, found "7.5"');
+  assert.equal(tableProperty.long({ [MAX_SNAPSHOT_AGE_MS]: '9223372036854775807' }, MAX_SNAPSHOT_AGE_MS, 1n), 9223372036854775807n);
+  assert.throws(() => tableProperty.long({ [MAX_SNAPSHOT_AGE_MS]: '9223372036854775808' }, MAX_SNAPSHOT_AGE_MS, 1n), (e: unknown) => isIcebergError(e, 'DataInvalid'));
+  assert.equal(tableProperty.bool({ k: 'False' }, 'k', true), false);
+  assert.throws(() => tableProperty.bool({ k: '1' }, 'k', true), (e: unknown) => isIcebergError(e, 'DataInvalid') && /table property k: expected true or false, found "1"/.test(e.message));
+  // each property keeps its rule: negative retries mean the default; previous-versions-max is at least 1, 0 means the default
+  assert.equal(commitNumRetries({ [COMMIT_NUM_RETRIES]: '-1' }), 4);
+  assert.equal(metadataPreviousVersionsMax({ [METADATA_PREVIOUS_VERSIONS_MAX]: '-3' }), 1);
+  assert.equal(metadataPreviousVersionsMax({ [METADATA_PREVIOUS_VERSIONS_MAX]: '0' }), 100);
+  assert.equal(metadataDirectory({ location: 's3://b/t/', properties: {} }), 's3://b/t/metadata');
+  assert.equal(metadataDirectory({ location: 's3://b/t', properties: { [WRITE_METADATA_PATH]: 's3://m/x//' } }), 's3://m/x');
+  assert.equal(metadataDirectory({ location: 's3://b/t', properties: { [WRITE_METADATA_PATH]: '' } }), 's3://b/t/metadata');
 });
