@@ -1,5 +1,5 @@
 import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
-import type { TableRequirement, TableUpdate } from '../transaction/updates';
+import type { TableRequirement, TableUpdate } from './updates';
 
 /**
  * The catalog interface, shaped after the REST protocol so a REST client slots in beside the

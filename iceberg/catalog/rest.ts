@@ -12,7 +12,7 @@ import type { IcebergErrorKind } from '../errors';
 import { parseIcebergJson, parseTableMetadata, stringifyIcebergJson } from '../spec/metadata';
 import { FORMAT_VERSION } from '../spec/table-properties';
 import type { LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
-import type { TableRequirement, TableUpdate } from '../transaction/updates';
+import type { TableRequirement, TableUpdate } from './updates';
 import type { Catalog } from './catalog';
 import { identToString } from './catalog';
 import { configSecrets, redactError, redactSecrets } from './redact';
