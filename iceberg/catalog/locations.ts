@@ -9,6 +9,7 @@
  * missed. Reads only.
  */
 import { isIcebergError } from '../errors';
+import { mapConcurrent } from '../scan/parallel';
 import type { TableIdentifier } from '../spec/types';
 import { identToString, type Catalog } from './catalog';
 
@@ -61,27 +62,19 @@ export interface TableLocation { id: TableIdentifier; name: string; location: st
 export async function tableLocations(catalog: Catalog, opts: { exclude?: TableIdentifier; concurrency?: number } = {}): Promise<TableLocation[]> {
   const skip = opts.exclude ? identToString(opts.exclude) : undefined;
   const ids = (await listAllTables(catalog)).filter((id) => identToString(id) !== skip);
-  const out: Array<TableLocation | undefined> = new Array(ids.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (;;) {
-      const i = next++;
-      if (i >= ids.length) return;
-      const id = ids[i]!;
-      try {
-        const t = await catalog.loadTable(id);
-        out[i] = { id, name: identToString(id), location: normalizeLocation(t.metadata.location) };
-      } catch (e) {
-        if (!isIcebergError(e, 'NotFound')) throw e;
-        const ml = e.context['metadataLocation'];
-        const m = typeof ml === 'string' ? /^(.*)\/metadata\/[^/]+$/.exec(ml) : null;
-        if (m) out[i] = { id, name: identToString(id), location: normalizeLocation(m[1]!) };
-        else if (typeof ml === 'string') throw e; // metadata elsewhere (write.metadata.path): location unknown
-        // else: dropped between listing and loading
-      }
+  const out = await mapConcurrent(ids, opts.concurrency ?? 8, async (id): Promise<TableLocation | undefined> => {
+    try {
+      const t = await catalog.loadTable(id);
+      return { id, name: identToString(id), location: normalizeLocation(t.metadata.location) };
+    } catch (e) {
+      if (!isIcebergError(e, 'NotFound')) throw e;
+      const ml = e.context['metadataLocation'];
+      const m = typeof ml === 'string' ? /^(.*)\/metadata\/[^/]+$/.exec(ml) : null;
+      if (m) return { id, name: identToString(id), location: normalizeLocation(m[1]!) };
+      if (typeof ml === 'string') throw e; // metadata elsewhere (write.metadata.path): location unknown
+      return undefined; // dropped between listing and loading
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 8, ids.length) }, worker));
+  });
   return out.filter((x): x is TableLocation => x !== undefined);
 }
 

@@ -6,6 +6,7 @@
  * updates}` and the server applies them atomically. JSON goes through lossless-json both ways so
  * 64-bit snapshot ids never pass through `number`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 import { IcebergError } from '../errors';
 import type { IcebergErrorKind } from '../errors';
@@ -179,7 +180,7 @@ export class RestCatalog implements Catalog {
         }
         const transient = !(e instanceof HttpStatusError) || e.status >= 500 || e.status === 429;
         if (!transient || attempt >= attempts) throw e;
-        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+        await sleep(100 * 2 ** attempt);
       }
     }
   }

@@ -8,6 +8,7 @@
  * requirement, a validation error before the CAS); after 'CommitStateUnknown' or any other error
  * from the catalog call nothing is deleted, because the commit may be live.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { IcebergError, isIcebergError } from '../errors';
 import type { Catalog } from '../catalog/catalog';
 import type { FileIO } from '../io/file-io';
@@ -62,7 +63,6 @@ class SetProperties implements TableAction {
   }
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Requirements come from the first action per kind: later actions see our own uncommitted state. */
 function mergeRequirements(all: TableRequirement[][]): TableRequirement[] {
