@@ -6,7 +6,7 @@
  * every partition to the offset the *table* says is next, and never commits offsets.
  */
 import { randomUUID } from 'node:crypto';
-import type { Admin, Kafka } from 'kafkajs';
+import { AssignerProtocol, type Admin, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { KafkaRecord } from './decode';
 import type { Offsets } from './cursor';
 
@@ -20,6 +20,27 @@ export async function topicWatermarks(admin: Admin, topic: string): Promise<Wate
     high[String(p.partition)] = p.high;
   }
   return { low, high };
+}
+
+/**
+ * Assigns exactly `partitions` of `topic` to the group's member (a poll's group is its own, with
+ * one member). The default round-robin assigner hands every partition to that member: each of a
+ * cycle's N group polls then fetched and CRC-checked the whole topic to use 1/N of it.
+ */
+export function onlyPartitions(topic: string, partitions: number[]): PartitionAssigner {
+  const name = 'FloeOnlyPartitions';
+  return () => ({
+    name, version: 1,
+    async assign({ members }) {
+      return members.map(({ memberId }, i) => ({
+        memberId,
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: i === 0 ? { [topic]: partitions } : {}, userData: Buffer.alloc(0) }),
+      }));
+    },
+    protocol({ topics }) {
+      return { name, metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }) };
+    },
+  });
 }
 
 export interface PollBounds {
@@ -68,6 +89,7 @@ export async function pollPartitions(
     heartbeatInterval: 1000,
     maxWaitTimeInMs: 250,
     retry: { retries: 10 },
+    partitionAssigners: [onlyPartitions(topic, partitions)],
   });
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => { finish = resolve; });

@@ -9,7 +9,9 @@ import type { Catalog } from '../iceberg/catalog/catalog';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { catalogFromConfig } from '../iceberg/catalog/config';
 import { overlappingTables } from '../iceberg/catalog/locations';
-import { METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX } from '../iceberg/catalog/metadata-files';
+import {
+  METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX, PARQUET_COMPRESSION, WRITE_FORMAT_DEFAULT,
+} from '../iceberg/spec/table-properties';
 import { IcebergError, isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
 import { newTableMetadata } from '../iceberg/spec/metadata';
@@ -113,7 +115,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
         })),
       },
       properties: {
-        'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd',
+        [WRITE_FORMAT_DEFAULT]: 'parquet', [PARQUET_COMPRESSION]: 'zstd',
         // Metadata growth: without these every commit leaves a metadata.json behind forever (8,640
         // a day at a 10 s commit interval). 100 previous versions (Java's default) is ~15 KB of
         // metadata log, and at least 100 commit intervals (17 min at 10 s) for a reader that was

@@ -23,6 +23,7 @@ import { isIcebergError } from '../iceberg/errors';
 import { parquetWriteOptionsFromProperties, readParquetBatches, RollingParquetWriter } from '../iceberg/parquet';
 import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
 import { currentSchema, currentSnapshot, specById } from '../iceberg/spec/metadata';
+import { tableProperty, WRITE_TARGET_FILE_SIZE_BYTES } from '../iceberg/spec/table-properties';
 import { partitionPath } from '../iceberg/spec/partition';
 import { readManifestList } from '../iceberg/spec/manifest-list';
 import { type DataFile, ManifestContent, type TableMetadata } from '../iceberg/spec/types';
@@ -105,7 +106,8 @@ export async function tableFileStats(tables: Tables, table: string): Promise<Fil
 export async function planCompaction(tables: Tables, cfgTable: TableConfig | undefined, input: PlanCompactionInput, run: StepRun = DETACHED_RUN): Promise<CompactionPlan> {
   const { metadata } = await tables.load(input.table);
   const options = compactOptionsFor(cfgTable, input.options ?? {},
-    Number(metadata.properties['write.target-file-size-bytes'] ?? 128 * 1024 * 1024));
+    // floe's compaction default is 128 MiB (smaller than the library's 512 MiB: streaming tables).
+    tableProperty.int(metadata.properties, WRITE_TARGET_FILE_SIZE_BYTES, 128 * 1024 * 1024));
   const snap = currentSnapshot(metadata);
   if (snap) {
     const deletes = (await readManifestList(tables.io, snap['manifest-list'])).filter((m) => m.content === ManifestContent.Deletes);

@@ -16,6 +16,7 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { IcebergError, isIcebergError } from '../iceberg/errors';
 import { MAIN_BRANCH, parseMetadataVersion, parseTableMetadata } from '../iceberg/spec/metadata';
 import type { TableMetadata } from '../iceberg/spec/types';
+import { metadataDirectory } from '../iceberg/spec/table-properties';
 import { snapshotsToExpire, unreachableFiles } from '../iceberg/transaction/expire';
 import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
 import type { PendingCommit, TableAction } from '../iceberg/transaction/snapshot-producer';
@@ -125,7 +126,7 @@ export async function deleteExpiredFiles(tables: Tables, input: DeleteExpiredInp
   const kept = [input.afterMetadataLocation, input.beforeMetadataLocation, ...after['metadata-log'].map((e) => e['metadata-file'])];
   const minVersion = Math.min(...kept.map(parseMetadataVersion).filter((v) => v >= 0));
   const keep = new Set(kept);
-  const metaDir = (after.properties['write.metadata.path'] ?? `${after.location}/metadata`).replace(/\/+$/, '');
+  const metaDir = metadataDirectory(after);
   for await (const f of tables.io.list(`${metaDir}/`)) {
     if (!f.location.endsWith('.metadata.json') || keep.has(f.location)) continue;
     const v = parseMetadataVersion(f.location);
