@@ -4,9 +4,25 @@ import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
-const ioPackages = ['kafkajs', '@aws-sdk/*', 'better-sqlite3', 'pg', 'parquet-wasm', 'apache-arrow',
-  '@temporalio/client', '@temporalio/worker', '@temporalio/activity', '../activities', '../activities/*',
-  '../iceberg', '../iceberg/*', '../stack', '../stack/*', '../ingest', '../ingest/*'];
+const ioPackages = [
+  'kafkajs',
+  '@aws-sdk/*',
+  'better-sqlite3',
+  'pg',
+  'parquet-wasm',
+  'apache-arrow',
+  '@temporalio/client',
+  '@temporalio/worker',
+  '@temporalio/activity',
+  '../activities',
+  '../activities/*',
+  '../iceberg',
+  '../iceberg/*',
+  '../stack',
+  '../stack/*',
+  '../ingest',
+  '../ingest/*',
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.floe/**', '.tmp-*', 'eslint.config.mjs'] },
@@ -15,10 +31,19 @@ export default tseslint.config(
     files: ['**/*.ts'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
-      '@typescript-eslint/no-floating-promises': ['error', {
-        // node:test's describe/it/test return promises the runner itself awaits.
-        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
-      }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          // node:test's describe/it/test return promises the runner itself awaits.
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
+          ],
+        },
+      ],
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -26,21 +51,29 @@ export default tseslint.config(
     },
   },
   {
-    // Long functions hide state and steps; a warning (not an error) so a reviewer weighs each one.
+    // Very long functions hide state and steps; a warning (not an error) so a reviewer weighs each one.
     files: ['**/*.ts'],
     ignores: ['test/**', 'bench/**', 'scripts/**'],
-    rules: { 'max-lines-per-function': ['warn', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }] },
+    rules: { 'max-lines-per-function': ['warn', { max: 100, skipBlankLines: true, skipComments: true, IIFEs: true }] },
   },
   {
     files: ['workflows/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code must be deterministic: no Node builtins' })),
-        patterns: [{ group: ioPackages, allowTypeImports: true, message: 'workflows import activity *types* only; side effects live in activities' }],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code must be deterministic: no Node builtins' })),
+          patterns: [
+            {
+              group: ioPackages,
+              allowTypeImports: true,
+              message: 'workflows import activity *types* only; side effects live in activities',
+            },
+          ],
+        },
+      ],
       'no-restricted-globals': ['error', { name: 'setTimeout', message: 'use sleep() from @temporalio/workflow' }],
-      'no-restricted-properties': ['error',
-        { object: 'Math', property: 'random', message: 'use uuid4() / the SDK-seeded random' }],
+      'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'use uuid4() / the SDK-seeded random' }],
     },
   },
 );

@@ -21,7 +21,10 @@ export function toFailure(e: unknown): unknown {
   if (e instanceof InvalidWindowError) return ApplicationFailure.nonRetryable(e.message, e.type);
   if (e instanceof IcebergError) {
     return ApplicationFailure.create({
-      message: e.message, type: e.kind, nonRetryable: NON_RETRYABLE_KINDS.has(e.kind), cause: e,
+      message: e.message,
+      type: e.kind,
+      nonRetryable: NON_RETRYABLE_KINDS.has(e.kind),
+      cause: e,
     });
   }
   return e;
@@ -45,5 +48,10 @@ export function withFailureMapping<T extends Record<string, (...args: any[]) => 
 /** The current activity attempt as domain code sees it (contract StepRun). */
 export function currentRun(): StepRun {
   const ctx = Context.current();
-  return { attempt: ctx.info.attempt, heartbeat: (d?: unknown) => ctx.heartbeat(d), warn: (m) => ctx.log.warn(m), signal: ctx.cancellationSignal };
+  return {
+    attempt: ctx.info.attempt,
+    heartbeat: (d?: unknown) => ctx.heartbeat(d),
+    warn: (m) => ctx.log.warn(m),
+    signal: ctx.cancellationSignal,
+  };
 }

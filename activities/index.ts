@@ -30,7 +30,9 @@ function withBufferBudget<T extends { pollAndWrite: (input: PollInput) => Promis
   return {
     ...acts,
     pollAndWrite: async (input: PollInput) => {
-      const lease = await budget.acquire(input.maxBytes, () => Context.current().heartbeat({ phase: 'waiting-for-buffer', inUse: budget.inUse }));
+      const lease = await budget.acquire(input.maxBytes, () =>
+        Context.current().heartbeat({ phase: 'waiting-for-buffer', inUse: budget.inUse }),
+      );
       try {
         return await acts.pollAndWrite({ ...input, maxBytes: lease.granted });
       } finally {

@@ -5,10 +5,26 @@
  */
 import type { Deps } from '../ingest/deps';
 import {
-  commitRewrite, deleteExpiredFiles, expireSnapshotsCommit, planCompaction, removeOrphanFiles, rewriteFileGroup,
-  tableFileStats, type CommitRewriteInput, type CommitRewriteResult, type CompactionPlan, type DeleteExpiredInput,
-  type DeleteExpiredResult, type ExpireCommitInput, type ExpireCommitResult, type FileStats, type OrphansInput,
-  type OrphansResult, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
+  commitRewrite,
+  deleteExpiredFiles,
+  expireSnapshotsCommit,
+  planCompaction,
+  removeOrphanFiles,
+  rewriteFileGroup,
+  tableFileStats,
+  type CommitRewriteInput,
+  type CommitRewriteResult,
+  type CompactionPlan,
+  type DeleteExpiredInput,
+  type DeleteExpiredResult,
+  type ExpireCommitInput,
+  type ExpireCommitResult,
+  type FileStats,
+  type OrphansInput,
+  type OrphansResult,
+  type PlanCompactionInput,
+  type RewriteGroupInput,
+  type RewriteGroupResult,
 } from '../maintenance/index';
 import { tableConfigOrUndefined } from '../maintenance/compact';
 import { clearPending, markPending } from '../maintenance/pending';

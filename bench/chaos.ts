@@ -70,8 +70,16 @@ import { resetCursor, resolveResetTarget } from '../ingest/reset';
 import { orderEvents, eventKey } from '../demo/generator';
 import { ChaosWorkerPool } from '../test/support/chaos-workers';
 import {
-  KIND_HEADER, SEQ_HEADER, auditFiles, catalogMetadataLocation, engineCheck, listLocation, readTopic,
-  type EngineReport, type FileAudit, type TopicContents,
+  KIND_HEADER,
+  SEQ_HEADER,
+  auditFiles,
+  catalogMetadataLocation,
+  engineCheck,
+  listLocation,
+  readTopic,
+  type EngineReport,
+  type FileAudit,
+  type TopicContents,
 } from '../test/support/chaos-check';
 
 const SERVICES: ServiceName[] = ['kafka', 'temporal', 's3', 'postgres'];
@@ -114,11 +122,26 @@ export interface ChaosOptions {
 }
 
 export const DEFAULTS: ChaosOptions = {
-  durationMs: 20 * 60_000, workers: 3, ratePerS: 50, killEveryMs: 8000, restartDelayMs: [1000, 5000],
-  restarts: { kafka: 3, temporal: 3, s3: 3, postgres: 3 }, serviceDownMs: [1000, 6000],
-  partitions: 4, malformedEvery: 50, commitInterval: '5s', backfillBlockS: 60, backfillAtFrac: 0.1,
-  compactCron: '* * * * *', expireCron: '*/2 * * * *', expireOlderThan: '1m', retainLast: 5,
-  orphansEveryMs: 2 * 60_000, orphanGraceMs: 60_000, drainTimeoutMs: 15 * 60_000, quiesceTimeoutMs: 12 * 60_000,
+  durationMs: 20 * 60_000,
+  workers: 3,
+  ratePerS: 50,
+  killEveryMs: 8000,
+  restartDelayMs: [1000, 5000],
+  restarts: { kafka: 3, temporal: 3, s3: 3, postgres: 3 },
+  serviceDownMs: [1000, 6000],
+  partitions: 4,
+  malformedEvery: 50,
+  commitInterval: '5s',
+  backfillBlockS: 60,
+  backfillAtFrac: 0.1,
+  compactCron: '* * * * *',
+  expireCron: '*/2 * * * *',
+  expireOlderThan: '1m',
+  retainLast: 5,
+  orphansEveryMs: 2 * 60_000,
+  orphanGraceMs: 60_000,
+  drainTimeoutMs: 15 * 60_000,
+  quiesceTimeoutMs: 12 * 60_000,
   seed: Date.now() % 1_000_000,
 };
 
@@ -170,9 +193,12 @@ function formatElapsed(ms: number): string {
 
 function malformed(n: number, good: string): string {
   switch (n % 3) {
-    case 0: return good.slice(0, Math.max(1, good.length - 7)); // truncated: not JSON
-    case 1: return JSON.stringify({ ...JSON.parse(good), order_id: undefined }); // required field missing
-    default: return JSON.stringify({ ...JSON.parse(good), amount: 'twelve' }); // wrong type
+    case 0:
+      return good.slice(0, Math.max(1, good.length - 7)); // truncated: not JSON
+    case 1:
+      return JSON.stringify({ ...JSON.parse(good), order_id: undefined }); // required field missing
+    default:
+      return JSON.stringify({ ...JSON.parse(good), amount: 'twelve' }); // wrong type
   }
 }
 
@@ -227,11 +253,18 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
   const problems: string[] = [];
 
   await ensureStack(SERVICES);
-  const name = o.name ?? `chaos_${new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14)}_${o.seed}`;
+  const name =
+    o.name ??
+    `chaos_${new Date()
+      .toISOString()
+      .replace(/[-:T.Z]/g, '')
+      .slice(0, 14)}_${o.seed}`;
   const { path: configPath, table, topic } = writeConfig(name, o);
   const cfg = loadConfig(configPath);
   const t = findTable(cfg, table);
-  log(`run ${name} (seed ${o.seed}): table ${table} (catalog ${CATALOG_NAME} on Postgres), topic ${topic}, ${o.workers} workers, ${o.ratePerS} msg/s for ${formatElapsed(o.durationMs)}, kill every ~${o.killEveryMs / 1000}s; config ${configPath}`);
+  log(
+    `run ${name} (seed ${o.seed}): table ${table} (catalog ${CATALOG_NAME} on Postgres), topic ${topic}, ${o.workers} workers, ${o.ratePerS} msg/s for ${formatElapsed(o.durationMs)}, kill every ~${o.killEveryMs / 1000}s; config ${configPath}`,
+  );
 
   const kafka = new Kafka({ clientId: 'floe-chaos', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
@@ -253,15 +286,27 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       const e = events.next().value!;
       const good = JSON.stringify(e);
       const bad = o.malformedEvery > 0 && (n + 1) % o.malformedEvery === 0;
-      out.push({ key: eventKey(e), value: bad ? malformed(n, good) : good, headers: { [SEQ_HEADER]: String(n), [KIND_HEADER]: bad ? 'bad' : 'good' } });
+      out.push({
+        key: eventKey(e),
+        value: bad ? malformed(n, good) : good,
+        headers: { [SEQ_HEADER]: String(n), [KIND_HEADER]: bad ? 'bad' : 'good' },
+      });
     }
     return out;
   };
   const send = async (messages: Message[], deadline: number) => {
     // At-least-once into Kafka: a send that failed after the broker stored it is sent again; the
     // checker sees the copy as a repeated chaos-seq, not as a floe duplicate.
-    await retrying(`produce ${messages.length} messages`, () => producer.send({ topic, messages, compression: CompressionTypes.None }),
-      (m) => { producerErrors++; log(m); }, deadline, 1000);
+    await retrying(
+      `produce ${messages.length} messages`,
+      () => producer.send({ topic, messages, compression: CompressionTypes.None }),
+      (m) => {
+        producerErrors++;
+        log(m);
+      },
+      deadline,
+      1000,
+    );
     for (const m of messages) produced[m.headers![KIND_HEADER] === 'bad' ? 'bad' : 'good']++;
   };
 
@@ -280,7 +325,9 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     const high = await resolveResetTarget(deps.admin, topic, { kind: 'latest' });
     blockRange = { from: low, to: high };
     const r = await resetCursor(deps.tables, t, t.ingestId, high); // floe ingest reset --to latest
-    log(`produced a block of ${blockSize} messages for the backfill (offsets ${JSON.stringify(low)}..${JSON.stringify(high)}); live cursor reset to the block's end (snapshot ${r.snapshotId})`);
+    log(
+      `produced a block of ${blockSize} messages for the backfill (offsets ${JSON.stringify(low)}..${JSON.stringify(high)}); live cursor reset to the block's end (snapshot ${r.snapshotId})`,
+    );
   } finally {
     await deps.close();
   }
@@ -300,23 +347,30 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
   // Runs once, at the end or on SIGINT/SIGTERM (the CLI): workers stopped, Schedules deleted and
   // nothing of this run left running on the server (its task queue has no worker any more).
   let cleaned: Promise<void> | null = null;
-  const cleanup = () => (cleaned ??= (async () => {
-    stopChaos = true;
-    await pool.stopAll().catch(() => undefined);
-    await producer.disconnect().catch(() => undefined);
-    for (const k of SCHEDULE_KINDS) {
-      await fc.client.schedule.getHandle(maintenanceScheduleId(k, table)).delete().catch((e) => {
-        if (!(e instanceof ScheduleNotFoundError)) log(`deleting schedule ${k}: ${(e as Error).message}`);
-      });
-    }
-    const left = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}' AND ExecutionStatus = 'Running'`).catch(() => []);
-    for (const w of left) {
-      await fc.client.workflow.getHandle(w.workflowId, w.runId).terminate('chaos run ended').catch((e) => {
-        if (!(e instanceof WorkflowNotFoundError)) log(`terminate ${w.workflowId}: ${(e as Error).message}`);
-      });
-    }
-    await fc.close().catch(() => undefined);
-  })());
+  const cleanup = () =>
+    (cleaned ??= (async () => {
+      stopChaos = true;
+      await pool.stopAll().catch(() => undefined);
+      await producer.disconnect().catch(() => undefined);
+      for (const k of SCHEDULE_KINDS) {
+        await fc.client.schedule
+          .getHandle(maintenanceScheduleId(k, table))
+          .delete()
+          .catch((e) => {
+            if (!(e instanceof ScheduleNotFoundError)) log(`deleting schedule ${k}: ${(e as Error).message}`);
+          });
+      }
+      const left = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}' AND ExecutionStatus = 'Running'`).catch(() => []);
+      for (const w of left) {
+        await fc.client.workflow
+          .getHandle(w.workflowId, w.runId)
+          .terminate('chaos run ended')
+          .catch((e) => {
+            if (!(e instanceof WorkflowNotFoundError)) log(`terminate ${w.workflowId}: ${(e as Error).message}`);
+          });
+      }
+      await fc.close().catch(() => undefined);
+    })());
   interrupted = cleanup;
 
   try {
@@ -389,7 +443,9 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
         orphanSweeps.runs++;
         orphanSweeps.deleted += r.deleted;
         out.push({ table: tbl, cutoffMs: r.cutoffMs });
-        log(`orphan sweep ${tbl}: listed ${r.filesListed}, deleted ${r.deleted}, kept young ${r.keptByGracePeriod}, kept pending ${r.keptByPending}`);
+        log(
+          `orphan sweep ${tbl}: listed ${r.filesListed}, deleted ${r.deleted}, kept young ${r.keptByGracePeriod}, kept pending ${r.keptByPending}`,
+        );
       }
       return out;
     };
@@ -412,9 +468,23 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       await sleep(Math.max(0, t0 + o.durationMs * o.backfillAtFrac - Date.now()));
       log(`backfill of ${JSON.stringify(blockRange)} started`);
       const deadline = tEnd + o.drainTimeoutMs;
-      const first = await retrying('backfill', () => runBackfill(fc, table, backfillBounds.from, backfillBounds.to, true), log, deadline, 3000);
-      log(`backfill done: ${first.status.totalRows} rows, ${first.status.totalDeadLetters} dead letters in ${first.status.commits} commits (${first.status.fencedCommits} fenced)`);
-      const again = await retrying('backfill re-run', () => runBackfill(fc, table, backfillBounds.from, backfillBounds.to, true), log, deadline, 3000);
+      const first = await retrying(
+        'backfill',
+        () => runBackfill(fc, table, backfillBounds.from, backfillBounds.to, true),
+        log,
+        deadline,
+        3000,
+      );
+      log(
+        `backfill done: ${first.status.totalRows} rows, ${first.status.totalDeadLetters} dead letters in ${first.status.commits} commits (${first.status.fencedCommits} fenced)`,
+      );
+      const again = await retrying(
+        'backfill re-run',
+        () => runBackfill(fc, table, backfillBounds.from, backfillBounds.to, true),
+        log,
+        deadline,
+        3000,
+      );
       log(`backfill re-run: ${again.status.totalRows} rows`);
       backfillDone = true;
     })();
@@ -425,13 +495,19 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       while (Date.now() < tEnd && !stopChaos) {
         await chaosSleep(60_000);
         const s = await ingestStatus(fc, table).catch(() => null);
-        log(`progress: produced ${produced.good + produced.bad}, kills ${pool.kills}, workers up ${pool.running()}/${o.workers}, restarts ${JSON.stringify(restarts)}` +
-          (s ? `, ingest ${s.state}: ${s.commits} commits (${s.fencedCommits} fenced), ${s.totalRows} rows, lag ${JSON.stringify(s.lag)}` : ''));
+        log(
+          `progress: produced ${produced.good + produced.bad}, kills ${pool.kills}, workers up ${pool.running()}/${o.workers}, restarts ${JSON.stringify(restarts)}` +
+            (s
+              ? `, ingest ${s.state}: ${s.commits} commits (${s.fencedCommits} fenced), ${s.totalRows} rows, lag ${JSON.stringify(s.lag)}`
+              : ''),
+        );
       }
     })();
 
     await producing;
-    log(`produced ${produced.good + produced.bad} messages (${produced.bad} malformed, incl. the block) with ${producerErrors} failed sends; stopping chaos`);
+    log(
+      `produced ${produced.good + produced.bad} messages (${produced.bad} malformed, incl. the block) with ${producerErrors} failed sends; stopping chaos`,
+    );
     stopChaos = true;
     await Promise.all([killing, restarting, sweeping, reporting]);
     await retrying('stack up', () => ensureStack(SERVICES, { log: () => undefined }), log, Date.now() + 5 * 60_000, 3000);
@@ -439,10 +515,17 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
 
     // ---- drain: backfill finished, ingest stopped (floe ingest stop --wait) ----
     const drainDeadline = Date.now() + o.drainTimeoutMs;
-    const timeout = <T>(p: Promise<T>, what: string) => Promise.race([p, new Promise<never>((_, rej) => {
-      const left = drainDeadline - Date.now();
-      setTimeout(() => rej(new Error(`${what} not done within the drain timeout (${formatElapsed(o.drainTimeoutMs)})`)), Math.max(0, left)).unref();
-    })]);
+    const timeout = <T>(p: Promise<T>, what: string) =>
+      Promise.race([
+        p,
+        new Promise<never>((_, rej) => {
+          const left = drainDeadline - Date.now();
+          setTimeout(
+            () => rej(new Error(`${what} not done within the drain timeout (${formatElapsed(o.drainTimeoutMs)})`)),
+            Math.max(0, left),
+          ).unref();
+        }),
+      ]);
     try {
       await timeout(backfilling, 'backfill');
     } catch (e) {
@@ -451,16 +534,26 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     try {
       await retrying('drain signal', () => signalIngest(fc, table, 'stop'), log, drainDeadline);
       log('drain signalled; waiting for the ingest to finish');
-      const final = await timeout(retrying('await ingest', () => waitForIngest(fc, table), log, drainDeadline), 'ingest drain');
+      const final = await timeout(
+        retrying('await ingest', () => waitForIngest(fc, table), log, drainDeadline),
+        'ingest drain',
+      );
       drained = true;
-      log(`ingest drained: ${final.commits} commits (${final.fencedCommits} fenced) in its last run, cursor ${JSON.stringify(final.cursor)}`);
+      log(
+        `ingest drained: ${final.commits} commits (${final.fencedCommits} fenced) in its last run, cursor ${JSON.stringify(final.cursor)}`,
+      );
     } catch (e) {
       const s = await ingestStatus(fc, table).catch(() => null);
       problems.push(`drain: ${(e as Error).message}; status ${JSON.stringify(s)}`);
     }
 
     // ---- quiesce maintenance, final sweep ----
-    await retrying('pause schedules', () => setSchedulesPaused(fc, table, true, undefined, 'chaos run draining'), log, Date.now() + 2 * 60_000);
+    await retrying(
+      'pause schedules',
+      () => setSchedulesPaused(fc, table, true, undefined, 'chaos run draining'),
+      log,
+      Date.now() + 2 * 60_000,
+    );
     // Running maintenance is awaited. One that outlives the wait is not a failure of an invariant
     // (e.g. an activity without a heartbeat timeout whose worker was SIGKILLed waits out its
     // start-to-close timeout); it is reported with its pending activities, and files its pending
@@ -473,9 +566,16 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       if (Date.now() > quiesceDeadline) {
         stillRunning = running ?? [];
         for (const w of stillRunning) {
-          const d = await fc.client.workflow.getHandle(w.workflowId, w.runId).describe().catch(() => null);
-          const acts = (d?.raw.pendingActivities ?? []).map((a) => `${a.activityType?.name} attempt ${a.attempt} (${a.state}) last failure: ${a.lastFailure?.message ?? '-'}`);
-          log(`still running ${formatElapsed(o.quiesceTimeoutMs)} after the schedules were paused: ${w.workflowId} (${w.type}); pending activities: ${acts.join('; ') || 'none'}`);
+          const d = await fc.client.workflow
+            .getHandle(w.workflowId, w.runId)
+            .describe()
+            .catch(() => null);
+          const acts = (d?.raw.pendingActivities ?? []).map(
+            (a) => `${a.activityType?.name} attempt ${a.attempt} (${a.state}) last failure: ${a.lastFailure?.message ?? '-'}`,
+          );
+          log(
+            `still running ${formatElapsed(o.quiesceTimeoutMs)} after the schedules were paused: ${w.workflowId} (${w.type}); pending activities: ${acts.join('; ') || 'none'}`,
+          );
         }
         break;
       }
@@ -483,7 +583,9 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     }
     let cutoffs: Record<string, number> = {};
     try {
-      cutoffs = Object.fromEntries((await retrying('final orphan sweep', sweep, log, Date.now() + 5 * 60_000)).map((c) => [c.table, c.cutoffMs]));
+      cutoffs = Object.fromEntries(
+        (await retrying('final orphan sweep', sweep, log, Date.now() + 5 * 60_000)).map((c) => [c.table, c.cutoffMs]),
+      );
     } catch (e) {
       problems.push(`final orphan sweep: ${(e as Error).message}`);
     }
@@ -498,19 +600,36 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       const by = (workflows[w.type] ??= {});
       by[w.status] = (by[w.status] ?? 0) + 1;
       if (!['COMPLETED', 'CONTINUED_AS_NEW', 'RUNNING'].includes(w.status)) {
-        const err = await fc.client.workflow.getHandle(w.workflowId, w.runId).result().then(() => null, (e: Error) => e);
+        const err = await fc.client.workflow
+          .getHandle(w.workflowId, w.runId)
+          .result()
+          .then(
+            () => null,
+            (e: Error) => e,
+          );
         const line = `workflow ${w.workflowId} (${w.type}) ${w.status}: ${describeFailure(err)}`;
         if (err?.cause instanceof ChildWorkflowFailure) log(`${line} (counted with its child)`);
         else problems.push(line);
       }
       const tookMs = (w.closeTime ?? Date.now()) - w.startTime;
-      if (w.type !== 'ingestWorkflow' && w.type !== 'backfillWorkflow' && w.type !== 'scheduledMaintenanceWorkflow' && tookMs > 3 * 60_000) {
+      if (
+        w.type !== 'ingestWorkflow' &&
+        w.type !== 'backfillWorkflow' &&
+        w.type !== 'scheduledMaintenanceWorkflow' &&
+        tookMs > 3 * 60_000
+      ) {
         log(`slow: ${w.workflowId} took ${formatElapsed(tookMs)}${w.closeTime ? '' : ' (still running)'}: ${await slowestActivity(fc, w)}`);
       }
     }
     for (const k of ['compact', 'expire'] as const) {
-      const d = await fc.client.schedule.getHandle(maintenanceScheduleId(k, table)).describe().catch(() => null);
-      if (d) log(`schedule ${k}: ${d.info.numActionsTaken} runs started, ${d.info.numActionsSkippedOverlap} skipped because the previous run was still going`);
+      const d = await fc.client.schedule
+        .getHandle(maintenanceScheduleId(k, table))
+        .describe()
+        .catch(() => null);
+      if (d)
+        log(
+          `schedule ${k}: ${d.info.numActionsTaken} runs started, ${d.info.numActionsSkippedOverlap} skipped because the previous run was still going`,
+        );
     }
     log(`workflows: ${JSON.stringify(workflows)}; orphan sweeps ${JSON.stringify(orphanSweeps)}`);
 
@@ -522,22 +641,56 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     const cutoff = (tbl: string) => cutoffs[tbl] ?? Date.now() - o.orphanGraceMs;
     const audits = {
       main: auditFiles(report.files.main, await listLocation(report.files.main.location), cutoff(table), stillRunning.length > 0),
-      deadLetters: auditFiles(report.files.deadLetters, await listLocation(report.files.deadLetters.location), cutoff(t.deadLetterTable), stillRunning.length > 0),
+      deadLetters: auditFiles(
+        report.files.deadLetters,
+        await listLocation(report.files.deadLetters.location),
+        cutoff(t.deadLetterTable),
+        stillRunning.length > 0,
+      ),
     };
     return finish({
-      stillRunning: stillRunning.map((w) => `${w.workflowId} (${w.type})`), o, name, table, t00, pool, restarts, produced, topicContents, report, audits, workflows, problems, drained, backfillDone, log,
+      stillRunning: stillRunning.map((w) => `${w.workflowId} (${w.type})`),
+      o,
+      name,
+      table,
+      t00,
+      pool,
+      restarts,
+      produced,
+      topicContents,
+      report,
+      audits,
+      workflows,
+      problems,
+      drained,
+      backfillDone,
+      log,
     });
   } finally {
     await cleanup();
   }
 }
 
-interface ListedWorkflow { workflowId: string; runId: string; type: string; status: string; startTime: number; closeTime?: number }
+interface ListedWorkflow {
+  workflowId: string;
+  runId: string;
+  type: string;
+  status: string;
+  startTime: number;
+  closeTime?: number;
+}
 
 export async function listWorkflows(fc: FloeClient, query: string): Promise<ListedWorkflow[]> {
   const out: ListedWorkflow[] = [];
   for await (const w of fc.client.workflow.list({ query })) {
-    out.push({ workflowId: w.workflowId, runId: w.runId, type: w.type, status: w.status.name, startTime: w.startTime.getTime(), closeTime: w.closeTime?.getTime() });
+    out.push({
+      workflowId: w.workflowId,
+      runId: w.runId,
+      type: w.type,
+      status: w.status.name,
+      startTime: w.startTime.getTime(),
+      closeTime: w.closeTime?.getTime(),
+    });
   }
   return out;
 }
@@ -545,11 +698,20 @@ export async function listWorkflows(fc: FloeClient, query: string): Promise<List
 /** `child <id> -> activity <type> -> <ApplicationFailure type>: <message>` down the failure chain. */
 export function describeFailure(e: unknown): string {
   const parts: string[] = [];
-  for (let cur = e as (Error & { cause?: unknown }) | null; cur; cur = cur.cause instanceof Error ? cur.cause as Error & { cause?: unknown } : null) {
+  for (
+    let cur = e as (Error & { cause?: unknown }) | null;
+    cur;
+    cur = cur.cause instanceof Error ? (cur.cause as Error & { cause?: unknown }) : null
+  ) {
     if (cur instanceof ChildWorkflowFailure) parts.push(`child ${cur.execution.workflowId}`);
     else if (cur instanceof ActivityFailure) parts.push(`activity ${cur.activityType}`);
-    else if (cur instanceof ApplicationFailure) { parts.push(`${cur.type ?? 'Error'}: ${cur.message}`); break; }
-    else if (!(cur instanceof WorkflowFailedError)) { parts.push(`${cur.name}: ${cur.message}`); break; }
+    else if (cur instanceof ApplicationFailure) {
+      parts.push(`${cur.type ?? 'Error'}: ${cur.message}`);
+      break;
+    } else if (!(cur instanceof WorkflowFailedError)) {
+      parts.push(`${cur.name}: ${cur.message}`);
+      break;
+    }
   }
   return parts.join(' -> ') || String(e);
 }
@@ -560,62 +722,117 @@ export async function slowestActivity(fc: FloeClient, w: ListedWorkflow): Promis
     const history = await fc.client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
     const scheduled = new Map<string, { type: string; at: number }>();
     let worst = { type: '', ms: 0, attempt: 0 };
-    const ms = (t: unknown) => Number((t as { seconds?: unknown })?.seconds ?? 0) * 1000 + Math.floor(Number((t as { nanos?: number })?.nanos ?? 0) / 1e6);
+    const ms = (t: unknown) =>
+      Number((t as { seconds?: unknown })?.seconds ?? 0) * 1000 + Math.floor(Number((t as { nanos?: number })?.nanos ?? 0) / 1e6);
     for (const [i, ev] of (history.events ?? []).entries()) {
       const s = ev.activityTaskScheduledEventAttributes;
       if (s) scheduled.set(String(ev.eventId ?? i + 1), { type: s.activityType?.name ?? '?', at: ms(ev.eventTime) });
-      const done = ev.activityTaskCompletedEventAttributes ?? ev.activityTaskFailedEventAttributes ?? ev.activityTaskTimedOutEventAttributes;
+      const done =
+        ev.activityTaskCompletedEventAttributes ?? ev.activityTaskFailedEventAttributes ?? ev.activityTaskTimedOutEventAttributes;
       if (done) {
         const sch = scheduled.get(String(done.scheduledEventId));
-        const started = (history.events ?? []).find((x) => String(x.eventId) === String(done.startedEventId))?.activityTaskStartedEventAttributes;
-        if (sch && ms(ev.eventTime) - sch.at > worst.ms) worst = { type: sch.type, ms: ms(ev.eventTime) - sch.at, attempt: started?.attempt ?? 0 };
+        const started = (history.events ?? []).find(
+          (x) => String(x.eventId) === String(done.startedEventId),
+        )?.activityTaskStartedEventAttributes;
+        if (sch && ms(ev.eventTime) - sch.at > worst.ms)
+          worst = { type: sch.type, ms: ms(ev.eventTime) - sch.at, attempt: started?.attempt ?? 0 };
       }
     }
-    return worst.type ? `activity ${worst.type} took ${formatElapsed(worst.ms)} from scheduled to done (finished on attempt ${worst.attempt})` : 'no activity finished';
+    return worst.type
+      ? `activity ${worst.type} took ${formatElapsed(worst.ms)} from scheduled to done (finished on attempt ${worst.attempt})`
+      : 'no activity finished';
   } catch (e) {
     return `history unavailable (${(e as Error).message})`;
   }
 }
 
 function finish(x: {
-  stillRunning: string[]; o: ChaosOptions; name: string; table: string; t00: number; pool: ChaosWorkerPool; restarts: Record<ServiceName, number>;
-  produced: { good: number; bad: number }; topicContents: TopicContents; report: EngineReport; audits: { main: FileAudit; deadLetters: FileAudit };
-  workflows: Record<string, Record<string, number>>; problems: string[]; drained: boolean; backfillDone: boolean; log: (m: string) => void;
+  stillRunning: string[];
+  o: ChaosOptions;
+  name: string;
+  table: string;
+  t00: number;
+  pool: ChaosWorkerPool;
+  restarts: Record<ServiceName, number>;
+  produced: { good: number; bad: number };
+  topicContents: TopicContents;
+  report: EngineReport;
+  audits: { main: FileAudit; deadLetters: FileAudit };
+  workflows: Record<string, Record<string, number>>;
+  problems: string[];
+  drained: boolean;
+  backfillDone: boolean;
+  log: (m: string) => void;
 }): ChaosResult {
   const { report, audits, topicContents: tc, problems } = x;
-  const py = report.pyiceberg, dk = report.duckdb;
-  const good = tc.good.length, bad = tc.bad.length;
+  const py = report.pyiceberg,
+    dk = report.duckdb;
+  const good = tc.good.length,
+    bad = tc.bad.length;
   // A message the producer re-sent after a broker restart is in the topic twice (two offsets),
   // with the same event id: expected twice in the table, and the event id counted once.
   if (tc.foreign > 0) problems.push(`${tc.foreign} messages in the topic without chaos headers`);
   if (tc.distinctSeqs !== x.produced.good + x.produced.bad) {
-    problems.push(`the producer sent ${x.produced.good + x.produced.bad} distinct messages, the topic holds ${tc.distinctSeqs} (Kafka lost some)`);
+    problems.push(
+      `the producer sent ${x.produced.good + x.produced.bad} distinct messages, the topic holds ${tc.distinctSeqs} (Kafka lost some)`,
+    );
   }
   // Invariant violations, kept apart from the run's other failures (failed workflows, a drain or
   // backfill that did not finish, a service that did not come back).
   const violations: string[] = [];
-  for (const [engine, r] of [['pyiceberg', py], ['duckdb', dk]] as const) {
-    const m = r.main, d = r.deadLetters;
+  for (const [engine, r] of [
+    ['pyiceberg', py],
+    ['duckdb', dk],
+  ] as const) {
+    const m = r.main,
+      d = r.deadLetters;
     if (m.rows !== good) violations.push(`${engine}: ${m.rows} rows, expected ${good} good messages`);
-    if (m.rows !== m.distinctKeys) violations.push(`${engine}: ${m.rows - m.distinctKeys} duplicate rows, e.g. (partition, offset, copies) ${JSON.stringify(m.duplicateSample.slice(0, 5))}`);
-    if (m.lost > 0) violations.push(`${engine}: ${m.lost} good messages missing, e.g. (partition, offset) ${JSON.stringify(m.lostSample.slice(0, 10))}`);
-    if (m.unexpected > 0) violations.push(`${engine}: ${m.unexpected} rows that are not good messages, e.g. ${JSON.stringify(m.unexpectedSample.slice(0, 10))}`);
+    if (m.rows !== m.distinctKeys)
+      violations.push(
+        `${engine}: ${m.rows - m.distinctKeys} duplicate rows, e.g. (partition, offset, copies) ${JSON.stringify(m.duplicateSample.slice(0, 5))}`,
+      );
+    if (m.lost > 0)
+      violations.push(`${engine}: ${m.lost} good messages missing, e.g. (partition, offset) ${JSON.stringify(m.lostSample.slice(0, 10))}`);
+    if (m.unexpected > 0)
+      violations.push(
+        `${engine}: ${m.unexpected} rows that are not good messages, e.g. ${JSON.stringify(m.unexpectedSample.slice(0, 10))}`,
+      );
     if (m.distinctEventIds !== undefined && m.distinctEventIds !== good - tc.resentGood) {
       violations.push(`${engine}: ${m.distinctEventIds} distinct event ids, expected ${good - tc.resentGood}`);
     }
     if (d.rows !== bad) violations.push(`${engine}: ${d.rows} dead letters, expected ${bad} bad messages`);
-    if (d.rows !== d.distinctKeys) violations.push(`${engine}: ${d.rows - d.distinctKeys} duplicate dead letters, e.g. ${JSON.stringify(d.duplicateSample.slice(0, 5))}`);
-    if (d.lost > 0) violations.push(`${engine}: ${d.lost} bad messages not dead-lettered, e.g. ${JSON.stringify(d.lostSample.slice(0, 10))}`);
-    if (d.unexpected > 0) violations.push(`${engine}: ${d.unexpected} dead letters that are not bad messages, e.g. ${JSON.stringify(d.unexpectedSample.slice(0, 10))}`);
+    if (d.rows !== d.distinctKeys)
+      violations.push(
+        `${engine}: ${d.rows - d.distinctKeys} duplicate dead letters, e.g. ${JSON.stringify(d.duplicateSample.slice(0, 5))}`,
+      );
+    if (d.lost > 0)
+      violations.push(`${engine}: ${d.lost} bad messages not dead-lettered, e.g. ${JSON.stringify(d.lostSample.slice(0, 10))}`);
+    if (d.unexpected > 0)
+      violations.push(
+        `${engine}: ${d.unexpected} dead letters that are not bad messages, e.g. ${JSON.stringify(d.unexpectedSample.slice(0, 10))}`,
+      );
   }
   for (const [which, a] of Object.entries(audits)) {
-    if (a.missing.length > 0) violations.push(`${which}: ${a.missing.length} files referenced by the current metadata are missing, e.g. ${a.missing.slice(0, 5).join(', ')}`);
-    if (a.orphans.length > 0) violations.push(`${which}: ${a.orphans.length} unreferenced files older than the grace remain, e.g. ${a.orphans.slice(0, 5).map((f) => `${f.location} (${new Date(f.lastModified).toISOString()})`).join(', ')}`);
+    if (a.missing.length > 0)
+      violations.push(
+        `${which}: ${a.missing.length} files referenced by the current metadata are missing, e.g. ${a.missing.slice(0, 5).join(', ')}`,
+      );
+    if (a.orphans.length > 0)
+      violations.push(
+        `${which}: ${a.orphans.length} unreferenced files older than the grace remain, e.g. ${a.orphans
+          .slice(0, 5)
+          .map((f) => `${f.location} (${new Date(f.lastModified).toISOString()})`)
+          .join(', ')}`,
+      );
     if (a.missingMetadataLog.length + a.missingDeletedEntries.length > 0) {
-      x.log(`${which}: history only, not needed by readers: ${a.missingMetadataLog.length} metadata-log entries absent, ${a.missingDeletedEntries.length} files of DELETED manifest entries absent`);
+      x.log(
+        `${which}: history only, not needed by readers: ${a.missingMetadataLog.length} metadata-log entries absent, ${a.missingDeletedEntries.length} files of DELETED manifest entries absent`,
+      );
     }
-    if (a.inFlight.length > 0) x.log(`${which}: ${a.inFlight.length} unreferenced files kept by pending markers of maintenance still running`);
-    if (a.pendingMarkers.length > 0) x.log(`${which}: ${a.pendingMarkers.length} pending markers left: ${a.pendingMarkers.slice(0, 5).join(', ')}`);
+    if (a.inFlight.length > 0)
+      x.log(`${which}: ${a.inFlight.length} unreferenced files kept by pending markers of maintenance still running`);
+    if (a.pendingMarkers.length > 0)
+      x.log(`${which}: ${a.pendingMarkers.length} pending markers left: ${a.pendingMarkers.slice(0, 5).join(', ')}`);
   }
   if (!x.drained && !problems.some((p) => p.startsWith('drain'))) problems.push('the ingest did not drain');
   if (!x.backfillDone && !problems.some((p) => p.startsWith('backfill'))) problems.push('the backfill did not finish');
@@ -629,13 +846,34 @@ function finish(x: {
   const failures = problems.length;
   const durationMs = Date.now() - x.t00;
   const r = x.restarts;
-  const summary = `chaos: duration=${formatElapsed(durationMs)} kills=${x.pool.kills} restarts=kafka:${r.kafka},temporal:${r.temporal},s3:${r.s3},postgres:${r.postgres} ` +
+  const summary =
+    `chaos: duration=${formatElapsed(durationMs)} kills=${x.pool.kills} restarts=kafka:${r.kafka},temporal:${r.temporal},s3:${r.s3},postgres:${r.postgres} ` +
     `rows=${rows} duplicates=${duplicates} lost=${lost} dead_letters=${py.deadLetters.rows}/${bad} missing_files=${missingFiles} orphans=${orphans} failures=${failures}`;
   return {
-    name: x.name, table: x.table, durationMs, kills: x.pool.kills, workerSelfExits: x.pool.selfExits, restarts: r, produced: x.produced,
-    topic: { good, bad, resent: tc.resent, foreign: tc.foreign }, rows, duplicates, lost, unexpected: Math.max(py.main.unexpected, dk.main.unexpected),
-    deadLetters: py.deadLetters.rows, badMessages: bad, missingFiles, orphans, failures, problems: [...violations, ...problems],
-    workflows: x.workflows, stillRunning: x.stillRunning, report, audits, summary, ok: violations.length === 0 && problems.length === 0,
+    name: x.name,
+    table: x.table,
+    durationMs,
+    kills: x.pool.kills,
+    workerSelfExits: x.pool.selfExits,
+    restarts: r,
+    produced: x.produced,
+    topic: { good, bad, resent: tc.resent, foreign: tc.foreign },
+    rows,
+    duplicates,
+    lost,
+    unexpected: Math.max(py.main.unexpected, dk.main.unexpected),
+    deadLetters: py.deadLetters.rows,
+    badMessages: bad,
+    missingFiles,
+    orphans,
+    failures,
+    problems: [...violations, ...problems],
+    workflows: x.workflows,
+    stillRunning: x.stillRunning,
+    report,
+    audits,
+    summary,
+    ok: violations.length === 0 && problems.length === 0,
   };
 }
 
@@ -644,11 +882,12 @@ function finish(x: {
 function parseArgs(argv: string[]): Partial<ChaosOptions> {
   const o: Partial<ChaosOptions> = {};
   for (let i = 0; i < argv.length; i++) {
-    const k = argv[i]!, v = () => {
-      const x = argv[++i];
-      if (x === undefined) throw new Error(`${k}: expected a value`);
-      return x;
-    };
+    const k = argv[i]!,
+      v = () => {
+        const x = argv[++i];
+        if (x === undefined) throw new Error(`${k}: expected a value`);
+        return x;
+      };
     /** A duration (config/units: 500ms, 8s, 20m, 1h, or plain millis), errors naming the option. */
     const ms = (s: string): number => {
       try {
@@ -663,35 +902,86 @@ function parseArgs(argv: string[]): Partial<ChaosOptions> {
       return [ms(a!), ms(b ?? a!)];
     };
     switch (k) {
-      case '--duration': o.durationMs = duration(); break;
-      case '--workers': o.workers = Number(v()); break;
-      case '--rate': o.ratePerS = Number(v()); break;
-      case '--kill-every': o.killEveryMs = duration(); break;
-      case '--restart-delay': o.restartDelayMs = range(); break;
-      case '--service-down': o.serviceDownMs = range(); break;
+      case '--duration':
+        o.durationMs = duration();
+        break;
+      case '--workers':
+        o.workers = Number(v());
+        break;
+      case '--rate':
+        o.ratePerS = Number(v());
+        break;
+      case '--kill-every':
+        o.killEveryMs = duration();
+        break;
+      case '--restart-delay':
+        o.restartDelayMs = range();
+        break;
+      case '--service-down':
+        o.serviceDownMs = range();
+        break;
       case '--restarts': {
         const s = v();
         o.restarts = /^\d+$/.test(s)
           ? { kafka: Number(s), temporal: Number(s), s3: Number(s), postgres: Number(s) }
-          : { ...DEFAULTS.restarts, ...Object.fromEntries(s.split(',').map((kv) => { const [a, b] = kv.split(':'); return [a, Number(b)]; })) };
+          : {
+              ...DEFAULTS.restarts,
+              ...Object.fromEntries(
+                s.split(',').map((kv) => {
+                  const [a, b] = kv.split(':');
+                  return [a, Number(b)];
+                }),
+              ),
+            };
         break;
       }
-      case '--partitions': o.partitions = Number(v()); break;
-      case '--malformed-every': o.malformedEvery = Number(v()); break;
-      case '--commit-interval': o.commitInterval = v(); break;
-      case '--backfill-block': o.backfillBlockS = duration() / 1000; break;
-      case '--backfill-at': o.backfillAtFrac = Number(v()); break;
-      case '--compact-cron': o.compactCron = v(); break;
-      case '--expire-cron': o.expireCron = v(); break;
-      case '--expire-older-than': o.expireOlderThan = v(); break;
-      case '--retain-last': o.retainLast = Number(v()); break;
-      case '--orphans-every': o.orphansEveryMs = duration(); break;
-      case '--orphan-grace': o.orphanGraceMs = duration(); break;
-      case '--drain-timeout': o.drainTimeoutMs = duration(); break;
-      case '--quiesce-timeout': o.quiesceTimeoutMs = duration(); break;
-      case '--seed': o.seed = Number(v()); break;
-      case '--name': o.name = v(); break;
-      default: throw new Error(`unknown option ${k}; see the header of bench/chaos.ts`);
+      case '--partitions':
+        o.partitions = Number(v());
+        break;
+      case '--malformed-every':
+        o.malformedEvery = Number(v());
+        break;
+      case '--commit-interval':
+        o.commitInterval = v();
+        break;
+      case '--backfill-block':
+        o.backfillBlockS = duration() / 1000;
+        break;
+      case '--backfill-at':
+        o.backfillAtFrac = Number(v());
+        break;
+      case '--compact-cron':
+        o.compactCron = v();
+        break;
+      case '--expire-cron':
+        o.expireCron = v();
+        break;
+      case '--expire-older-than':
+        o.expireOlderThan = v();
+        break;
+      case '--retain-last':
+        o.retainLast = Number(v());
+        break;
+      case '--orphans-every':
+        o.orphansEveryMs = duration();
+        break;
+      case '--orphan-grace':
+        o.orphanGraceMs = duration();
+        break;
+      case '--drain-timeout':
+        o.drainTimeoutMs = duration();
+        break;
+      case '--quiesce-timeout':
+        o.quiesceTimeoutMs = duration();
+        break;
+      case '--seed':
+        o.seed = Number(v());
+        break;
+      case '--name':
+        o.name = v();
+        break;
+      default:
+        throw new Error(`unknown option ${k}; see the header of bench/chaos.ts`);
     }
   }
   for (const [k, val] of Object.entries(o)) {
@@ -708,12 +998,15 @@ if (require.main === module) {
       void Promise.race([interrupted?.(), sleep(30_000)]).finally(() => process.exit(130));
     });
   }
-  main(parseArgs(process.argv.slice(2))).then((r) => {
-    for (const p of r.problems) console.log(`chaos: FAILED ${p}`);
-    console.log(r.summary);
-    process.exit(r.ok ? 0 : 1);
-  }, (e: Error) => {
-    console.error(`chaos: error: ${e.stack ?? e.message}`);
-    process.exit(2);
-  });
+  main(parseArgs(process.argv.slice(2))).then(
+    (r) => {
+      for (const p of r.problems) console.log(`chaos: FAILED ${p}`);
+      console.log(r.summary);
+      process.exit(r.ok ? 0 : 1);
+    },
+    (e: Error) => {
+      console.error(`chaos: error: ${e.stack ?? e.message}`);
+      process.exit(2);
+    },
+  );
 }

@@ -26,9 +26,15 @@ const POINTS = arg('points', '10,1000,10000').split(',').map(Number);
 const SAMPLES = Number(arg('samples', '50'));
 
 const file = (i: number): DataFile => ({
-  content: 0, filePath: `file:///bench/data/f-${i}.parquet`, fileFormat: 'PARQUET', specId: 0, partition: {},
-  recordCount: 100, fileSizeInBytes: 4096,
-  valueCounts: new Map([[1, 100]]), nullValueCounts: new Map([[1, 0]]),
+  content: 0,
+  filePath: `file:///bench/data/f-${i}.parquet`,
+  fileFormat: 'PARQUET',
+  specId: 0,
+  partition: {},
+  recordCount: 100,
+  fileSizeInBytes: 4096,
+  valueCounts: new Map([[1, 100]]),
+  nullValueCounts: new Map([[1, 0]]),
 });
 
 const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
@@ -56,13 +62,22 @@ print(json.dumps(out))
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'floe-commit-bench-'));
-  const { catalog, io } = await catalogFromConfig({ type: 'sql', name: 'bench', uri: `sqlite:///${dir}/catalog.db`, warehouse: `file://${dir}/wh` });
+  const { catalog, io } = await catalogFromConfig({
+    type: 'sql',
+    name: 'bench',
+    uri: `sqlite:///${dir}/catalog.db`,
+    warehouse: `file://${dir}/wh`,
+  });
   const id = { namespace: ['b'], name: 't' };
   await catalog.createNamespace(['b']);
-  await catalog.createTable(id, newTableMetadata({
-    location: `file://${dir}/wh/b/t`, tableUuid: randomUUID(),
-    schema: { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: false, type: 'long' }] },
-  }));
+  await catalog.createTable(
+    id,
+    newTableMetadata({
+      location: `file://${dir}/wh/b/t`,
+      tableUuid: randomUUID(),
+      schema: { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: false, type: 'long' }] },
+    }),
+  );
   let n = 0;
   const append = async () => {
     const t = await catalog.loadTable(id);
@@ -71,7 +86,8 @@ async function main() {
   console.log(`floe commit latency (load + fast append + CAS), SQLite catalog, file:// warehouse, ${SAMPLES} samples per point`);
   const ours: Record<number, [number, number]> = {};
   for (const p of POINTS) {
-    const b0 = performance.now(), before = n;
+    const b0 = performance.now(),
+      before = n;
     while (n < p) await append();
     const buildRate = (n - before) / ((performance.now() - b0) / 1000);
     const lat: number[] = [];
@@ -82,21 +98,38 @@ async function main() {
     }
     const manifests = (await catalog.loadTable(id)).metadata;
     ours[p] = [pct(lat, 0.5), pct(lat, 0.99)];
-    console.log(`after ${String(p).padStart(6)} commits: p50 ${pct(lat, 0.5).toFixed(1)} ms  p99 ${pct(lat, 0.99).toFixed(1)} ms  (grew at ${buildRate.toFixed(0)} commits/s; ${manifests.snapshots.length} snapshots in metadata)`);
+    console.log(
+      `after ${String(p).padStart(6)} commits: p50 ${pct(lat, 0.5).toFixed(1)} ms  p99 ${pct(lat, 0.99).toFixed(1)} ms  (grew at ${buildRate.toFixed(0)} commits/s; ${manifests.snapshots.length} snapshots in metadata)`,
+    );
   }
   await catalog.close();
   const refPoints = POINTS.filter((p) => p <= 1000);
   if (pythonInstalled() && refPoints.length) {
-    const ref = await runPythonJson<Record<string, [number, number]>>(PY_REF, [dir, refPoints.join(','), String(SAMPLES)], { timeoutMs: 30 * 60_000 });
-    console.log('\nreference: PyIceberg table.append of a 100-row table (it also writes that Parquet file; floe appends a prepared DataFile)');
+    const ref = await runPythonJson<Record<string, [number, number]>>(PY_REF, [dir, refPoints.join(','), String(SAMPLES)], {
+      timeoutMs: 30 * 60_000,
+    });
+    console.log(
+      '\nreference: PyIceberg table.append of a 100-row table (it also writes that Parquet file; floe appends a prepared DataFile)',
+    );
     console.log('point    floe p50/p99 ms     pyiceberg p50/p99 ms   ratio p50 (pyiceberg/floe)');
     for (const p of refPoints) {
-      const [a, b] = ours[p]!, [c, d] = ref[String(p)]!;
-      console.log(`${String(p).padEnd(8)} ${a.toFixed(1)}/${b.toFixed(1)}`.padEnd(29) + `${c.toFixed(1)}/${d.toFixed(1)}`.padEnd(23) + `${(c / a).toFixed(2)}x`);
+      const [a, b] = ours[p]!,
+        [c, d] = ref[String(p)]!;
+      console.log(
+        `${String(p).padEnd(8)} ${a.toFixed(1)}/${b.toFixed(1)}`.padEnd(29) +
+          `${c.toFixed(1)}/${d.toFixed(1)}`.padEnd(23) +
+          `${(c / a).toFixed(2)}x`,
+      );
     }
   } else {
     console.log('(no PyIceberg reference: run `npx tsx cli/main.ts stack up` first)');
   }
   rmSync(dir, { recursive: true, force: true });
 }
-main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

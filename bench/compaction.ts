@@ -51,7 +51,9 @@ function benchConfig(name: string): { path: string; table: string; cfg: FloeConf
 }
 
 /** Rows of events [from, from+count): both event types, so one file per partition per call. */
-function rowsAt(all: Row[], from: number, count: number): Row[] { return all.slice(from, from + count); }
+function rowsAt(all: Row[], from: number, count: number): Row[] {
+  return all.slice(from, from + count);
+}
 
 async function seed(cfg: FloeConfig, table: string): Promise<{ files: number; bytes: number }> {
   const t = findTable(cfg, table);
@@ -64,16 +66,28 @@ async function seed(cfg: FloeConfig, table: string): Promise<{ files: number; by
     for (const e of orderEvents()) {
       if (n >= calls * ROWS) break;
       all.push({
-        event_id: e.event_id, order_id: BigInt(e.order_id), event_type: e.event_type,
-        event_time: BigInt(Date.parse(e.event_time)) * 1000n, customer_id: BigInt(e.customer_id),
-        amount: e.amount, currency: e.currency, kafka_partition: 0, kafka_offset: BigInt(n++),
+        event_id: e.event_id,
+        order_id: BigInt(e.order_id),
+        event_type: e.event_type,
+        event_time: BigInt(Date.parse(e.event_time)) * 1000n,
+        customer_id: BigInt(e.customer_id),
+        amount: e.amount,
+        currency: e.currency,
+        kafka_partition: 0,
+        kafka_offset: BigInt(n++),
       });
     }
     const started = Date.now();
-    const written = (await mapConcurrent(Array.from({ length: calls }, (_, i) => i), 8, async (i) => {
-      if (i % 500 === 0) process.stderr.write(`seeding: ${i * 2}/${FILES} files\n`);
-      return tables.writeDataFiles(t.table, rowsAt(all, i * ROWS, ROWS), `seed-${i}`, t.targetFileSizeBytes);
-    })).flat();
+    const written = (
+      await mapConcurrent(
+        Array.from({ length: calls }, (_, i) => i),
+        8,
+        async (i) => {
+          if (i % 500 === 0) process.stderr.write(`seeding: ${i * 2}/${FILES} files\n`);
+          return tables.writeDataFiles(t.table, rowsAt(all, i * ROWS, ROWS), `seed-${i}`, t.targetFileSizeBytes);
+        },
+      )
+    ).flat();
     const loaded = await tables.load(t.table);
     await fastAppend(tables.catalog, tables.io, loaded, written as DataFile[], { 'floe.commit-id': 'bench-seed' });
     process.stderr.write(`seeded ${written.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
@@ -117,13 +131,21 @@ async function main(): Promise<void> {
   // Reference: the same files, grouped by partition like floe's plan.
   const tables = await openTables(cfg);
   const { metadata } = await tables.load(table);
-  const live = toLiveFiles(metadata, (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile));
+  const live = toLiveFiles(
+    metadata,
+    (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile),
+  );
   await tables.close();
   const byPart = new Map<string, string[]>();
   for (const f of live) byPart.set(f.partitionPath, [...(byPart.get(f.partitionPath) ?? []), `${metadata.location}/${f.path}`]);
   const groupsFile = join(floeHome(), 'runs', `${name}-groups.json`);
-  writeFileSync(groupsFile, JSON.stringify([...byPart].map(([p, files], i) => ({ files, out: `${metadata.location}/reference/${p}/ref-${i}.parquet` }))));
-  const ref = await runPythonJson<{ seconds: number; rows: number; peakRssBytes: number }>(REFERENCE, [groupsFile], { timeoutMs: 60 * 60_000 });
+  writeFileSync(
+    groupsFile,
+    JSON.stringify([...byPart].map(([p, files], i) => ({ files, out: `${metadata.location}/reference/${p}/ref-${i}.parquet` }))),
+  );
+  const ref = await runPythonJson<{ seconds: number; rows: number; peakRssBytes: number }>(REFERENCE, [groupsFile], {
+    timeoutMs: 60 * 60_000,
+  });
 
   const worker = spawnWorker(path, join(floeHome(), 'logs', `${name}-worker.log`));
   const fc = await connectClient(cfg);
@@ -139,8 +161,18 @@ async function main(): Promise<void> {
       ['input MB', (r.rewritten_bytes_count / 1048576).toFixed(1), MB.toFixed(1), ''],
       ['output files', String(r.added_data_files_count), String(byPart.size), ''],
       ['seconds', s.toFixed(1), ref.seconds.toFixed(1), ''],
-      ['MB/s', (r.rewritten_bytes_count / 1048576 / s).toFixed(2), (MB / ref.seconds).toFixed(2), ((r.rewritten_bytes_count / 1048576 / s) / (MB / ref.seconds)).toFixed(2)],
-      ['files/s', (r.rewritten_data_files_count / s).toFixed(0), (live.length / ref.seconds).toFixed(0), ((r.rewritten_data_files_count / s) / (live.length / ref.seconds)).toFixed(2)],
+      [
+        'MB/s',
+        (r.rewritten_bytes_count / 1048576 / s).toFixed(2),
+        (MB / ref.seconds).toFixed(2),
+        (r.rewritten_bytes_count / 1048576 / s / (MB / ref.seconds)).toFixed(2),
+      ],
+      [
+        'files/s',
+        (r.rewritten_data_files_count / s).toFixed(0),
+        (live.length / ref.seconds).toFixed(0),
+        (r.rewritten_data_files_count / s / (live.length / ref.seconds)).toFixed(2),
+      ],
       ['peak RSS MB', (peak / 1048576).toFixed(0), (ref.peakRssBytes / 1048576).toFixed(0), ''],
     ];
     const w = rows[0]!.map((_, i) => Math.max(...rows.map((x) => x[i]!.length)));

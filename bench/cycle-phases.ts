@@ -35,32 +35,46 @@ function config(name: string): FloeConfig {
   const dir = join(floeHome(), 'runs');
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${name}.yaml`);
-  writeFileSync(path, stringifyYaml({
-    temporal: { taskQueue: `floe-${name}` },
-    tables: [{
-      table: `bench.${name}`, topic: name, commitInterval: '10s', parallelism: 1,
-      maxRecordsPerCycle: Math.ceil(EVENTS / CYCLES), maxBytesPerCycle: 256 * 1024 * 1024,
-      columns: [
-        { name: 'id', type: 'long', required: true },
-        { name: 'event_time', type: 'timestamptz', required: true },
-        { name: 'user_id', type: 'long', required: true },
-        { name: 'kind', type: 'string', required: true },
-        { name: 'amount', type: 'double' },
-        { name: 'payload', type: 'string' },
-        { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
-        { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
-        { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
+  writeFileSync(
+    path,
+    stringifyYaml({
+      temporal: { taskQueue: `floe-${name}` },
+      tables: [
+        {
+          table: `bench.${name}`,
+          topic: name,
+          commitInterval: '10s',
+          parallelism: 1,
+          maxRecordsPerCycle: Math.ceil(EVENTS / CYCLES),
+          maxBytesPerCycle: 256 * 1024 * 1024,
+          columns: [
+            { name: 'id', type: 'long', required: true },
+            { name: 'event_time', type: 'timestamptz', required: true },
+            { name: 'user_id', type: 'long', required: true },
+            { name: 'kind', type: 'string', required: true },
+            { name: 'amount', type: 'double' },
+            { name: 'payload', type: 'string' },
+            { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
+            { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
+            { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
+          ],
+          partitionBy: [{ column: 'event_time', transform: 'hour' }],
+        },
       ],
-      partitionBy: [{ column: 'event_time', transform: 'hour' }],
-    }],
-  }));
+    }),
+  );
   return loadConfig(path);
 }
 
-const event = (i: number) => JSON.stringify({
-  id: i, event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(), user_id: i % 10_007,
-  kind: ['view', 'click', 'buy'][i % 3], amount: (i % 1000) / 10, payload: PAD,
-});
+const event = (i: number) =>
+  JSON.stringify({
+    id: i,
+    event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(),
+    user_id: i % 10_007,
+    kind: ['view', 'click', 'buy'][i % 3],
+    amount: (i % 1000) / 10,
+    payload: PAD,
+  });
 
 async function produce(kafka: Kafka, topic: string): Promise<void> {
   const admin = kafka.admin();
@@ -70,7 +84,11 @@ async function produce(kafka: Kafka, topic: string): Promise<void> {
   const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await p.connect();
   for (let i = 0; i < EVENTS; i += 500) {
-    await p.send({ topic, compression: CompressionTypes.None, messages: Array.from({ length: Math.min(500, EVENTS - i) }, (_, j) => ({ key: String(i + j), value: event(i + j) })) });
+    await p.send({
+      topic,
+      compression: CompressionTypes.None,
+      messages: Array.from({ length: Math.min(500, EVENTS - i) }, (_, j) => ({ key: String(i + j), value: event(i + j) })),
+    });
   }
   await p.disconnect();
 }
@@ -86,9 +104,12 @@ async function main() {
   await produce(kafka, name);
   const deps = await createDeps(cfg);
   const partitions = Array.from({ length: PARTITIONS }, (_, i) => i);
-  console.log(`cycle phases: ${EVENTS} events of ~1 KiB JSON, ${PARTITIONS} partition(s), ${CYCLES} cycles of ${t.maxRecordsPerCycle} records, ${new Date().toISOString()}`);
+  console.log(
+    `cycle phases: ${EVENTS} events of ~1 KiB JSON, ${PARTITIONS} partition(s), ${CYCLES} cycles of ${t.maxRecordsPerCycle} records, ${new Date().toISOString()}`,
+  );
   console.log('cycle  records  plan ms  poll: join+first ms  read ms  decode ms  write ms  commit ms  total ms  rec/s');
-  let total = 0, totalMs = 0;
+  let total = 0,
+    totalMs = 0;
   try {
     for (let c = 0; c < CYCLES; c++) {
       const t0 = now();
@@ -96,25 +117,49 @@ async function main() {
       const t1 = now();
       const records: Parameters<typeof decodeRecord>[1][] = [];
       let first = 0;
-      const outcome = await pollPartitions(deps.kafka, t.topic, partitions, partitions, plan.startOffsets, {
-        maxWaitMs: 10_000, maxRecords: t.maxRecordsPerCycle, maxBytes: t.maxBytesPerCycle, stopAt: plan.highWatermarks,
-      }, (r) => { if (records.length === 0) first = now(); records.push(r); });
+      const outcome = await pollPartitions(
+        deps.kafka,
+        t.topic,
+        partitions,
+        partitions,
+        plan.startOffsets,
+        {
+          maxWaitMs: 10_000,
+          maxRecords: t.maxRecordsPerCycle,
+          maxBytes: t.maxBytesPerCycle,
+          stopAt: plan.highWatermarks,
+        },
+        (r) => {
+          if (records.length === 0) first = now();
+          records.push(r);
+        },
+      );
       const t2 = now();
       const rows: Row[] = records.map((r) => decodeRecord(t, r));
       const t3 = now();
       const files = await deps.tables.writeDataFiles(t.table, rows, `bench-${c}`, t.targetFileSizeBytes);
       const t4 = now();
       await commitCycle(deps, {
-        table: t.table, ingestId: 'main', commitId: `bench-${name}-${c}`, baseSnapshotId: plan.baseSnapshotId,
-        deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-        startOffsets: plan.startOffsets, endOffsets: outcome.next, files: files.map(dataFileToWire), deadLetterFiles: [],
-        records: rows.length, deadLetters: 0,
+        table: t.table,
+        ingestId: 'main',
+        commitId: `bench-${name}-${c}`,
+        baseSnapshotId: plan.baseSnapshotId,
+        deadLetterFloor: plan.deadLetterFloor,
+        deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+        startOffsets: plan.startOffsets,
+        endOffsets: outcome.next,
+        files: files.map(dataFileToWire),
+        deadLetterFiles: [],
+        records: rows.length,
+        deadLetters: 0,
       });
       const t5 = now();
       total += rows.length;
       totalMs += t5 - t0;
       const f = (x: number) => x.toFixed(0).padStart(8);
-      console.log(`${String(c).padEnd(6)} ${String(rows.length).padEnd(8)} ${f(t1 - t0)} ${f((first || t2) - t1).padStart(20)} ${f(t2 - (first || t2))} ${f(t3 - t2).padStart(10)} ${f(t4 - t3).padStart(9)} ${f(t5 - t4).padStart(10)} ${f(t5 - t0).padStart(9)} ${(rows.length / ((t5 - t0) / 1000)).toFixed(0).padStart(6)}`);
+      console.log(
+        `${String(c).padEnd(6)} ${String(rows.length).padEnd(8)} ${f(t1 - t0)} ${f((first || t2) - t1).padStart(20)} ${f(t2 - (first || t2))} ${f(t3 - t2).padStart(10)} ${f(t4 - t3).padStart(9)} ${f(t5 - t4).padStart(10)} ${f(t5 - t0).padStart(9)} ${(rows.length / ((t5 - t0) / 1000)).toFixed(0).padStart(6)}`,
+      );
     }
     // Reference: a bare kafkajs consumer reading the same records (group join included).
     const r0 = now();
@@ -123,15 +168,28 @@ async function main() {
     await c.subscribe({ topics: [name], fromBeginning: true });
     let seen = 0;
     await new Promise<void>((resolve) => {
-      void c.run({ eachBatch: async ({ batch }) => { for (const m of batch.messages) JSON.parse(m.value!.toString()); seen += batch.messages.length; if (seen >= EVENTS) resolve(); } });
+      void c.run({
+        eachBatch: async ({ batch }) => {
+          for (const m of batch.messages) JSON.parse(m.value!.toString());
+          seen += batch.messages.length;
+          if (seen >= EVENTS) resolve();
+        },
+      });
     });
     const refMs = now() - r0;
     await c.disconnect();
-    const floe = total / (totalMs / 1000), ref = EVENTS / (refMs / 1000);
+    const floe = total / (totalMs / 1000),
+      ref = EVENTS / (refMs / 1000);
     console.log(`floe cycles: ${floe.toFixed(0)} rec/s; bare kafkajs consumer: ${ref.toFixed(0)} rec/s; ratio ${(floe / ref).toFixed(2)}`);
   } finally {
     await deps.close();
   }
 }
 
-main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

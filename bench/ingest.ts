@@ -37,34 +37,48 @@ function config(name: string, partitions: number, commitInterval: string): FloeC
   const dir = join(floeHome(), 'runs');
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${name}.yaml`);
-  writeFileSync(path, stringifyYaml({
-    temporal: { taskQueue: `floe-${name}` },
-    tables: [{
-      table: `bench.${name}`, topic: name, commitInterval, parallelism: Math.min(4, partitions),
-      // Cycles end at 100k records or the commit interval, whichever comes first: a backlog is
-      // drained in record-bounded cycles, a live stream in time-bounded ones.
-      maxRecordsPerCycle: 100_000, maxBytesPerCycle: 256 * 1024 * 1024,
-      columns: [
-        { name: 'id', type: 'long', required: true },
-        { name: 'event_time', type: 'timestamptz', required: true },
-        { name: 'user_id', type: 'long', required: true },
-        { name: 'kind', type: 'string', required: true },
-        { name: 'amount', type: 'double' },
-        { name: 'payload', type: 'string' },
-        { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
-        { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
-        { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
+  writeFileSync(
+    path,
+    stringifyYaml({
+      temporal: { taskQueue: `floe-${name}` },
+      tables: [
+        {
+          table: `bench.${name}`,
+          topic: name,
+          commitInterval,
+          parallelism: Math.min(4, partitions),
+          // Cycles end at 100k records or the commit interval, whichever comes first: a backlog is
+          // drained in record-bounded cycles, a live stream in time-bounded ones.
+          maxRecordsPerCycle: 100_000,
+          maxBytesPerCycle: 256 * 1024 * 1024,
+          columns: [
+            { name: 'id', type: 'long', required: true },
+            { name: 'event_time', type: 'timestamptz', required: true },
+            { name: 'user_id', type: 'long', required: true },
+            { name: 'kind', type: 'string', required: true },
+            { name: 'amount', type: 'double' },
+            { name: 'payload', type: 'string' },
+            { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
+            { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
+            { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
+          ],
+          partitionBy: [{ column: 'event_time', transform: 'hour' }],
+        },
       ],
-      partitionBy: [{ column: 'event_time', transform: 'hour' }],
-    }],
-  }));
+    }),
+  );
   return loadConfig(path);
 }
 
-const event = (i: number) => JSON.stringify({
-  id: i, event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(), user_id: i % 10_007,
-  kind: ['view', 'click', 'buy'][i % 3], amount: (i % 1000) / 10, payload: PAD,
-});
+const event = (i: number) =>
+  JSON.stringify({
+    id: i,
+    event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(),
+    user_id: i % 10_007,
+    kind: ['view', 'click', 'buy'][i % 3],
+    amount: (i % 1000) / 10,
+    payload: PAD,
+  });
 
 async function produce(kafka: Kafka, topic: string, partitions: number, n: number): Promise<number> {
   const admin = kafka.admin();
@@ -75,7 +89,11 @@ async function produce(kafka: Kafka, topic: string, partitions: number, n: numbe
   await p.connect();
   let bytes = 0;
   for (let i = 0; i < n; i += 500) {
-    const messages = Array.from({ length: Math.min(500, n - i) }, (_, j) => { const v = event(i + j); bytes += v.length; return { key: String(i + j), value: v }; });
+    const messages = Array.from({ length: Math.min(500, n - i) }, (_, j) => {
+      const v = event(i + j);
+      bytes += v.length;
+      return { key: String(i + j), value: v };
+    });
     await p.send({ topic, messages, compression: CompressionTypes.None });
   }
   await p.disconnect();
@@ -89,7 +107,13 @@ async function referenceConsume(kafka: Kafka, topic: string, n: number): Promise
   let seen = 0;
   const t0 = Date.now();
   await new Promise<void>((resolve) => {
-    void c.run({ eachBatch: async ({ batch }) => { for (const m of batch.messages) JSON.parse(m.value!.toString()); seen += batch.messages.length; if (seen >= n) resolve(); } });
+    void c.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) JSON.parse(m.value!.toString());
+        seen += batch.messages.length;
+        if (seen >= n) resolve();
+      },
+    });
   });
   const s = (Date.now() - t0) / 1000;
   await c.disconnect();
@@ -162,7 +186,9 @@ async function freshness() {
   // Visibility time of offset o in partition p: the first snapshot whose cursor passed it.
   const tables = await openTables(cfg);
   const { metadata } = await tables.load(table);
-  const commits = [...ancestors(metadata)].reverse().filter((s) => s.summary['floe.offsets'])
+  const commits = [...ancestors(metadata)]
+    .reverse()
+    .filter((s) => s.summary['floe.offsets'])
     .map((s) => ({ at: Number(s['timestamp-ms']), offsets: parseOffsets(s.summary['floe.offsets']) }));
   const parts = await readColumnValues(tables, table, 'kafka_partition');
   const offs = await readColumnValues(tables, table, 'kafka_offset');
@@ -170,7 +196,8 @@ async function freshness() {
   await tables.close();
   const lat: number[] = [];
   for (let i = 0; i < parts.length; i++) {
-    const p = String(parts[i]), o = BigInt(offs[i] as bigint);
+    const p = String(parts[i]),
+      o = BigInt(offs[i] as bigint);
     const c = commits.find((x) => BigInt(x.offsets[p] ?? '0') > o)!;
     lat.push(c.at - Number(produced[i]));
   }
@@ -185,12 +212,23 @@ async function main() {
   console.log('partitions  events   MB      floe s  floe rec/s  floe MB/s  | kafkajs-only s  rec/s    | floe/ref');
   for (const partitions of [1, 4]) {
     const r = await throughput(partitions);
-    const f = r.events / r.floeS, ref = r.events / r.refS;
-    console.log(`${String(r.partitions).padEnd(11)} ${String(r.events).padEnd(8)} ${r.mb.toFixed(1).padEnd(7)} ${r.floeS.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} ${(r.mb / r.floeS).toFixed(2).padEnd(10)} | ${r.refS.toFixed(1).padEnd(15)} ${ref.toFixed(0).padEnd(8)} | ${(f / ref).toFixed(2)}`);
+    const f = r.events / r.floeS,
+      ref = r.events / r.refS;
+    console.log(
+      `${String(r.partitions).padEnd(11)} ${String(r.events).padEnd(8)} ${r.mb.toFixed(1).padEnd(7)} ${r.floeS.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} ${(r.mb / r.floeS).toFixed(2).padEnd(10)} | ${r.refS.toFixed(1).padEnd(15)} ${ref.toFixed(0).padEnd(8)} | ${(f / ref).toFixed(2)}`,
+    );
   }
   if (FRESH_S <= 0) return;
   const fr = await freshness();
-  console.log(`freshness (${RATE} events/s for ${FRESH_S} s, 4 partitions, commit interval ${FRESH_INTERVAL_S} s): produce -> visible p50 ${(fr.p50 / 1000).toFixed(2)} s, p99 ${(fr.p99 / 1000).toFixed(2)} s, max ${(fr.max / 1000).toFixed(2)} s over ${fr.rows} rows`);
+  console.log(
+    `freshness (${RATE} events/s for ${FRESH_S} s, 4 partitions, commit interval ${FRESH_INTERVAL_S} s): produce -> visible p50 ${(fr.p50 / 1000).toFixed(2)} s, p99 ${(fr.p99 / 1000).toFixed(2)} s, max ${(fr.max / 1000).toFixed(2)} s over ${fr.rows} rows`,
+  );
 }
 
-main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -41,7 +41,14 @@ const MB = 1e6;
 const CYCLE_BYTES = 64 * MiB;
 
 // ---------------------------------------------------------------- memory sampling (child side)
-interface Sample { rss: number; heapUsed: number; heapTotal: number; external: number; arrayBuffers: number; wasm: number }
+interface Sample {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+  wasm: number;
+}
 const ZERO: Sample = { rss: 0, heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0, wasm: 0 };
 
 class Sampler {
@@ -52,15 +59,26 @@ class Sampler {
   constructor(private readonly wasmBytes: () => number = () => 0) {}
   sample(phase = this.phase): void {
     const m = process.memoryUsage();
-    const s: Sample = { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, wasm: this.wasmBytes() };
+    const s: Sample = {
+      rss: m.rss,
+      heapUsed: m.heapUsed,
+      heapTotal: m.heapTotal,
+      external: m.external,
+      arrayBuffers: m.arrayBuffers,
+      wasm: this.wasmBytes(),
+    };
     let p = this.peaks.get(phase);
     if (!p) this.peaks.set(phase, (p = { max: { ...ZERO }, atRss: { ...ZERO }, n: 0 }));
     p.n++;
     for (const k of Object.keys(s) as (keyof Sample)[]) p.max[k] = Math.max(p.max[k], s[k]);
     if (s.rss >= p.atRss.rss) p.atRss = s;
   }
-  start(): void { this.timer = setInterval(() => this.sample(), 20); }
-  stop(): void { clearInterval(this.timer); }
+  start(): void {
+    this.timer = setInterval(() => this.sample(), 20);
+  }
+  stop(): void {
+    clearInterval(this.timer);
+  }
 }
 
 const vmHwm = (): number => {
@@ -99,7 +117,10 @@ async function childReference(topic: string, brokers: string[], total: number): 
   sampler.phase = 'poll';
   sampler.start();
   let held: Buffer[] = [];
-  let heldBytes = 0, seen = 0, bytes = 0, cycles = 0;
+  let heldBytes = 0,
+    seen = 0,
+    bytes = 0,
+    cycles = 0;
   const t0 = Date.now();
   await new Promise<void>((resolve) => {
     void c.run({
@@ -109,11 +130,14 @@ async function childReference(topic: string, brokers: string[], total: number): 
           // a "cycle": 64 MiB of raw message bytes held, then dropped (as floe's bound counts them)
           if (heldBytes > 0 && heldBytes + size > CYCLE_BYTES) {
             sampler.sample('cycle-full');
-            held = []; heldBytes = 0; cycles++;
+            held = [];
+            heldBytes = 0;
+            cycles++;
           }
           held.push(m.value!);
           heldBytes += size;
-          seen++; bytes += size;
+          seen++;
+          bytes += size;
           resolveOffset(m.offset);
         }
         await heartbeat();
@@ -121,14 +145,24 @@ async function childReference(topic: string, brokers: string[], total: number): 
       },
     });
   });
-  if (heldBytes > 0) { sampler.sample('cycle-full'); cycles++; }
+  if (heldBytes > 0) {
+    sampler.sample('cycle-full');
+    cycles++;
+  }
   held = [];
   const seconds = (Date.now() - t0) / 1000;
   sampler.stop();
   await c.disconnect();
   report({
-    mode: 'reference', records: seen, bytes, seconds, cycles, baselineRss,
-    maxRss: process.resourceUsage().maxRSS * 1024, vmHwm: vmHwm(), phases: Object.fromEntries(sampler.peaks),
+    mode: 'reference',
+    records: seen,
+    bytes,
+    seconds,
+    cycles,
+    baselineRss,
+    maxRss: process.resourceUsage().maxRSS * 1024,
+    vmHwm: vmHwm(),
+    phases: Object.fromEntries(sampler.peaks),
   });
 }
 
@@ -153,10 +187,12 @@ async function childFloe(configPath: string): Promise<void> {
   const groupPhase = new Map<number, 'poll' | 'write'>();
   const count = (ph: string) => [...groupPhase.values()].filter((x) => x === ph).length;
   const label = () => {
-    const w = count('write'), p = count('poll');
+    const w = count('write'),
+      p = count('poll');
     return w > 0 ? (p > 0 ? 'write (+poll)' : 'write') : p > 0 ? 'poll+decode' : 'poll tail';
   };
-  let files = 0, parquetBytes = 0;
+  let files = 0,
+    parquetBytes = 0;
   const writeDataFiles = deps.tables.writeDataFiles.bind(deps.tables);
   deps.tables.writeDataFiles = async (table, rows, prefix, target) => {
     sampler.sample(label()); // rows decoded, nothing written yet: the poll's peak
@@ -181,14 +217,17 @@ async function childFloe(configPath: string): Promise<void> {
   }) as typeof deps.tables.io.write;
 
   const acts = createActivities(deps);
-  const run = <T>(fn: (...a: any[]) => Promise<unknown>, input: unknown) => new MockActivityEnvironment().run(fn as any, input) as Promise<T>;
+  const run = <T>(fn: (...a: any[]) => Promise<unknown>, input: unknown) =>
+    new MockActivityEnvironment().run(fn as any, input) as Promise<T>;
   // warm-up: load the modules and the table (created by loadCursor) before the baseline
   await run<CyclePlan>(acts.loadCursor, { table: t.table, ingestId: t.ingestId });
   global.gc?.();
   const baselineRss = process.memoryUsage().rss;
   sampler.start();
   const t0 = Date.now();
-  let records = 0, bytes = 0, cycles = 0;
+  let records = 0,
+    bytes = 0,
+    cycles = 0;
   for (;;) {
     sampler.phase = 'loadCursor';
     const plan = await run<CyclePlan>(acts.loadCursor, { table: t.table, ingestId: t.ingestId });
@@ -196,25 +235,41 @@ async function childFloe(configPath: string): Promise<void> {
     const commitId = randomUUID();
     plan.groups.forEach((_, g) => groupPhase.set(g, 'poll'));
     sampler.phase = label();
-    const results = await Promise.all(plan.groups.map((partitions, groupIndex) => run<PollResult>(acts.pollAndWrite, {
-      table: t.table, ingestId: t.ingestId, commitId, groupIndex, partitions,
-      startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
-      maxWaitMs: Math.max(5000, plan.commitIntervalMs), untilCaughtUp: true,
-      maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
-      maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
-      deadLetterFloor: plan.deadLetterFloor,
-    } satisfies PollInput).finally(() => groupPhase.delete(groupIndex))));
+    const results = await Promise.all(
+      plan.groups.map((partitions, groupIndex) =>
+        run<PollResult>(acts.pollAndWrite, {
+          table: t.table,
+          ingestId: t.ingestId,
+          commitId,
+          groupIndex,
+          partitions,
+          startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
+          maxWaitMs: Math.max(5000, plan.commitIntervalMs),
+          untilCaughtUp: true,
+          maxRecords: Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)),
+          maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
+          deadLetterFloor: plan.deadLetterFloor,
+        } satisfies PollInput).finally(() => groupPhase.delete(groupIndex)),
+      ),
+    );
     groupPhase.clear();
     sampler.phase = 'commit';
     const endOffsets = { ...plan.startOffsets };
     for (const r of results) Object.assign(endOffsets, r.endOffsets);
     const n = results.reduce((s, r) => s + r.records, 0);
     await run<CommitResult>(acts.commit, {
-      table: t.table, ingestId: t.ingestId, commitId, baseSnapshotId: plan.baseSnapshotId,
-      deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-      startOffsets: plan.startOffsets, endOffsets,
-      files: results.flatMap((r) => r.files), deadLetterFiles: results.flatMap((r) => r.deadLetterFiles),
-      records: n, deadLetters: results.reduce((s, r) => s + r.deadLetters, 0),
+      table: t.table,
+      ingestId: t.ingestId,
+      commitId,
+      baseSnapshotId: plan.baseSnapshotId,
+      deadLetterFloor: plan.deadLetterFloor,
+      deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+      startOffsets: plan.startOffsets,
+      endOffsets,
+      files: results.flatMap((r) => r.files),
+      deadLetterFiles: results.flatMap((r) => r.deadLetterFiles),
+      records: n,
+      deadLetters: results.reduce((s, r) => s + r.deadLetters, 0),
     });
     records += n;
     bytes += results.reduce((s, r) => s + r.bytes, 0);
@@ -225,8 +280,17 @@ async function childFloe(configPath: string): Promise<void> {
   sampler.stop();
   await deps.close();
   report({
-    mode: 'floe', records, bytes, seconds, cycles, baselineRss, files, parquetBytes,
-    maxRss: process.resourceUsage().maxRSS * 1024, vmHwm: vmHwm(), phases: Object.fromEntries(sampler.peaks),
+    mode: 'floe',
+    records,
+    bytes,
+    seconds,
+    cycles,
+    baselineRss,
+    files,
+    parquetBytes,
+    maxRss: process.resourceUsage().maxRSS * 1024,
+    vmHwm: vmHwm(),
+    phases: Object.fromEntries(sampler.peaks),
   });
 }
 
@@ -241,7 +305,7 @@ function filler(n: number, seed = 7): string {
     let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = abc[(((t ^ (t >>> 14)) >>> 0) % abc.length)]!;
+    out[i] = abc[((t ^ (t >>> 14)) >>> 0) % abc.length]!;
   }
   return out.join('');
 }
@@ -276,16 +340,33 @@ async function produce(kafka: Kafka, topic: string): Promise<number> {
   return bytes;
 }
 
-interface Run { label: string; mode: 'floe' | 'reference'; budgetBytes?: number; env: Record<string, string>; args: string[]; nodeArgs?: string[] }
+interface Run {
+  label: string;
+  mode: 'floe' | 'reference';
+  budgetBytes?: number;
+  env: Record<string, string>;
+  args: string[];
+  nodeArgs?: string[];
+}
 
 function runChild(r: Run, heapProfDir?: string): Promise<ChildResult> {
-  const nodeArgs = ['--expose-gc', '--disable-warning=NodeVersionSupportWarning', ...r.nodeArgs ?? [], '--import', 'tsx', ...(heapProfDir && r.mode === 'floe' ? ['--heap-prof', `--heap-prof-dir=${heapProfDir}`] : [])];
+  const nodeArgs = [
+    '--expose-gc',
+    '--disable-warning=NodeVersionSupportWarning',
+    ...(r.nodeArgs ?? []),
+    '--import',
+    'tsx',
+    ...(heapProfDir && r.mode === 'floe' ? ['--heap-prof', `--heap-prof-dir=${heapProfDir}`] : []),
+  ];
   return new Promise((resolve, reject) => {
     const c = spawn(process.execPath, [...nodeArgs, __filename, '--child', r.mode, ...r.args], {
-      env: { ...process.env, ...r.env }, stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, ...r.env },
+      stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
-    c.stdout.on('data', (d) => { out += d; });
+    c.stdout.on('data', (d) => {
+      out += d;
+    });
     // a run stuck on a restarting service: kill it (the caller retries)
     const timer = setTimeout(() => c.kill('SIGKILL'), 240_000);
     c.on('exit', (code) => {
@@ -318,7 +399,9 @@ async function main() {
     }
   };
   await stackUp();
-  let name = '', topic = '', bytes = 0;
+  let name = '',
+    topic = '',
+    bytes = 0;
   const brokers = loadConfig(scenarioConfig('bench_mem_probe', PARTITIONS, '10s').path).kafka.brokers;
   const kafka = new Kafka({ clientId: 'bench-mem', brokers, logLevel: logLevel.NOTHING, retry: { retries: 8 } });
   const tp = Date.now();
@@ -338,9 +421,16 @@ async function main() {
   const tableOverrides = (run: string) => {
     const base = scenarioConfig(`${name}_${run}`, PARTITIONS, '10s');
     const cfg = loadConfig(base.path);
-    const columns = cfg.tables[0]!.columns.map((c) => ({ name: c.name, type: c.type, required: c.required, ...(c.source ? { source: c.source } : {}) }));
+    const columns = cfg.tables[0]!.columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      required: c.required,
+      ...(c.source ? { source: c.source } : {}),
+    }));
     return scenarioConfig(`${name}_${run}`, PARTITIONS, '10s', {
-      topic, parallelism: PARTITIONS, maxBytesPerCycle: CYCLE_BYTES,
+      topic,
+      parallelism: PARTITIONS,
+      maxBytesPerCycle: CYCLE_BYTES,
       columns: [...columns, { name: 'note', type: 'string' }],
       maintenance: undefined,
     });
@@ -348,19 +438,41 @@ async function main() {
   const cfgDefault = tableOverrides('b256');
   const cfg64 = tableOverrides('b64');
   const cfg64cap = tableOverrides('b64cap');
-  console.log(`floe memory benchmark: ${MESSAGES} JSON messages of ~${mb(MESSAGE_BYTES)} MB (${mb(bytes)} MB) in topic ${topic} (${PARTITIONS} partitions, produced in ${((Date.now() - tp) / 1000).toFixed(1)} s), ` +
-    `maxBytesPerCycle ${CYCLE_BYTES / MiB} MiB = ${PARTITIONS} groups x ${CYCLE_BYTES / PARTITIONS / MiB} MiB, Node ${process.version}, ${new Date().toISOString()}`);
+  console.log(
+    `floe memory benchmark: ${MESSAGES} JSON messages of ~${mb(MESSAGE_BYTES)} MB (${mb(bytes)} MB) in topic ${topic} (${PARTITIONS} partitions, produced in ${((Date.now() - tp) / 1000).toFixed(1)} s), ` +
+      `maxBytesPerCycle ${CYCLE_BYTES / MiB} MiB = ${PARTITIONS} groups x ${CYCLE_BYTES / PARTITIONS / MiB} MiB, Node ${process.version}, ${new Date().toISOString()}`,
+  );
 
   const heapProfDir = argv.includes('--heap-prof') ? join(floeHome(), 'runs', `${name}-heap-prof`) : undefined;
   if (heapProfDir) mkdirSync(heapProfDir, { recursive: true });
   const runs: Run[] = [
-    { label: 'reference: bare kafkajs, 64 MiB Buffers/cycle', mode: 'reference', env: {}, args: ['--topic', topic, '--brokers', brokers.join(','), '--total', String(MESSAGES)] },
-    { label: 'floe, FLOE_WORKER_BUFFER_BYTES default (256 MiB)', mode: 'floe', budgetBytes: 256 * MiB, env: {}, args: ['--config', cfgDefault.path] },
-    { label: 'floe, FLOE_WORKER_BUFFER_BYTES=64 MiB', mode: 'floe', budgetBytes: 64 * MiB, env: { FLOE_WORKER_BUFFER_BYTES: String(64 * MiB) }, args: ['--config', cfg64.path] },
+    {
+      label: 'reference: bare kafkajs, 64 MiB Buffers/cycle',
+      mode: 'reference',
+      env: {},
+      args: ['--topic', topic, '--brokers', brokers.join(','), '--total', String(MESSAGES)],
+    },
+    {
+      label: 'floe, FLOE_WORKER_BUFFER_BYTES default (256 MiB)',
+      mode: 'floe',
+      budgetBytes: 256 * MiB,
+      env: {},
+      args: ['--config', cfgDefault.path],
+    },
+    {
+      label: 'floe, FLOE_WORKER_BUFFER_BYTES=64 MiB',
+      mode: 'floe',
+      budgetBytes: 64 * MiB,
+      env: { FLOE_WORKER_BUFFER_BYTES: String(64 * MiB) },
+      args: ['--config', cfg64.path],
+    },
     // The README's advice taken literally: the heap capped at 5x the budget + 300 MB.
     {
-      label: `floe, 64 MiB, --max-old-space-size=${Math.floor((5 * 64 * MiB + 300 * MB) / MiB)}`, mode: 'floe', budgetBytes: 64 * MiB,
-      env: { FLOE_WORKER_BUFFER_BYTES: String(64 * MiB) }, args: ['--config', cfg64cap.path],
+      label: `floe, 64 MiB, --max-old-space-size=${Math.floor((5 * 64 * MiB + 300 * MB) / MiB)}`,
+      mode: 'floe',
+      budgetBytes: 64 * MiB,
+      env: { FLOE_WORKER_BUFFER_BYTES: String(64 * MiB) },
+      args: ['--config', cfg64cap.path],
       nodeArgs: [`--max-old-space-size=${Math.floor((5 * 64 * MiB + 300 * MB) / MiB)}`],
     },
   ];
@@ -389,7 +501,9 @@ async function main() {
   const ref = results.find((x) => x.r.mode === 'reference')!.res;
   const refDelta = ref.maxRss - ref.baselineRss;
   console.log('');
-  console.log('run                                                 peak RSS MB  baseline MB  peak-base MB  MB/s    cycles | RSS floe/ref  (peak-base) | README bound MB (5x budget+300)  within | 5x 64 MiB in use+300  within');
+  console.log(
+    'run                                                 peak RSS MB  baseline MB  peak-base MB  MB/s    cycles | RSS floe/ref  (peak-base) | README bound MB (5x budget+300)  within | 5x 64 MiB in use+300  within',
+  );
   for (const { r, res } of results) {
     const delta = res.maxRss - res.baselineRss;
     const mbps = res.bytes / MB / res.seconds;
@@ -402,20 +516,29 @@ async function main() {
     } else {
       tail = `| ${'1.00'.padEnd(13)} ${'1.00'.padEnd(12)}| -`;
     }
-    console.log(`${r.label.padEnd(51)} ${mb(res.maxRss).padEnd(12)} ${mb(res.baselineRss).padEnd(12)} ${mb(delta).padEnd(13)} ${mbps.toFixed(1).padEnd(7)} ${String(res.cycles).padEnd(6)} ${tail}`);
+    console.log(
+      `${r.label.padEnd(51)} ${mb(res.maxRss).padEnd(12)} ${mb(res.baselineRss).padEnd(12)} ${mb(delta).padEnd(13)} ${mbps.toFixed(1).padEnd(7)} ${String(res.cycles).padEnd(6)} ${tail}`,
+    );
   }
-  console.log('(peak RSS: getrusage maxRSS of the child; baseline: RSS after modules, connections and table load, before the first byte is read; MB = 10^6 bytes)');
+  console.log(
+    '(peak RSS: getrusage maxRSS of the child; baseline: RSS after modules, connections and table load, before the first byte is read; MB = 10^6 bytes)',
+  );
 
   console.log('');
-  console.log('where it goes: per phase, the sample with the highest RSS (MB; sampled every 20 ms and at phase edges; wasm = parquet-wasm linear memory, never shrinks)');
+  console.log(
+    'where it goes: per phase, the sample with the highest RSS (MB; sampled every 20 ms and at phase edges; wasm = parquet-wasm linear memory, never shrinks)',
+  );
   console.log('run                          phase            samples  rss    heapUsed heapTotal external arrayBuf wasm');
   for (const { r, res } of results) {
     const short = r.mode === 'reference' ? 'reference' : `floe ${r.budgetBytes! / MiB} MiB budget${r.nodeArgs ? ' capped' : ''}`;
     for (const [phase, p] of Object.entries(res.phases)) {
       const s = p.atRss;
-      console.log(`${short.padEnd(28)} ${phase.padEnd(16)} ${String(p.n).padEnd(8)} ${mb(s.rss).padEnd(6)} ${mb(s.heapUsed).padEnd(8)} ${mb(s.heapTotal).padEnd(9)} ${mb(s.external).padEnd(8)} ${mb(s.arrayBuffers).padEnd(8)} ${mb(s.wasm)}`);
+      console.log(
+        `${short.padEnd(28)} ${phase.padEnd(16)} ${String(p.n).padEnd(8)} ${mb(s.rss).padEnd(6)} ${mb(s.heapUsed).padEnd(8)} ${mb(s.heapTotal).padEnd(9)} ${mb(s.external).padEnd(8)} ${mb(s.arrayBuffers).padEnd(8)} ${mb(s.wasm)}`,
+      );
     }
-    if (r.mode === 'floe') console.log(`${''.padEnd(28)} (${res.files} Parquet files, ${mb(res.parquetBytes!)} MB written, ${res.seconds.toFixed(1)} s)`);
+    if (r.mode === 'floe')
+      console.log(`${''.padEnd(28)} (${res.files} Parquet files, ${mb(res.parquetBytes!)} MB written, ${res.seconds.toFixed(1)} s)`);
   }
   if (heapProfDir) console.log(`heap profiles (.heapprofile, open in Chrome DevTools): ${heapProfDir}`);
 
@@ -427,10 +550,21 @@ async function main() {
 
 if (argv[0] === '--child') {
   const mode = argv[1];
-  const p = mode === 'reference'
-    ? childReference(sarg('topic')!, sarg('brokers')!.split(','), arg('total', MESSAGES))
-    : childFloe(sarg('config')!);
-  p.then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+  const p =
+    mode === 'reference' ? childReference(sarg('topic')!, sarg('brokers')!.split(','), arg('total', MESSAGES)) : childFloe(sarg('config')!);
+  p.then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
 } else {
-  main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+  main().then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
 }

@@ -14,12 +14,18 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import {
-  arrowByteLength, columnsToRecordBatch, encodeParquet, icebergToArrowSchema, rowsToRecordBatch, type Columns,
+  arrowByteLength,
+  columnsToRecordBatch,
+  encodeParquet,
+  icebergToArrowSchema,
+  rowsToRecordBatch,
+  type Columns,
 } from '../iceberg/parquet';
 import type { Schema } from '../iceberg/spec/types';
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0,
+  type: 'struct',
+  'schema-id': 0,
   fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'event_time', required: true, type: 'timestamptz' },
@@ -49,15 +55,22 @@ const WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 
 
 function generate(n: number, seed = 42): Columns {
   const r = prng(seed);
-  const id = new BigInt64Array(n), eventTime = new BigInt64Array(n);
-  const eventType: string[] = new Array(n), userId: string[] = new Array(n), payload: Array<string | null> = new Array(n);
-  const amount: Array<number | null> = new Array(n), quantity: Array<number | null> = new Array(n), flag: Array<boolean | null> = new Array(n);
+  const id = new BigInt64Array(n),
+    eventTime = new BigInt64Array(n);
+  const eventType: string[] = new Array(n),
+    userId: string[] = new Array(n),
+    payload: Array<string | null> = new Array(n);
+  const amount: Array<number | null> = new Array(n),
+    quantity: Array<number | null> = new Array(n),
+    flag: Array<boolean | null> = new Array(n);
   const t0 = 1_700_000_000_000_000n;
   for (let i = 0; i < n; i++) {
     id[i] = BigInt(i);
     eventTime[i] = t0 + BigInt(i) * 1000n + BigInt(Math.floor(r() * 1000));
     eventType[i] = EVENT_TYPES[Math.floor(r() * EVENT_TYPES.length)]!;
-    userId[i] = `user-${Math.floor(r() * 100_000).toString().padStart(6, '0')}`;
+    userId[i] = `user-${Math.floor(r() * 100_000)
+      .toString()
+      .padStart(6, '0')}`;
     amount[i] = r() < 0.05 ? null : Math.round(r() * 100_000) / 100;
     quantity[i] = r() < 0.05 ? null : Math.floor(r() * 20);
     flag[i] = r() < 0.05 ? null : r() < 0.5;
@@ -76,7 +89,8 @@ function findPython(): string {
 
 /** Wall and CPU seconds of `fn` (CPU time is what to compare on a shared, loaded machine). */
 async function timed<T>(fn: () => Promise<T> | T): Promise<{ wall: number; cpu: number; value: T }> {
-  const c = process.cpuUsage(), t = performance.now();
+  const c = process.cpuUsage(),
+    t = performance.now();
   const value = await fn();
   const d = process.cpuUsage(c);
   return { wall: (performance.now() - t) / 1000, cpu: (d.user + d.system) / 1e6, value };
@@ -89,14 +103,17 @@ const arg = (name: string, dflt: number): number => {
 };
 
 async function main(): Promise<void> {
-  const rows = arg('rows', 1_000_000), runs = arg('runs', 3);
+  const rows = arg('rows', 1_000_000),
+    runs = arg('runs', 3);
   const arrowSchema = icebergToArrowSchema(schema);
   console.log(`generating ${rows} rows x 8 columns (seeded) ...`);
   const columns = generate(rows);
 
   // floe, columnar API: JS arrays -> Arrow -> Parquet + Iceberg metrics + footer facts
-  const floeWall: number[] = [], floeCpu: number[] = [];
-  let parquetBytes = 0, arrowBytes = 0;
+  const floeWall: number[] = [],
+    floeCpu: number[] = [];
+  let parquetBytes = 0,
+    arrowBytes = 0;
   let batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
   for (let k = 0; k < runs; k++) {
     const r = await timed(async () => {
@@ -114,7 +131,9 @@ async function main(): Promise<void> {
     for (const [name, col] of Object.entries(columns)) o[name] = col[i];
     return o;
   });
-  const viaRows = await timed(() => encodeParquet(schema, arrowSchema, [rowsToRecordBatch(schema, rowObjects, arrowSchema)], { codec: 'zstd' }));
+  const viaRows = await timed(() =>
+    encodeParquet(schema, arrowSchema, [rowsToRecordBatch(schema, rowObjects, arrowSchema)], { codec: 'zstd' }),
+  );
   // floe, encode only (Arrow already built): isolates parquet-wasm + metrics
   const viaArrow = await timed(() => encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' }));
 
@@ -124,7 +143,11 @@ async function main(): Promise<void> {
   try {
     const ipc = join(dir, 'events.arrow');
     writeFileSync(ipc, arrow.tableToIPC(new arrow.Table([batch]), 'file'));
-    const out = execFileSync(findPython(), ['-c', `
+    const out = execFileSync(
+      findPython(),
+      [
+        '-c',
+        `
 import io, json, sys, time, pyarrow as pa, pyarrow.parquet as pq
 t = pa.ipc.open_file(sys.argv[1]).read_all()
 times, cpu = [], []
@@ -135,7 +158,12 @@ for _ in range(int(sys.argv[2])):
     times.append(time.perf_counter() - s)
     cpu.append(time.process_time() - c)
 print(json.dumps({'times': times, 'cpu': cpu, 'bytes': sink.getvalue().size, 'version': pa.__version__}))
-`, ipc, String(runs)], { maxBuffer: 1 << 20 }).toString();
+`,
+        ipc,
+        String(runs),
+      ],
+      { maxBuffer: 1 << 20 },
+    ).toString();
     py = JSON.parse(out) as typeof py;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -144,9 +172,14 @@ print(json.dumps({'times': times, 'cpu': cpu, 'bytes': sink.getvalue().size, 've
   const mb = arrowBytes / 1e6;
   const line = (label: string, wall: number, cpu: number, bytes?: number): string =>
     `${label.padEnd(34)} wall ${wall.toFixed(2).padStart(6)} s  cpu ${cpu.toFixed(2).padStart(6)} s  ` +
-    `${Math.round(rows / wall).toLocaleString('en-US').padStart(10)} rows/s  ${(mb / wall).toFixed(1).padStart(6)} MB/s` +
+    `${Math.round(rows / wall)
+      .toLocaleString('en-US')
+      .padStart(10)} rows/s  ${(mb / wall).toFixed(1).padStart(6)} MB/s` +
     `${bytes === undefined ? '' : `  -> ${(bytes / 1e6).toFixed(1)} MB`}`;
-  const fw = median(floeWall), fc = median(floeCpu), pw = median(py.times), pc = median(py.cpu);
+  const fw = median(floeWall),
+    fc = median(floeCpu),
+    pw = median(py.times),
+    pc = median(py.cpu);
   console.log(`\n${rows.toLocaleString('en-US')} rows x 8 columns, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs}`);
   console.log('(rows/s and MB/s from wall time; MB/s = Arrow MB in per second; cpu = process CPU time)');
   console.log(line('floe columns -> Parquet + metrics', fw, fc, parquetBytes));

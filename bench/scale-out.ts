@@ -28,33 +28,47 @@ const WORKERS = arg('workers', '1,2,3').split(',').map(Number);
 const PAD = 'x'.repeat(860);
 const PARTITIONS = 4;
 
-const event = (i: number) => JSON.stringify({
-  id: i, event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(), user_id: i % 10_007,
-  kind: ['view', 'click', 'buy'][i % 3], amount: (i % 1000) / 10, payload: PAD,
-});
+const event = (i: number) =>
+  JSON.stringify({
+    id: i,
+    event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(),
+    user_id: i % 10_007,
+    kind: ['view', 'click', 'buy'][i % 3],
+    amount: (i % 1000) / 10,
+    payload: PAD,
+  });
 
 function writeConfig(name: string): string {
   const dir = join(floeHome(), 'runs');
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${name}.yaml`);
-  writeFileSync(path, stringifyYaml({
-    temporal: { taskQueue: `floe-${name}` },
-    tables: [{
-      table: `bench.${name}`, topic: name, commitInterval: '10s', parallelism: PARTITIONS,
-      maxRecordsPerCycle: 100_000, maxBytesPerCycle: 256 * 1024 * 1024,
-      columns: [
-        { name: 'id', type: 'long', required: true },
-        { name: 'event_time', type: 'timestamptz', required: true },
-        { name: 'user_id', type: 'long', required: true },
-        { name: 'kind', type: 'string', required: true },
-        { name: 'amount', type: 'double' },
-        { name: 'payload', type: 'string' },
-        { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
-        { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
+  writeFileSync(
+    path,
+    stringifyYaml({
+      temporal: { taskQueue: `floe-${name}` },
+      tables: [
+        {
+          table: `bench.${name}`,
+          topic: name,
+          commitInterval: '10s',
+          parallelism: PARTITIONS,
+          maxRecordsPerCycle: 100_000,
+          maxBytesPerCycle: 256 * 1024 * 1024,
+          columns: [
+            { name: 'id', type: 'long', required: true },
+            { name: 'event_time', type: 'timestamptz', required: true },
+            { name: 'user_id', type: 'long', required: true },
+            { name: 'kind', type: 'string', required: true },
+            { name: 'amount', type: 'double' },
+            { name: 'payload', type: 'string' },
+            { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
+            { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
+          ],
+          partitionBy: [{ column: 'event_time', transform: 'hour' }],
+        },
       ],
-      partitionBy: [{ column: 'event_time', transform: 'hour' }],
-    }],
-  }));
+    }),
+  );
   return path;
 }
 
@@ -66,7 +80,11 @@ async function produce(kafka: Kafka, topic: string): Promise<void> {
   const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await p.connect();
   for (let i = 0; i < EVENTS; i += 500) {
-    await p.send({ topic, compression: CompressionTypes.None, messages: Array.from({ length: Math.min(500, EVENTS - i) }, (_, j) => ({ key: String(i + j), value: event(i + j) })) });
+    await p.send({
+      topic,
+      compression: CompressionTypes.None,
+      messages: Array.from({ length: Math.min(500, EVENTS - i) }, (_, j) => ({ key: String(i + j), value: event(i + j) })),
+    });
   }
   await p.disconnect();
 }
@@ -78,7 +96,13 @@ async function reference(kafka: Kafka, topic: string): Promise<number> {
   let seen = 0;
   const t0 = Date.now();
   await new Promise<void>((resolve) => {
-    void c.run({ eachBatch: async ({ batch }) => { for (const m of batch.messages) JSON.parse(m.value!.toString()); seen += batch.messages.length; if (seen >= EVENTS) resolve(); } });
+    void c.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) JSON.parse(m.value!.toString());
+        seen += batch.messages.length;
+        if (seen >= EVENTS) resolve();
+      },
+    });
   });
   const s = (Date.now() - t0) / 1000;
   await c.disconnect();
@@ -92,7 +116,9 @@ async function run(workers: number): Promise<{ seconds: number; refSeconds: numb
   const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   await produce(kafka, name);
   const refSeconds = await reference(kafka, name);
-  const procs: WorkerProcess[] = Array.from({ length: workers }, (_, i) => spawnWorker(path, join(floeHome(), 'logs', `${name}-w${i}.log`)));
+  const procs: WorkerProcess[] = Array.from({ length: workers }, (_, i) =>
+    spawnWorker(path, join(floeHome(), 'logs', `${name}-w${i}.log`)),
+  );
   const fc = await connectClient(cfg);
   const table = cfg.tables[0]!.table;
   try {
@@ -111,7 +137,11 @@ async function run(workers: number): Promise<{ seconds: number; refSeconds: numb
     const spread: Record<string, number> = {};
     const handle = fc.client.workflow.getHandle(ingestWorkflowId(table, cfg.tables[0]!.ingestId));
     const { events } = await handle.fetchHistory();
-    const polls = new Set((events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'pollAndWrite').map((e) => String(e.eventId)));
+    const polls = new Set(
+      (events ?? [])
+        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'pollAndWrite')
+        .map((e) => String(e.eventId)),
+    );
     for (const e of events ?? []) {
       const a = e.activityTaskStartedEventAttributes;
       if (a && polls.has(String(a.scheduledEventId))) spread[a.identity ?? '?'] = (spread[a.identity ?? '?'] ?? 0) + 1;
@@ -125,15 +155,26 @@ async function run(workers: number): Promise<{ seconds: number; refSeconds: numb
 
 async function main() {
   await ensureStack(['temporal', 'kafka', 's3']);
-  console.log(`scale-out: ${EVENTS} events of ~1 KiB JSON, 4 partitions (4 groups), worker processes ${WORKERS.join(', ')}, ${new Date().toISOString()}`);
+  console.log(
+    `scale-out: ${EVENTS} events of ~1 KiB JSON, 4 partitions (4 groups), worker processes ${WORKERS.join(', ')}, ${new Date().toISOString()}`,
+  );
   console.log('workers  floe s  floe rec/s  | kafkajs-only rec/s | floe/ref  vs 1 worker  polls per worker');
   let one: number | undefined;
   for (const w of WORKERS) {
     const r = await run(w);
-    const f = EVENTS / r.seconds, ref = EVENTS / r.refSeconds;
+    const f = EVENTS / r.seconds,
+      ref = EVENTS / r.refSeconds;
     one ??= f;
-    console.log(`${String(w).padEnd(8)} ${r.seconds.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} | ${ref.toFixed(0).padEnd(18)} | ${(f / ref).toFixed(2).padEnd(8)}  ${(f / one).toFixed(2).padEnd(11)}  ${Object.values(r.spread).join('/')}`);
+    console.log(
+      `${String(w).padEnd(8)} ${r.seconds.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} | ${ref.toFixed(0).padEnd(18)} | ${(f / ref).toFixed(2).padEnd(8)}  ${(f / one).toFixed(2).padEnd(11)}  ${Object.values(r.spread).join('/')}`,
+    );
   }
 }
 
-main().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -22,7 +22,11 @@ import { dataFileToWire } from '../iceberg/spec/data-file';
 import { applyTransform } from '../iceberg/spec/partition';
 import type { Row } from '../ingest/decode';
 import {
-  INLINE_FILE_LIST_BUDGET_BYTES, deleteStaged, readStagedDataFiles, wireListBytes, writeStagedDataFiles,
+  INLINE_FILE_LIST_BUDGET_BYTES,
+  deleteStaged,
+  readStagedDataFiles,
+  wireListBytes,
+  writeStagedDataFiles,
 } from '../maintenance/staged-files';
 
 const argIdx = process.argv.indexOf('--sizes');
@@ -40,9 +44,13 @@ async function main(): Promise<void> {
   const location = `${cfg.catalog.warehouse.replace(/\/+$/, '')}/bench/staged_${Date.now().toString(36)}`;
   const byName = new Map(schemaOf(columns).fields.map((f) => [f.name, f.id]));
   const metadata = newTableMetadata({
-    location, schema: schemaOf(columns), tableUuid: randomUUID(), properties: { 'write.parquet.compression-codec': 'zstd' },
+    location,
+    schema: schemaOf(columns),
+    tableUuid: randomUUID(),
+    properties: { 'write.parquet.compression-codec': 'zstd' },
     spec: {
-      'spec-id': 0, fields: [
+      'spec-id': 0,
+      fields: [
         { 'source-id': byName.get('order_id')!, 'field-id': 1000, name: 'order_id_bucket', transform: 'bucket[512]' },
         { 'source-id': byName.get('currency')!, 'field-id': 1001, name: 'currency', transform: 'identity' },
       ],
@@ -57,10 +65,19 @@ async function main(): Promise<void> {
   const ids = [...idOfBucket.values()];
   const max = Math.max(...SIZES);
   const rows: Row[] = Array.from({ length: Math.min(max, 512 * CURRENCIES.length) }, (_, n) => ({
-    event_id: `evt-${n}`, order_id: ids[n % 512]!, event_type: 'placed', event_time: BigInt(Date.UTC(2026, 6, 1) + n) * 1000n,
-    customer_id: BigInt(n), amount: n / 4, currency: CURRENCIES[Math.floor(n / 512) % CURRENCIES.length]!, kafka_partition: 0, kafka_offset: BigInt(n),
+    event_id: `evt-${n}`,
+    order_id: ids[n % 512]!,
+    event_type: 'placed',
+    event_time: BigInt(Date.UTC(2026, 6, 1) + n) * 1000n,
+    customer_id: BigInt(n),
+    amount: n / 4,
+    currency: CURRENCIES[Math.floor(n / 512) % CURRENCIES.length]!,
+    kafka_partition: 0,
+    kafka_offset: BigInt(n),
   }));
-  const all = await writePartitionedRows(new MemoryFileIO(), metadata, rows, { fileName: (k) => `c-g0-a1-${String(k).padStart(5, '0')}.parquet` });
+  const all = await writePartitionedRows(new MemoryFileIO(), metadata, rows, {
+    fileName: (k) => `c-g0-a1-${String(k).padStart(5, '0')}.parquet`,
+  });
 
   console.log(`inline budget: ${INLINE_FILE_LIST_BUDGET_BYTES} bytes per commit (shared by its partition groups)\n`);
   console.log('files   inline JSON   per file   staged manifest   per file   encode+PUT ms   GET+decode ms');
@@ -83,9 +100,14 @@ async function main(): Promise<void> {
         const back = await readStagedDataFiles(tables.io, refs[0]!);
         get.push(performance.now() - t0);
         if (back.length !== n) throw new Error(`read back ${back.length} of ${n}`);
-        await deleteStaged(tables.io, refs.map((x) => x.stagedFiles));
+        await deleteStaged(
+          tables.io,
+          refs.map((x) => x.stagedFiles),
+        );
       }
-      console.log(`${String(n).padStart(5)}   ${String(inline).padStart(11)}   ${(inline / n).toFixed(0).padStart(8)}   ${String(bytes).padStart(15)}   ${(bytes / n).toFixed(1).padStart(8)}   ${median(put).toFixed(1).padStart(13)}   ${median(get).toFixed(1).padStart(13)}`);
+      console.log(
+        `${String(n).padStart(5)}   ${String(inline).padStart(11)}   ${(inline / n).toFixed(0).padStart(8)}   ${String(bytes).padStart(15)}   ${(bytes / n).toFixed(1).padStart(8)}   ${median(put).toFixed(1).padStart(13)}   ${median(get).toFixed(1).padStart(13)}`,
+      );
     }
   } finally {
     await tables.close();

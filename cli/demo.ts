@@ -11,7 +11,8 @@ import { printTable } from './common';
  * worker at ~40 s and restarts it 5 s later, then prints the commits and the exactly-once checks.
  */
 export function registerDemoCommand(program: Command): void {
-  program.command('demo')
+  program
+    .command('demo')
     .description('stack up + stream sample orders into Iceberg, kill the worker mid-stream, verify exactly-once')
     .option('--rate <n>', 'events per second', '20')
     .option('--duration <s>', 'seconds of streaming', '90')
@@ -22,7 +23,8 @@ export function registerDemoCommand(program: Command): void {
     .action(async (o: Record<string, string>) => {
       const num = (k: string) => {
         const v = Number(o[k]);
-        if (!Number.isFinite(v) || v < 0) throw new Error(`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: expected a number >= 0, found ${JSON.stringify(o[k])}`);
+        if (!Number.isFinite(v) || v < 0)
+          throw new Error(`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: expected a number >= 0, found ${JSON.stringify(o[k])}`);
         return v;
       };
       const t0 = Date.now();
@@ -30,23 +32,38 @@ export function registerDemoCommand(program: Command): void {
       console.log(`stack ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       const killAt = num('killAt');
       const res = await runScenario({
-        ratePerS: num('rate'), durationS: num('duration'), partitions: Math.max(1, num('partitions')),
+        ratePerS: num('rate'),
+        durationS: num('duration'),
+        partitions: Math.max(1, num('partitions')),
         kills: killAt > 0 ? [{ atS: killAt, restartAfterS: num('restartAfter') }] : [],
         commitInterval: o.commitInterval,
       });
       console.log(`\ncommits of ${res.table}:`);
-      printTable(await tableCommitRows(loadConfig(res.configPath), res.table),
-        ['time', 'operation', 'rows', 'files', 'total_rows', 'total_files']);
+      printTable(await tableCommitRows(loadConfig(res.configPath), res.table), [
+        'time',
+        'operation',
+        'rows',
+        'files',
+        'total_rows',
+        'total_files',
+      ]);
       console.log('');
       console.log(`messages in topic ${res.topic}: ${res.messagesInTopic} (produced ${res.produced}, ${res.kills} worker kill(s))`);
       console.log(`floe:   rows ${res.rows}, distinct event_id ${res.distinctEventIds}, dead letters ${res.deadLetters}`);
-      console.log('duckdb: ' + ('error' in res.duckdb ? `ERROR ${res.duckdb.error}` : `rows ${res.duckdb.rows}, distinct event_id ${res.duckdb.distinctEventIds}`));
+      console.log(
+        'duckdb: ' +
+          ('error' in res.duckdb
+            ? `ERROR ${res.duckdb.error}`
+            : `rows ${res.duckdb.rows}, distinct event_id ${res.duckdb.distinctEventIds}`),
+      );
       console.log(`table metadata: ${res.metadataLocation}`);
       if (!res.ok) {
         console.log(`\nFAILED: ${res.problems.join('; ')}`);
         process.exitCode = 1;
       } else {
-        console.log(`\nOK: rows == messages and every event_id once, through floe and through DuckDB (${(((Date.now() - t0) / 1000)).toFixed(0)} s)`);
+        console.log(
+          `\nOK: rows == messages and every event_id once, through floe and through DuckDB (${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+        );
       }
     });
 }

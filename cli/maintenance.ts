@@ -8,8 +8,19 @@ import { SingleBar, Presets } from 'cli-progress';
 import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, type FloeClient } from '../client';
 import {
-  applySchedules, backfillSchedule, compactTable, expireTable, listSchedules, maintainTable, removeOrphans,
-  setSchedulesPaused, tableFiles, SCHEDULE_KINDS, type ProgressCallback, type ScheduleKind, type TableFiles,
+  applySchedules,
+  backfillSchedule,
+  compactTable,
+  expireTable,
+  listSchedules,
+  maintainTable,
+  removeOrphans,
+  setSchedulesPaused,
+  tableFiles,
+  SCHEDULE_KINDS,
+  type ProgressCallback,
+  type ScheduleKind,
+  type TableFiles,
 } from '../client/maintenance';
 import type { CompactOptions, CompactResult, ExpireResult, FileStats, OrphansResult } from '../maintenance/types';
 import { parseDuration, parseSize } from '../config/units';
@@ -25,13 +36,15 @@ const int = (s: string): number => {
  * An option's value parser whose errors name the option, as `--window` does: a plain Error that
  * commander passes through and cli/main.ts prints as `floe: --older-than: expected …, found "5x"`.
  */
-const arg = <T>(flag: string, parse: (s: string) => T) => (s: string): T => {
-  try {
-    return parse(s);
-  } catch (e) {
-    throw new Error(`${flag}: ${(e as Error).message}`);
-  }
-};
+const arg =
+  <T>(flag: string, parse: (s: string) => T) =>
+  (s: string): T => {
+    try {
+      return parse(s);
+    } catch (e) {
+      throw new Error(`${flag}: ${(e as Error).message}`);
+    }
+  };
 
 /** `--window`: an ISO 8601 time not in the future (checked again by the client, workflow and activity). */
 export function parseWindowOption(s: string): string {
@@ -44,18 +57,26 @@ const mb = (n: number): string => (n / 1024 / 1024).toFixed(2);
 /** A cli-progress bar on stderr fed by the workflow's progress query; silent when not a TTY. */
 function progressBar(enabled: boolean): { onProgress?: ProgressCallback; stop(): void } {
   if (!enabled || !process.stderr.isTTY) return { stop() {} };
-  const bar = new SingleBar({ format: '{phase} [{bar}] {percentage}% | {value}/{total} {unit}', stream: process.stderr, hideCursor: true }, Presets.shades_classic);
+  const bar = new SingleBar(
+    { format: '{phase} [{bar}] {percentage}% | {value}/{total} {unit}', stream: process.stderr, hideCursor: true },
+    Presets.shades_classic,
+  );
   let started = false;
   return {
     onProgress: (p) => {
       const total = Math.max(1, p.total);
       const unit = p.unit === 'bytes' ? 'MB' : p.unit;
       const scale = (n: number) => (p.unit === 'bytes' ? Number(mb(n)) : n);
-      if (!started) { bar.start(scale(total), scale(p.done), { phase: p.phase, unit }); started = true; }
+      if (!started) {
+        bar.start(scale(total), scale(p.done), { phase: p.phase, unit });
+        started = true;
+      }
       bar.setTotal(scale(total));
       bar.update(scale(p.done), { phase: p.phase, unit });
     },
-    stop: () => { if (started) bar.stop(); },
+    stop: () => {
+      if (started) bar.stop();
+    },
   };
 }
 
@@ -96,7 +117,10 @@ function printResult<T>(json: boolean | undefined, r: T, print: (r: T) => void):
 
 /** Runs a maintenance workflow through Temporal with a progress bar (none with --json), then prints its result. */
 async function runMaintenance<T>(
-  cmd: Command, json: boolean | undefined, run: (fc: FloeClient, onProgress?: ProgressCallback) => Promise<T>, print: (r: T) => void,
+  cmd: Command,
+  json: boolean | undefined,
+  run: (fc: FloeClient, onProgress?: ProgressCallback) => Promise<T>,
+  print: (r: T) => void,
 ): Promise<void> {
   const bar = progressBar(!json);
   const r = await withClient(cmd, (fc) => run(fc, bar.onProgress)).finally(() => bar.stop());
@@ -112,25 +136,43 @@ function scheduleKind(kind: string): ScheduleKind {
 // ---------- floe compact
 
 interface CompactFlags {
-  targetFileSize?: number; minInputFiles?: number; minFileSize?: number; maxFileSize?: number; maxGroupSize?: number;
-  maxConcurrent?: number; partialProgress?: boolean; maxCommits?: number; partition?: string[]; json?: boolean;
+  targetFileSize?: number;
+  minInputFiles?: number;
+  minFileSize?: number;
+  maxFileSize?: number;
+  maxGroupSize?: number;
+  maxConcurrent?: number;
+  partialProgress?: boolean;
+  maxCommits?: number;
+  partition?: string[];
+  json?: boolean;
 }
 
 function compactOptions(o: CompactFlags): Partial<CompactOptions> {
   return {
-    targetFileSizeBytes: o.targetFileSize, minInputFiles: o.minInputFiles,
-    minFileSizeBytes: o.minFileSize, maxFileSizeBytes: o.maxFileSize,
-    maxFileGroupSizeBytes: o.maxGroupSize, maxConcurrentFileGroupRewrites: o.maxConcurrent,
-    partialProgress: o.partialProgress ? true : undefined, maxCommits: o.maxCommits,
+    targetFileSizeBytes: o.targetFileSize,
+    minInputFiles: o.minInputFiles,
+    minFileSizeBytes: o.minFileSize,
+    maxFileSizeBytes: o.maxFileSize,
+    maxFileGroupSizeBytes: o.maxGroupSize,
+    maxConcurrentFileGroupRewrites: o.maxConcurrent,
+    partialProgress: o.partialProgress ? true : undefined,
+    maxCommits: o.maxCommits,
     partitionFilter: o.partition ? { paths: o.partition } : undefined,
   };
 }
 
 function printCompaction(r: CompactResult): void {
-  printTable([{
-    rewritten_data_files_count: r.rewritten_data_files_count, added_data_files_count: r.added_data_files_count,
-    rewritten_MB: mb(r.rewritten_bytes_count), added_MB: mb(r.added_bytes_count), failed_groups: r.failed_data_file_groups.length, commits: r.commits,
-  }]);
+  printTable([
+    {
+      rewritten_data_files_count: r.rewritten_data_files_count,
+      added_data_files_count: r.added_data_files_count,
+      rewritten_MB: mb(r.rewritten_bytes_count),
+      added_MB: mb(r.added_bytes_count),
+      failed_groups: r.failed_data_file_groups.length,
+      commits: r.commits,
+    },
+  ]);
   console.log();
   printTable([
     { '': 'before', files: r.before.files, MB: mb(r.before.bytes), avg_file_MB: mb(r.before.avgFileSizeBytes) },
@@ -140,7 +182,8 @@ function printCompaction(r: CompactResult): void {
 }
 
 function registerCompact(program: Command): void {
-  program.command('compact <table>')
+  program
+    .command('compact <table>')
     .description('rewrite small files into files of the target size (Spark rewrite_data_files), now, through Temporal')
     .addOption(sizeOption('--target-file-size <size>', 'target output file size, e.g. 128MB (default: table config)'))
     .addOption(countOption('--min-input-files <n>', 'rewrite a group only with at least n files (default 5)'))
@@ -160,12 +203,22 @@ function registerCompact(program: Command): void {
 // ---------- floe expire
 
 function printExpiry(r: ExpireResult): void {
-  console.log(`${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots} snapshots older than ${new Date(r.cutoffMs).toISOString()}; ${r.retainedSnapshots} retained; legacy cursors carried into table properties: ${r.carriedCursors.join(', ') || 'none'}`);
-  printTable([{ data_files: r.deleted.dataFiles, manifests: r.deleted.manifests, manifest_lists: r.deleted.manifestLists, metadata_files: r.deleted.metadataFiles }]);
+  console.log(
+    `${r.dryRun ? 'would expire' : 'expired'} ${r.expiredSnapshots} snapshots older than ${new Date(r.cutoffMs).toISOString()}; ${r.retainedSnapshots} retained; legacy cursors carried into table properties: ${r.carriedCursors.join(', ') || 'none'}`,
+  );
+  printTable([
+    {
+      data_files: r.deleted.dataFiles,
+      manifests: r.deleted.manifests,
+      manifest_lists: r.deleted.manifestLists,
+      metadata_files: r.deleted.metadataFiles,
+    },
+  ]);
 }
 
 function registerExpire(program: Command): void {
-  program.command('expire <table>')
+  program
+    .command('expire <table>')
     .description('expire old snapshots and delete the files only they reached (Spark expire_snapshots)')
     .addOption(olderThanOption('expire snapshots older than this, e.g. 5d (default: table config)'))
     .addOption(countOption('--retain-last <n>', 'always keep the n newest snapshots (default: table config)'))
@@ -180,17 +233,27 @@ function registerExpire(program: Command): void {
 // ---------- floe orphans
 
 function printOrphanSweep(r: OrphansResult): void {
-  printTable([{
-    listed: r.filesListed, reachable: r.reachableFiles, orphans: r.orphans, orphan_MB: mb(r.orphanBytes), kept_by_grace: r.keptByGracePeriod,
-    kept_pending: r.keptByPending, kept_other_tables: r.keptByOtherTables, deleted: r.deleted,
-  }]);
+  printTable([
+    {
+      listed: r.filesListed,
+      reachable: r.reachableFiles,
+      orphans: r.orphans,
+      orphan_MB: mb(r.orphanBytes),
+      kept_by_grace: r.keptByGracePeriod,
+      kept_pending: r.keptByPending,
+      kept_other_tables: r.keptByOtherTables,
+      deleted: r.deleted,
+    },
+  ]);
   if (r.nestedTables.length) console.log(`left alone: files of tables inside this table's location: ${r.nestedTables.join(', ')}`);
-  if (r.stalePendingOwners.length) console.log(`pending markers older than 7 days (their runs may have died; files stay protected): ${r.stalePendingOwners.join(', ')}`);
+  if (r.stalePendingOwners.length)
+    console.log(`pending markers older than 7 days (their runs may have died; files stay protected): ${r.stalePendingOwners.join(', ')}`);
   if (r.dryRun) for (const l of r.sample) console.log(`would delete ${l}`);
 }
 
 function registerOrphans(program: Command): void {
-  program.command('orphans <table>')
+  program
+    .command('orphans <table>')
     .description('delete files under the table location that no metadata reaches (Spark remove_orphan_files)')
     .addOption(olderThanOption('grace period, e.g. 3d (default: table config; at least 1h unless --force)'))
     .addOption(dryRunOption('list what would be deleted; delete nothing'))
@@ -205,7 +268,8 @@ function registerOrphans(program: Command): void {
 // ---------- floe maintain
 
 function registerMaintain(program: Command): void {
-  program.command('maintain <table>')
+  program
+    .command('maintain <table>')
     .description('compact, then expire, then remove orphans; one run per table and window')
     .option('--window <iso>', 'window (ISO 8601 time, e.g. 2026-07-01T03:00:00Z, not in the future); default now', parseWindowOption)
     .addOption(dryRunOption('expire/orphans: report only'))
@@ -219,16 +283,22 @@ function registerMaintain(program: Command): void {
 
 function registerSchedules(program: Command): void {
   const s = program.command('schedules').description('Temporal Schedules of table maintenance');
-  s.command('apply [tables...]').description('create or update the schedules from the config (overlap: skip)')
+  s.command('apply [tables...]')
+    .description('create or update the schedules from the config (overlap: skip)')
     .action(async (tables: string[], _o, cmd: Command) => {
       printTable((await withClient(cmd, (fc) => applySchedules(fc, tables))) as unknown as Record<string, unknown>[]);
     });
-  s.command('list').description('floe schedules on the Temporal server')
+  s.command('list')
+    .description('floe schedules on the Temporal server')
     .action(async (_o, cmd: Command) => {
       printTable((await withClient(cmd, (fc) => listSchedules(fc))) as unknown as Record<string, unknown>[]);
     });
-  for (const [name, paused] of [['pause', true], ['unpause', false]] as const) {
-    s.command(`${name} <table> [kind]`).description(`${name} the maintenance schedules of a table (kind: ${SCHEDULE_KINDS.join('|')})`)
+  for (const [name, paused] of [
+    ['pause', true],
+    ['unpause', false],
+  ] as const) {
+    s.command(`${name} <table> [kind]`)
+      .description(`${name} the maintenance schedules of a table (kind: ${SCHEDULE_KINDS.join('|')})`)
       .action(async (table: string, kind: string | undefined, _o, cmd: Command) => {
         const k = kind === undefined ? undefined : scheduleKind(kind);
         const ids = await withClient(cmd, (fc) => setSchedulesPaused(fc, table, paused, k));
@@ -239,12 +309,19 @@ function registerSchedules(program: Command): void {
 }
 
 function registerScheduleBackfill(schedules: Command): void {
-  schedules.command('backfill <table> <kind>').description('re-run the scheduled windows between --start and --end (idempotent per window)')
-    .requiredOption('--start <iso>', 'start of the time range').requiredOption('--end <iso>', 'end of the time range')
+  schedules
+    .command('backfill <table> <kind>')
+    .description('re-run the scheduled windows between --start and --end (idempotent per window)')
+    .requiredOption('--start <iso>', 'start of the time range')
+    .requiredOption('--end <iso>', 'end of the time range')
     .action(async (table: string, kind: string, o: { start: string; end: string }, cmd: Command) => {
       const k = scheduleKind(kind);
-      for (const [flag, v] of [['--start', o.start], ['--end', o.end]] as const) {
-        if (Number.isNaN(new Date(v).getTime())) throw new Error(`${flag}: expected an ISO 8601 time like 2026-07-01T00:00:00Z, found "${v}"`);
+      for (const [flag, v] of [
+        ['--start', o.start],
+        ['--end', o.end],
+      ] as const) {
+        if (Number.isNaN(new Date(v).getTime()))
+          throw new Error(`${flag}: expected an ISO 8601 time like 2026-07-01T00:00:00Z, found "${v}"`);
       }
       await withClient(cmd, (fc) => backfillSchedule(fc, table, k, new Date(o.start), new Date(o.end)));
       console.log(`backfill of ${kind} for ${table} from ${o.start} to ${o.end} requested`);
@@ -254,14 +331,21 @@ function registerScheduleBackfill(schedules: Command): void {
 // ---------- floe table files
 
 function printTableFiles(r: TableFiles): void {
-  const row = (name: string, f: FileStats) => ({ partition: name, files: f.files, MB: mb(f.bytes), avg_file_KB: (f.avgFileSizeBytes / 1024).toFixed(1) });
+  const row = (name: string, f: FileStats) => ({
+    partition: name,
+    files: f.files,
+    MB: mb(f.bytes),
+    avg_file_KB: (f.avgFileSizeBytes / 1024).toFixed(1),
+  });
   printTable([...r.partitions.map((p) => row(p.partition, p)), row('(all)', r.overall)]);
 }
 
 /** `floe table files` joins the `table` group registered by cli/table.ts. */
 function registerTableFiles(program: Command): void {
   const tableCmd = program.commands.find((c) => c.name() === 'table') ?? program.command('table').description('inspect Iceberg tables');
-  tableCmd.command('files <table>').description('data files: count and average size, overall and per partition')
+  tableCmd
+    .command('files <table>')
+    .description('data files: count and average size, overall and per partition')
     .addOption(jsonOption())
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
       printResult(o.json, await tableFiles(configOf(cmd), table), printTableFiles);

@@ -16,7 +16,8 @@ function services(args: string[]): ServiceName[] {
 export function registerStackCommands(program: Command): void {
   const stack = program.command('stack').description(`run the local stack (${SERVICE_NAMES.join(', ')}) under $FLOE_HOME, no Docker`);
 
-  stack.command('up [services...]')
+  stack
+    .command('up [services...]')
     .description('install on first use, then start the services (default: all); no-op for healthy ones')
     .action(async (names: string[]) => {
       const t0 = Date.now();
@@ -29,11 +30,15 @@ export function registerStackCommands(program: Command): void {
       console.log(`  python    ${e.python.python}`);
     });
 
-  stack.command('down [services...]')
+  stack
+    .command('down [services...]')
     .description('stop the services (default: all); data stays in $FLOE_HOME/data')
-    .action(async (names: string[]) => { await stackDown(services(names)); });
+    .action(async (names: string[]) => {
+      await stackDown(services(names));
+    });
 
-  stack.command('status [services...]')
+  stack
+    .command('status [services...]')
     .description('installed / running / healthy per service')
     .option('--json', 'print JSON')
     .action(async (names: string[], o: { json?: boolean }) => {
@@ -44,13 +49,16 @@ export function registerStackCommands(program: Command): void {
         console.log(`FLOE_HOME ${stackEnv().floeHome}`);
         for (const s of st) {
           const state = s.health.ok ? 'healthy' : s.running ? 'UNHEALTHY' : 'stopped';
-          console.log(`${s.name.padEnd(9)} ${state.padEnd(9)} ${s.external ? 'external' : `pid ${s.pid ?? '-'}`.padEnd(10)} ${s.endpoint}  ${s.health.detail}`);
+          console.log(
+            `${s.name.padEnd(9)} ${state.padEnd(9)} ${s.external ? 'external' : `pid ${s.pid ?? '-'}`.padEnd(10)} ${s.endpoint}  ${s.health.detail}`,
+          );
         }
       }
       if (st.some((s) => !s.health.ok)) process.exitCode = 1;
     });
 
-  stack.command('logs [service]')
+  stack
+    .command('logs [service]')
     .description('tail the log of one service (default: all)')
     .option('-n, --lines <n>', 'lines per service', '50')
     .action((name: string | undefined, o: { lines: string }) => {

@@ -4,7 +4,8 @@ import { configOf, printTable } from './common';
 
 export function registerTableCommands(program: Command): void {
   const t = program.command('table').description('inspect Iceberg tables');
-  t.command('commits <table>').description('snapshots on main, oldest first: time, operation, rows, files, totals')
+  t.command('commits <table>')
+    .description('snapshots on main, oldest first: time, operation, rows, files, totals')
     .option('--json', 'print JSON')
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
       const rows = await tableCommitRows(configOf(cmd), table);

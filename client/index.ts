@@ -12,8 +12,15 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { tableIngestStatus } from './tables';
 import { checkIngestTablesDrift, TableDriftError } from '../ingest/drift';
 import {
-  backfillWorkflow, backfillWorkflowId, type BackfillResult,
-  drainAndStopSignal, ingestWorkflow, ingestWorkflowId, pauseSignal, resumeSignal, statusQuery,
+  backfillWorkflow,
+  backfillWorkflowId,
+  type BackfillResult,
+  drainAndStopSignal,
+  ingestWorkflow,
+  ingestWorkflowId,
+  pauseSignal,
+  resumeSignal,
+  statusQuery,
   type IngestStatus,
 } from '../workflows';
 
@@ -50,7 +57,11 @@ export async function ingestTableDrift(cfg: FloeConfig, t: TableConfig): Promise
  * Starts (or attaches to) the table's ingest. Refuses with a TableDriftError, before touching
  * Temporal, when the table no longer matches the configured columns (another engine changed it).
  */
-export async function startIngest(fc: FloeClient, table: string, opts: { force?: boolean } = {}): Promise<{ workflowId: string; runId: string }> {
+export async function startIngest(
+  fc: FloeClient,
+  table: string,
+  opts: { force?: boolean } = {},
+): Promise<{ workflowId: string; runId: string }> {
   const t = findTable(fc.cfg, table);
   const drift = await ingestTableDrift(fc.cfg, t);
   if (drift.length > 0) throw new TableDriftError(drift);
@@ -82,8 +93,15 @@ export async function ingestStatus(fc: FloeClient, table: string): Promise<Inges
     if (desc.status.name === 'RUNNING') return await handle.query(statusQuery);
     if (desc.status.name === 'COMPLETED') return { ...(await handle.result()), state: 'stopped' };
     // Failed, terminated, timed out: say so, with the innermost reason, and what the table holds.
-    const error = await handle.result().then(() => null, (e: unknown) => rootCause(e));
-    return { ...(await tableIngestStatus(fc.cfg, t.table, t.ingestId)), state: 'failed', error: error ? `${error.name}: ${error.message}` : desc.status.name };
+    const error = await handle.result().then(
+      () => null,
+      (e: unknown) => rootCause(e),
+    );
+    return {
+      ...(await tableIngestStatus(fc.cfg, t.table, t.ingestId)),
+      state: 'failed',
+      error: error ? `${error.name}: ${error.message}` : desc.status.name,
+    };
   } catch (e) {
     if (e instanceof WorkflowNotFoundError) return null;
     throw e;
@@ -109,7 +127,13 @@ export function parseBackfillBound(s: string, flag: string): BackfillBound {
  * workflow id and ingest id, so a re-run adds nothing. Overlap with what the table holds is refused
  * unless `force`. Resolves when the backfill is complete.
  */
-export async function runBackfill(fc: FloeClient, table: string, from: BackfillBound, to: BackfillBound, force = false): Promise<BackfillResult> {
+export async function runBackfill(
+  fc: FloeClient,
+  table: string,
+  from: BackfillBound,
+  to: BackfillBound,
+  force = false,
+): Promise<BackfillResult> {
   findTable(fc.cfg, table);
   const handle = await fc.client.workflow.start(backfillWorkflow, {
     taskQueue: fc.cfg.temporal.taskQueue,

@@ -9,17 +9,46 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowIdReusePolicy,
-  type ScheduleOptionsAction, type ScheduleSpec, type WorkflowHandle,
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
+  WorkflowIdReusePolicy,
+  type ScheduleOptionsAction,
+  type ScheduleSpec,
+  type WorkflowHandle,
 } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
 import { openTables } from '../ingest/tables';
-import { fileStats, liveDataFiles, toLiveFiles, type CompactOptions, type CompactProgress, type CompactResult, type ExpireResult, type FileStats, type OrphansResult, type Progress } from '../maintenance/index';
 import {
-  compactProgressQuery, compactWorkflow, expireProgressQuery, expireWorkflow, maintainWorkflow, maintenanceScheduleId,
-  maintenanceWorkflowId, orphansProgressQuery, orphansWorkflow, scheduledMaintenanceWorkflow, windowOf,
-  type ExpireInput, type MaintainInput, type MaintainResult, type MaintenanceWorkflowKind, type OrphansWorkflowInput,
+  fileStats,
+  liveDataFiles,
+  toLiveFiles,
+  type CompactOptions,
+  type CompactProgress,
+  type CompactResult,
+  type ExpireResult,
+  type FileStats,
+  type OrphansResult,
+  type Progress,
+} from '../maintenance/index';
+import {
+  compactProgressQuery,
+  compactWorkflow,
+  expireProgressQuery,
+  expireWorkflow,
+  maintainWorkflow,
+  maintenanceScheduleId,
+  maintenanceWorkflowId,
+  orphansProgressQuery,
+  orphansWorkflow,
+  scheduledMaintenanceWorkflow,
+  windowOf,
+  type ExpireInput,
+  type MaintainInput,
+  type MaintainResult,
+  type MaintenanceWorkflowKind,
+  type OrphansWorkflowInput,
 } from '../workflows';
 import type { FloeClient } from './index';
 import { parseOptionalWindow } from '../maintenance/window';
@@ -27,17 +56,29 @@ import { parseOptionalWindow } from '../maintenance/window';
 export type ProgressCallback = (p: { phase: string; done: number; total: number; unit: string }) => void;
 
 /** Awaits a workflow result while polling its progress query (every 500 ms) for `onProgress`. */
-async function follow<R>(handle: WorkflowHandle, poll: () => Promise<{ phase: string; done: number; total: number; unit: string }>, onProgress?: ProgressCallback): Promise<R> {
+async function follow<R>(
+  handle: WorkflowHandle,
+  poll: () => Promise<{ phase: string; done: number; total: number; unit: string }>,
+  onProgress?: ProgressCallback,
+): Promise<R> {
   let finished = false;
-  const result = handle.result().finally(() => { finished = true; }) as Promise<R>;
+  const result = handle.result().finally(() => {
+    finished = true;
+  }) as Promise<R>;
   // The poller is awaited before returning: a query still in flight when the caller closes the
   // connection fails with "Channel has been shut down".
-  const poller = onProgress ? (async () => {
-    while (!finished) {
-      try { onProgress(await poll()); } catch { /* not started yet, or just finished */ }
-      if (!finished) await Promise.race([sleep(500), result.catch(() => undefined)]);
-    }
-  })() : Promise.resolve();
+  const poller = onProgress
+    ? (async () => {
+        while (!finished) {
+          try {
+            onProgress(await poll());
+          } catch {
+            /* not started yet, or just finished */
+          }
+          if (!finished) await Promise.race([sleep(500), result.catch(() => undefined)]);
+        }
+      })()
+    : Promise.resolve();
   try {
     return await result;
   } finally {
@@ -50,11 +91,13 @@ async function follow<R>(handle: WorkflowHandle, poll: () => Promise<{ phase: st
  * window is refused), unique per invocation for runs started by hand without a window.
  */
 const runId = (kind: MaintenanceWorkflowKind, table: string, window: string | undefined): string =>
-  window ? maintenanceWorkflowId(kind, table, window)
+  window
+    ? maintenanceWorkflowId(kind, table, window)
     : maintenanceWorkflowId(kind, table, `manual-${new Date().toISOString()}-${randomBytes(3).toString('hex')}`);
 
 const startOpts = (fc: FloeClient, workflowId: string) => ({
-  taskQueue: fc.cfg.temporal.taskQueue, workflowId,
+  taskQueue: fc.cfg.temporal.taskQueue,
+  workflowId,
   workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
 });
 
@@ -66,7 +109,10 @@ const tableName = (fc: FloeClient, table: string): string => {
   }
 };
 
-export interface RunOptions { onProgress?: ProgressCallback; window?: string }
+export interface RunOptions {
+  onProgress?: ProgressCallback;
+  window?: string;
+}
 
 /**
  * Refuses an unparsable or future window before anything starts (InvalidWindowError): it would
@@ -78,22 +124,36 @@ function checkWindow(window: string | null | undefined): string | undefined {
 }
 
 /** Compacts a table now (Spark rewrite_data_files). Returns the result table. */
-export async function compactTable(fc: FloeClient, table: string, options: Partial<CompactOptions> = {}, run: RunOptions = {}): Promise<CompactResult> {
+export async function compactTable(
+  fc: FloeClient,
+  table: string,
+  options: Partial<CompactOptions> = {},
+  run: RunOptions = {},
+): Promise<CompactResult> {
   checkWindow(run.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(compactWorkflow, {
     ...startOpts(fc, runId('compact', t, run.window)),
     args: [{ table: t, options, window: run.window ?? null }],
   });
-  return follow<CompactResult>(handle, async () => {
-    const p: CompactProgress = await handle.query(compactProgressQuery);
-    return p.phase === 'rewriting' || p.phase === 'committing'
-      ? { phase: p.phase, done: p.bytesDone, total: p.bytesTotal, unit: 'bytes' }
-      : { phase: p.phase, done: p.groupsDone, total: p.groupsTotal, unit: 'groups' };
-  }, run.onProgress);
+  return follow<CompactResult>(
+    handle,
+    async () => {
+      const p: CompactProgress = await handle.query(compactProgressQuery);
+      return p.phase === 'rewriting' || p.phase === 'committing'
+        ? { phase: p.phase, done: p.bytesDone, total: p.bytesTotal, unit: 'bytes' }
+        : { phase: p.phase, done: p.groupsDone, total: p.groupsTotal, unit: 'groups' };
+    },
+    run.onProgress,
+  );
 }
 
-export async function expireTable(fc: FloeClient, table: string, options: Omit<ExpireInput, 'table'> = {}, run: RunOptions = {}): Promise<ExpireResult> {
+export async function expireTable(
+  fc: FloeClient,
+  table: string,
+  options: Omit<ExpireInput, 'table'> = {},
+  run: RunOptions = {},
+): Promise<ExpireResult> {
   checkWindow(run.window ?? options.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(expireWorkflow, {
@@ -103,7 +163,12 @@ export async function expireTable(fc: FloeClient, table: string, options: Omit<E
   return follow<ExpireResult>(handle, () => handle.query(expireProgressQuery) as Promise<Progress>, run.onProgress);
 }
 
-export async function removeOrphans(fc: FloeClient, table: string, options: Omit<OrphansWorkflowInput, 'table'> = {}, run: RunOptions = {}): Promise<OrphansResult> {
+export async function removeOrphans(
+  fc: FloeClient,
+  table: string,
+  options: Omit<OrphansWorkflowInput, 'table'> = {},
+  run: RunOptions = {},
+): Promise<OrphansResult> {
   checkWindow(run.window ?? options.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(orphansWorkflow, {
@@ -128,9 +193,20 @@ export async function maintainTable(fc: FloeClient, table: string, input: Omit<M
 export type ScheduleKind = 'compact' | 'expire' | 'orphans';
 export const SCHEDULE_KINDS: ScheduleKind[] = ['compact', 'expire', 'orphans'];
 
-export interface AppliedSchedule { scheduleId: string; table: string; kind: ScheduleKind; cron: string; paused: boolean; action: 'created' | 'updated' }
+export interface AppliedSchedule {
+  scheduleId: string;
+  table: string;
+  kind: ScheduleKind;
+  cron: string;
+  paused: boolean;
+  action: 'created' | 'updated';
+}
 
-function scheduleParts(fc: FloeClient, t: TableConfig, kind: ScheduleKind): { spec: ScheduleSpec; action: ScheduleOptionsAction; cron: string; paused: boolean } {
+function scheduleParts(
+  fc: FloeClient,
+  t: TableConfig,
+  kind: ScheduleKind,
+): { spec: ScheduleSpec; action: ScheduleOptionsAction; cron: string; paused: boolean } {
   const m = t.maintenance[kind];
   return {
     cron: m.cron,
@@ -161,7 +237,10 @@ export async function applySchedules(fc: FloeClient, tables?: string[]): Promise
       const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day' as const };
       try {
         await fc.client.schedule.create({
-          scheduleId, spec, action, policies,
+          scheduleId,
+          spec,
+          action,
+          policies,
           state: { paused, note: paused ? 'paused in config' : undefined },
           memo: { table: t.table, kind, cron },
         });
@@ -179,7 +258,13 @@ export async function applySchedules(fc: FloeClient, tables?: string[]): Promise
   return out;
 }
 
-export async function setSchedulesPaused(fc: FloeClient, table: string, paused: boolean, kind?: ScheduleKind, note?: string): Promise<string[]> {
+export async function setSchedulesPaused(
+  fc: FloeClient,
+  table: string,
+  paused: boolean,
+  kind?: ScheduleKind,
+  note?: string,
+): Promise<string[]> {
   const t = tableName(fc, table);
   const done: string[] = [];
   for (const k of kind ? [kind] : SCHEDULE_KINDS) {
@@ -191,7 +276,8 @@ export async function setSchedulesPaused(fc: FloeClient, table: string, paused: 
       if (!(e instanceof ScheduleNotFoundError)) throw e;
     }
   }
-  if (done.length === 0) throw new Error(`no schedule for ${t}${kind ? ` (${kind})` : ''}: expected one made by \`floe schedules apply\`, found none`);
+  if (done.length === 0)
+    throw new Error(`no schedule for ${t}${kind ? ` (${kind})` : ''}: expected one made by \`floe schedules apply\`, found none`);
   return done;
 }
 
@@ -199,13 +285,27 @@ export async function setSchedulesPaused(fc: FloeClient, table: string, paused: 
  * Re-runs the windows of [start, end] of a table's schedule (as `temporal schedule backfill`).
  * Every window runs at most once: windows that already ran are no-ops.
  */
-export async function backfillSchedule(fc: FloeClient, table: string, kind: ScheduleKind | 'maintain', start: Date, end: Date): Promise<void> {
+export async function backfillSchedule(
+  fc: FloeClient,
+  table: string,
+  kind: ScheduleKind | 'maintain',
+  start: Date,
+  end: Date,
+): Promise<void> {
   const h = fc.client.schedule.getHandle(maintenanceScheduleId(kind, tableName(fc, table)));
   // All windows run (one after another); the schedule's SKIP would drop the ones that overlap.
   await h.backfill({ start, end, overlap: ScheduleOverlapPolicy.BUFFER_ALL });
 }
 
-export interface ScheduleRow { scheduleId: string; table: string; kind: string; cron: string; paused: boolean; nextRun: string; recentRuns: number }
+export interface ScheduleRow {
+  scheduleId: string;
+  table: string;
+  kind: string;
+  cron: string;
+  paused: boolean;
+  nextRun: string;
+  recentRuns: number;
+}
 
 export async function listSchedules(fc: FloeClient): Promise<ScheduleRow[]> {
   const rows: ScheduleRow[] = [];
@@ -213,8 +313,13 @@ export async function listSchedules(fc: FloeClient): Promise<ScheduleRow[]> {
     if (!s.scheduleId.startsWith('floe-schedule-')) continue;
     const [kindPart, ...rest] = s.scheduleId.slice('floe-schedule-'.length).split('/');
     rows.push({
-      scheduleId: s.scheduleId, table: rest.join('/'), kind: kindPart ?? '', cron: s.memo?.cron ? String(s.memo.cron) : '',
-      paused: s.state.paused, nextRun: s.info.nextActionTimes[0]?.toISOString() ?? '', recentRuns: s.info.recentActions.length,
+      scheduleId: s.scheduleId,
+      table: rest.join('/'),
+      kind: kindPart ?? '',
+      cron: s.memo?.cron ? String(s.memo.cron) : '',
+      paused: s.state.paused,
+      nextRun: s.info.nextActionTimes[0]?.toISOString() ?? '',
+      recentRuns: s.info.recentActions.length,
     });
   }
   return rows;
@@ -224,15 +329,25 @@ export { maintenanceScheduleId, maintenanceWorkflowId, windowOf, type Maintenanc
 
 // ---------- files ----------
 
-export interface PartitionFiles extends FileStats { partition: string }
-export interface TableFiles { table: string; snapshotId: string | null; overall: FileStats; partitions: PartitionFiles[] }
+export interface PartitionFiles extends FileStats {
+  partition: string;
+}
+export interface TableFiles {
+  table: string;
+  snapshotId: string | null;
+  overall: FileStats;
+  partitions: PartitionFiles[];
+}
 
 /** Count and average size of the live data files, overall and per partition (like engines' `.files`). Read-only. */
 export async function tableFiles(cfg: FloeConfig, table: string): Promise<TableFiles> {
   const tables = await openTables(cfg);
   try {
     const { metadata } = await tables.load(table);
-    const files = toLiveFiles(metadata, (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile));
+    const files = toLiveFiles(
+      metadata,
+      (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile),
+    );
     const by = new Map<string, typeof files>();
     for (const f of files) {
       let l = by.get(f.partitionPath);
@@ -240,7 +355,9 @@ export async function tableFiles(cfg: FloeConfig, table: string): Promise<TableF
       l.push(f);
     }
     return {
-      table, snapshotId: metadata['current-snapshot-id']?.toString() ?? null, overall: fileStats(files),
+      table,
+      snapshotId: metadata['current-snapshot-id']?.toString() ?? null,
+      overall: fileStats(files),
       partitions: [...by.keys()].sort().map((p) => ({ partition: p || '(unpartitioned)', ...fileStats(by.get(p)!) })),
     };
   } finally {

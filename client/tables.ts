@@ -54,10 +54,21 @@ export async function tableIngestStatus(cfg: FloeConfig, table: string, ingestId
     const c = metadata ? readCursor(metadata, ingestId) : undefined;
     const snap = c?.snapshotId ? metadata!.snapshots.find((s) => s['snapshot-id'].toString() === c.snapshotId) : undefined;
     return {
-      table, ingestId, state: 'stopped', cursor: c?.offsets ?? {}, lag: {},
-      lastCommitId: c?.commitId ?? null, lastSnapshotId: c?.snapshotId ?? null,
+      table,
+      ingestId,
+      state: 'stopped',
+      cursor: c?.offsets ?? {},
+      lag: {},
+      lastCommitId: c?.commitId ?? null,
+      lastSnapshotId: c?.snapshotId ?? null,
       lastCommitTimeMs: snap ? Number(snap['timestamp-ms']) : null,
-      cycles: 0, commits: 0, fencedCommits: 0, totalRows: 0, totalDeadLetters: 0, rowsPerSecond: 0, filesPerCommit: 0,
+      cycles: 0,
+      commits: 0,
+      fencedCommits: 0,
+      totalRows: 0,
+      totalDeadLetters: 0,
+      rowsPerSecond: 0,
+      filesPerCommit: 0,
     };
   } finally {
     await tables.close();

@@ -7,7 +7,12 @@ import type { ColumnConfig, FloeConfig, MaintenanceConfig, PartitionFieldConfig,
 
 /** A bad config fails fast, naming the key path that is wrong and what was expected. */
 export class ConfigError extends Error {
-  constructor(readonly key: string, expected: string, found: unknown, problem?: string) {
+  constructor(
+    readonly key: string,
+    expected: string,
+    found: unknown,
+    problem?: string,
+  ) {
     super(`config ${key}: ${problem ?? `expected ${expected}, found ${JSON.stringify(found)}`}`);
     this.name = 'ConfigError';
   }
@@ -34,8 +39,20 @@ const KEYS = {
   kafka: ['brokers', 'clientId'],
   temporal: ['address', 'namespace', 'taskQueue'],
   table: [
-    'table', 'topic', 'ingestId', 'columns', 'partitionBy', 'deadLetterTable', 'commitInterval', 'maxRecordsPerCycle',
-    'maxBytesPerCycle', 'targetFileSizeBytes', 'parallelism', 'cyclesPerRun', 'properties', 'maintenance',
+    'table',
+    'topic',
+    'ingestId',
+    'columns',
+    'partitionBy',
+    'deadLetterTable',
+    'commitInterval',
+    'maxRecordsPerCycle',
+    'maxBytesPerCycle',
+    'targetFileSizeBytes',
+    'parallelism',
+    'cyclesPerRun',
+    'properties',
+    'maintenance',
   ],
   column: ['name', 'type', 'required', 'path', 'source', 'doc'],
   partitionField: ['column', 'transform', 'name'],
@@ -51,10 +68,14 @@ export function nearestKey(key: string, valid: Keys): string | undefined {
   const norm = (s: string) => s.toLowerCase().replace(/[-_\s]/g, '');
   const exact = valid.find((v) => norm(v) === norm(key));
   if (exact) return exact;
-  let best: string | undefined, bestD = Infinity;
+  let best: string | undefined,
+    bestD = Infinity;
   for (const v of valid) {
     const d = distance(norm(key), norm(v));
-    if (d < bestD) { best = v; bestD = d; }
+    if (d < bestD) {
+      best = v;
+      bestD = d;
+    }
   }
   // Close means a few edits, and fewer than half the key: `comitInterval`, not `foo` -> `topic`.
   return best !== undefined && bestD <= Math.max(2, Math.floor(norm(key).length / 3)) && bestD < norm(key).length / 2 ? best : undefined;
@@ -64,26 +85,36 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 class Reader {
-  constructor(private readonly obj: Obj, readonly path: string, private readonly keys: Keys) {
+  constructor(
+    private readonly obj: Obj,
+    readonly path: string,
+    private readonly keys: Keys,
+  ) {
     for (const k of Object.keys(obj)) {
       if (keys.includes(k)) continue;
       const near = nearestKey(k, keys);
       throw ConfigError.problem(this.key(k), `unknown key; ${near ? `did you mean "${near}"?` : `expected one of ${keys.join(', ')}`}`);
     }
   }
-  key(k: string) { return this.path ? `${this.path}.${k}` : k; }
+  key(k: string) {
+    return this.path ? `${this.path}.${k}` : k;
+  }
   /** The value under `k`, which must be one of this mapping's KEYS (a reader bug otherwise). */
   private get(k: string): unknown {
     if (!this.keys.includes(k)) throw new Error(`config reader: ${this.key(k)} is read but not listed in KEYS`);
     return this.obj[k];
   }
-  has(k: string) { return this.get(k) !== undefined; }
+  has(k: string) {
+    return this.get(k) !== undefined;
+  }
   str(k: string, def?: string): string {
     const v = this.get(k) ?? def;
     if (typeof v !== 'string' || v.length === 0) throw new ConfigError(this.key(k), 'a non-empty string', v);
     return v;
   }
-  optStr(k: string): string | undefined { return this.has(k) ? this.str(k) : undefined; }
+  optStr(k: string): string | undefined {
+    return this.has(k) ? this.str(k) : undefined;
+  }
   match(k: string, re: RegExp, what: string, def?: string): string {
     const v = this.str(k, def);
     if (!re.test(v)) throw new ConfigError(this.key(k), what, v);
@@ -134,7 +165,11 @@ class Reader {
   }
   strList(k: string, def: string[]): string[] {
     const v = this.get(k) ?? def;
-    if (typeof v === 'string') return v.split(',').map((s) => s.trim()).filter(Boolean);
+    if (typeof v === 'string')
+      return v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     if (!Array.isArray(v) || v.length === 0 || v.some((s) => typeof s !== 'string')) {
       throw new ConfigError(this.key(k), 'a non-empty list of strings', v);
     }
@@ -176,7 +211,9 @@ function readColumn(r: Reader): ColumnConfig {
 }
 
 function readMaintenance(r: Reader): MaintenanceConfig {
-  const c = r.child('compact', KEYS.compact), e = r.child('expire', KEYS.expire), o = r.child('orphans', KEYS.orphans);
+  const c = r.child('compact', KEYS.compact),
+    e = r.child('expire', KEYS.expire),
+    o = r.child('orphans', KEYS.orphans);
   return {
     compact: {
       cron: c.str('cron', '*/15 * * * *'),
@@ -188,7 +225,12 @@ function readMaintenance(r: Reader): MaintenanceConfig {
     // A streaming sink commits every few seconds: at a 10 s interval each snapshot adds ~0.8 KB to
     // every metadata.json written. Hourly expiry of snapshots older than 2 h keeps at most ~3 h
     // (~1,100 snapshots, ~0.9 MB); Java's 5-day default would grow it to ~44 MB per commit.
-    expire: { cron: e.str('cron', '7 * * * *'), olderThanMs: e.durationMs('olderThan', 2 * 3_600_000), retainLast: e.posInt('retainLast', 10), paused: e.bool('paused', false) },
+    expire: {
+      cron: e.str('cron', '7 * * * *'),
+      olderThanMs: e.durationMs('olderThan', 2 * 3_600_000),
+      retainLast: e.posInt('retainLast', 10),
+      paused: e.bool('paused', false),
+    },
     orphans: { cron: o.str('cron', '30 3 * * *'), olderThanMs: o.durationMs('olderThan', 3 * 86_400_000), paused: o.bool('paused', false) },
   };
 }
@@ -204,8 +246,13 @@ function readTable(r: Reader, i: number): TableConfig {
   }
   const partitionBy: PartitionFieldConfig[] = r.list('partitionBy', KEYS.partitionField, false).map((p, j) => {
     const column = p.str('column');
-    if (!names.has(column)) throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, `one of the columns (${[...names].join(', ')})`, column);
-    return { column, transform: p.match('transform', TRANSFORM, 'identity|year|month|day|hour|bucket[N]|truncate[W]|void', 'identity'), name: p.optStr('name') };
+    if (!names.has(column))
+      throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, `one of the columns (${[...names].join(', ')})`, column);
+    return {
+      column,
+      transform: p.match('transform', TRANSFORM, 'identity|year|month|day|hour|bucket[N]|truncate[W]|void', 'identity'),
+      name: p.optStr('name'),
+    };
   });
   return {
     table,
@@ -215,7 +262,8 @@ function readTable(r: Reader, i: number): TableConfig {
     partitionBy,
     deadLetterTable: r.match('deadLetterTable', IDENT, 'an identifier "namespace.table"', `${table}_dead_letters`),
     commitIntervalMs: r.durationMs('commitInterval', 10_000, {
-      ms: COMMIT_INTERVAL_LIMIT_MS, why: "a poll lasts up to one interval; a longer one outlasts the poll activity's timeout and never commits",
+      ms: COMMIT_INTERVAL_LIMIT_MS,
+      why: "a poll lasts up to one interval; a longer one outlasts the poll activity's timeout and never commits",
     }),
     maxRecordsPerCycle: r.posInt('maxRecordsPerCycle', 500_000),
     maxBytesPerCycle: r.sizeBytes('maxBytesPerCycle', 256 * 1024 * 1024),
@@ -244,7 +292,8 @@ function checkDistinctTables(tables: TableConfig[]): void {
   tables.forEach((t, i) => {
     const prev = owner.get(t.deadLetterTable);
     const key = `tables[${i}].deadLetterTable`;
-    if (prev === `tables[${i}].table`) throw ConfigError.problem(key, `${JSON.stringify(t.deadLetterTable)} is the entry's own table; name another`);
+    if (prev === `tables[${i}].table`)
+      throw ConfigError.problem(key, `${JSON.stringify(t.deadLetterTable)} is the entry's own table; name another`);
     claim(t.deadLetterTable, key, 'each entry needs its own dead-letter table');
   });
 }
@@ -265,8 +314,13 @@ export function parseConfig(raw: unknown): FloeConfig {
   return {
     catalog: {
       type,
-      uri: cat.str("uri", env.FLOE_CATALOG_URI ?? `sqlite:///${home}/catalog.db`), // four slashes: absolute (SQLAlchemy convention)
-      warehouse: cat.match('warehouse', /^(s3a?|file|memory):\/\//, 'a URI s3://bucket/prefix or file:///dir', env.FLOE_WAREHOUSE ?? 's3://floe/warehouse'),
+      uri: cat.str('uri', env.FLOE_CATALOG_URI ?? `sqlite:///${home}/catalog.db`), // four slashes: absolute (SQLAlchemy convention)
+      warehouse: cat.match(
+        'warehouse',
+        /^(s3a?|file|memory):\/\//,
+        'a URI s3://bucket/prefix or file:///dir',
+        env.FLOE_WAREHOUSE ?? 's3://floe/warehouse',
+      ),
       name: cat.str('name', 'floe'),
       token: cat.optStr('token'),
     },
@@ -277,7 +331,10 @@ export function parseConfig(raw: unknown): FloeConfig {
       secretAccessKey: s3.optStr('secretAccessKey') ?? env.FLOE_S3_SECRET_KEY ?? 'floe-secret',
       forcePathStyle: s3.bool('forcePathStyle', true),
     },
-    kafka: { brokers: kafka.strList('brokers', (env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')), clientId: kafka.str('clientId', 'floe') },
+    kafka: {
+      brokers: kafka.strList('brokers', (env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')),
+      clientId: kafka.str('clientId', 'floe'),
+    },
     temporal: {
       address: temporal.str('address', env.FLOE_TEMPORAL_ADDRESS ?? '127.0.0.1:7233'),
       namespace: temporal.str('namespace', env.FLOE_TEMPORAL_NAMESPACE ?? 'default'),

@@ -44,7 +44,11 @@ export interface ColumnConfig {
   doc?: string;
 }
 
-export interface PartitionFieldConfig { column: string; transform: string; name?: string }
+export interface PartitionFieldConfig {
+  column: string;
+  transform: string;
+  name?: string;
+}
 
 export interface TableConfig {
   /** Iceberg identifier `namespace.table`. */

@@ -15,10 +15,23 @@
  * (not text) must be non-negative safe integers and mean milliseconds or bytes.
  */
 
-const DURATION_UNITS = new Map([['ms', 1], ['s', 1000], ['m', 60_000], ['h', 3_600_000], ['d', 86_400_000]]);
+const DURATION_UNITS = new Map([
+  ['ms', 1],
+  ['s', 1000],
+  ['m', 60_000],
+  ['h', 3_600_000],
+  ['d', 86_400_000],
+]);
 const SIZE_UNITS = new Map([
-  ['b', 1], ['kb', 1024], ['mb', 1024 ** 2], ['gb', 1024 ** 3], ['tb', 1024 ** 4],
-  ['kib', 1024], ['mib', 1024 ** 2], ['gib', 1024 ** 3], ['tib', 1024 ** 4],
+  ['b', 1],
+  ['kb', 1024],
+  ['mb', 1024 ** 2],
+  ['gb', 1024 ** 3],
+  ['tb', 1024 ** 4],
+  ['kib', 1024],
+  ['mib', 1024 ** 2],
+  ['gib', 1024 ** 3],
+  ['tib', 1024 ** 4],
 ]);
 
 /** What parseDuration accepts, for error messages: `expected <DURATION_SYNTAX>, found …`. */
@@ -69,7 +82,12 @@ function checkCount(n: number, what: string): void {
 export function formatDuration(ms: number): string {
   checkCount(ms, 'formatDuration');
   if (ms === 0) return '0s';
-  for (const [unit, n] of [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+  for (const [unit, n] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
     if (ms % n === 0) return `${ms / n}${unit}`;
   }
   return `${ms}ms`;
@@ -82,7 +100,12 @@ export function formatDuration(ms: number): string {
 export function formatSize(bytes: number): string {
   checkCount(bytes, 'formatSize');
   if (bytes === 0) return '0B';
-  for (const [unit, n] of [['TiB', 1024 ** 4], ['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+  for (const [unit, n] of [
+    ['TiB', 1024 ** 4],
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const) {
     if (bytes % n === 0) return `${bytes / n}${unit}`;
   }
   return `${bytes}B`;

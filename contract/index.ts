@@ -39,8 +39,14 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
 /** Failures no ingest activity retry can fix: the workflow fails visibly (or reloads, for the first two). */
 export const INGEST_NON_RETRYABLE: string[] = [
-  FailureType.StaleCursor, FailureType.FilesMissing, FailureType.DataInvalid, FailureType.FeatureUnsupported,
-  FailureType.ConfigError, FailureType.TableDrift, FailureType.CursorTopicMismatch, FailureType.CursorAheadOfTopic,
+  FailureType.StaleCursor,
+  FailureType.FilesMissing,
+  FailureType.DataInvalid,
+  FailureType.FeatureUnsupported,
+  FailureType.ConfigError,
+  FailureType.TableDrift,
+  FailureType.CursorTopicMismatch,
+  FailureType.CursorAheadOfTopic,
   FailureType.IngestOverlap,
 ];
 
@@ -76,7 +82,11 @@ export const DEAD_LETTER_CURSOR_PROPERTY_PREFIX = 'floe.dead-letter-cursor.';
  * non-retryable unless `retryable`.
  */
 export class FloeFailure extends Error {
-  constructor(readonly type: FailureType, message: string, readonly retryable = false) {
+  constructor(
+    readonly type: FailureType,
+    message: string,
+    readonly retryable = false,
+  ) {
     super(message);
     this.name = 'FloeFailure';
   }

@@ -4,7 +4,12 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { floeHome } from '../stack/paths';
 
 /** Writes a config for a fresh table + topic, derived from examples/orders.yaml. */
-export function scenarioConfig(name: string, partitions: number, commitInterval: string, overrides: Record<string, unknown> = {}): { path: string; table: string; topic: string } {
+export function scenarioConfig(
+  name: string,
+  partitions: number,
+  commitInterval: string,
+  overrides: Record<string, unknown> = {},
+): { path: string; table: string; topic: string } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;
   const table = `demo.${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
   const topic = name;
@@ -21,4 +26,3 @@ export function scenarioConfig(name: string, partitions: number, commitInterval:
   writeFileSync(path, stringifyYaml(base));
   return { path, table, topic };
 }
-

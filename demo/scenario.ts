@@ -16,7 +16,11 @@ import { scenarioConfig } from './config';
 
 export { scenarioConfig };
 
-export interface Kill { atS: number; restartAfterS: number; signal?: NodeJS.Signals }
+export interface Kill {
+  atS: number;
+  restartAfterS: number;
+  signal?: NodeJS.Signals;
+}
 
 export interface ScenarioOptions {
   name?: string;
@@ -54,15 +58,23 @@ export interface ScenarioResult extends Verification {
 
 function malformed(n: number, good: string): string {
   switch (n % 3) {
-    case 0: return good.slice(0, Math.max(1, good.length - 7)); // truncated: not JSON
-    case 1: return JSON.stringify({ ...JSON.parse(good), order_id: undefined }); // required field missing
-    default: return JSON.stringify({ ...JSON.parse(good), amount: 'twelve' }); // wrong type
+    case 0:
+      return good.slice(0, Math.max(1, good.length - 7)); // truncated: not JSON
+    case 1:
+      return JSON.stringify({ ...JSON.parse(good), order_id: undefined }); // required field missing
+    default:
+      return JSON.stringify({ ...JSON.parse(good), amount: 'twelve' }); // wrong type
   }
 }
 
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const log = o.log ?? ((m: string) => console.log(m));
-  const name = o.name ?? `orders_${new Date().toISOString().replace(/[-:T.Z]/g, '').slice(0, 14)}`;
+  const name =
+    o.name ??
+    `orders_${new Date()
+      .toISOString()
+      .replace(/[-:T.Z]/g, '')
+      .slice(0, 14)}`;
   const { path: configPath, table, topic } = scenarioConfig(name, o.partitions, o.commitInterval ?? '5s', o.tableOverrides);
   const cfg = loadConfig(configPath);
   const kafka = new Kafka({ clientId: 'floe-demo', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
@@ -83,15 +95,21 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       if (stopping || killing || !o.supervise || w !== worker) return;
       selfExits++;
       log(`worker ${w.pid} exited by itself (code ${code}, signal ${signal}); restarting in 1 s`);
-      setTimeout(() => { if (!stopping && w === worker) worker = startWorker(); }, 1000);
+      setTimeout(() => {
+        if (!stopping && w === worker) worker = startWorker();
+      }, 1000);
     });
     return w;
   };
   let worker: WorkerProcess = startWorker();
-  log(`worker ${worker.pid} started; streaming ${o.ratePerS} events/s for ${o.durationS}s into topic ${topic} (${o.partitions} partitions)`);
+  log(
+    `worker ${worker.pid} started; streaming ${o.ratePerS} events/s for ${o.durationS}s into topic ${topic} (${o.partitions} partitions)`,
+  );
   const fc = await connectClient(cfg);
   const t0 = Date.now();
-  let produced = 0, malformedCount = 0, kills = 0;
+  let produced = 0,
+    malformedCount = 0,
+    kills = 0;
   try {
     await startIngest(fc, table);
     const events = orderEvents();
@@ -145,14 +163,20 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const status = await Promise.race([
       waitForIngest(fc, table),
       new Promise<never>((_, reject) => {
-        drainTimer = setTimeout(() => {
-          void ingestStatus(fc, table).then(
-            (s) => reject(new Error(`ingest did not drain within ${o.drainTimeoutS ?? 180}s; status: ${JSON.stringify(s)}`)),
-            reject);
-        }, (o.drainTimeoutS ?? 180) * 1000);
+        drainTimer = setTimeout(
+          () => {
+            void ingestStatus(fc, table).then(
+              (s) => reject(new Error(`ingest did not drain within ${o.drainTimeoutS ?? 180}s; status: ${JSON.stringify(s)}`)),
+              reject,
+            );
+          },
+          (o.drainTimeoutS ?? 180) * 1000,
+        );
       }),
     ]).finally(() => clearTimeout(drainTimer));
-    log(`ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`);
+    log(
+      `ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`,
+    );
     const v = await verifyTable(cfg, table, topic);
     return { ...v, table, topic, configPath, produced, malformed: malformedCount, kills, selfExits, elapsedS: (Date.now() - t0) / 1000 };
   } finally {

@@ -60,16 +60,24 @@ export async function verifyTable(cfg: FloeConfig, table: string, topic: string)
       duckdb = { error: (e as Error).message };
     }
     const problems: string[] = [];
-    if (ids.length + dead.length !== messagesInTopic) problems.push(`rows (${ids.length}) + dead letters (${dead.length}) != messages in topic (${messagesInTopic})`);
+    if (ids.length + dead.length !== messagesInTopic)
+      problems.push(`rows (${ids.length}) + dead letters (${dead.length}) != messages in topic (${messagesInTopic})`);
     if (distinct !== ids.length) problems.push(`${ids.length - distinct} duplicate event ids`);
     if ('error' in duckdb) problems.push(`DuckDB could not read the table: ${duckdb.error}`);
     else {
       if (duckdb.rows !== ids.length) problems.push(`DuckDB counts ${duckdb.rows} rows, floe ${ids.length}`);
-      if (duckdb.distinctEventIds !== duckdb.rows) problems.push(`DuckDB sees ${duckdb.rows - duckdb.distinctEventIds} duplicate event ids`);
+      if (duckdb.distinctEventIds !== duckdb.rows)
+        problems.push(`DuckDB sees ${duckdb.rows - duckdb.distinctEventIds} duplicate event ids`);
     }
     return {
-      messagesInTopic, rows: ids.length, distinctEventIds: distinct, deadLetters: dead.length, duckdb,
-      metadataLocation: loaded.metadataLocation, ok: problems.length === 0, problems,
+      messagesInTopic,
+      rows: ids.length,
+      distinctEventIds: distinct,
+      deadLetters: dead.length,
+      duckdb,
+      metadataLocation: loaded.metadataLocation,
+      ok: problems.length === 0,
+      problems,
     };
   } finally {
     await tables.close();

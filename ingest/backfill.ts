@@ -14,8 +14,17 @@ import type { OffsetRange } from './types';
 /** A range end: an ISO time (first offset at/after it), offsets per partition, or one offset for all. */
 export type BackfillBound = { time: string } | { offsets: Offsets } | { offset: string };
 
-export interface PrepareBackfillInput { table: string; from: BackfillBound; to: BackfillBound; force: boolean }
-export interface PreparedBackfill { ingestId: string; range: OffsetRange; records: string }
+export interface PrepareBackfillInput {
+  table: string;
+  from: BackfillBound;
+  to: BackfillBound;
+  force: boolean;
+}
+export interface PreparedBackfill {
+  ingestId: string;
+  range: OffsetRange;
+  records: string;
+}
 
 const BAD_BACKFILL = FailureType.BadBackfillRange;
 
@@ -46,14 +55,19 @@ export async function prepareBackfill(deps: Deps, input: PrepareBackfillInput): 
   for (const p of Object.keys(to)) {
     if (wm.high[p] === undefined) throw nonRetryable(BAD_BACKFILL, `--to: topic ${t.topic} has no partition ${p}`);
     from[p] ??= wm.low[p]!;
-    const f = BigInt(from[p]!), e = BigInt(to[p]!);
+    const f = BigInt(from[p]!),
+      e = BigInt(to[p]!);
     if (e > BigInt(wm.high[p]!)) throw nonRetryable(BAD_BACKFILL, `--to: partition ${p} ends at ${wm.high[p]}, range asks up to ${to[p]}`);
-    if (f < BigInt(wm.low[p]!)) throw nonRetryable(BAD_BACKFILL, `--from: partition ${p} starts at ${wm.low[p]} (retention), range asks from ${from[p]}`);
+    if (f < BigInt(wm.low[p]!))
+      throw nonRetryable(BAD_BACKFILL, `--from: partition ${p} starts at ${wm.low[p]} (retention), range asks from ${from[p]}`);
     if (f > e) throw nonRetryable(BAD_BACKFILL, `range of partition ${p} is reversed: from ${from[p]} > to ${to[p]}`);
   }
   for (const p of Object.keys(from)) if (to[p] === undefined) delete from[p];
   const range: OffsetRange = { from, to };
-  const key = Object.keys(to).sort((a, b) => Number(a) - Number(b)).map((p) => `${p}:${from[p]}-${to[p]}`).join(',');
+  const key = Object.keys(to)
+    .sort((a, b) => Number(a) - Number(b))
+    .map((p) => `${p}:${from[p]}-${to[p]}`)
+    .join(',');
   const ingestId = `backfill-${createHash('sha256').update(`${t.topic}|${key}`).digest('hex').slice(0, 16)}`;
 
   if (!input.force) {
@@ -63,15 +77,20 @@ export async function prepareBackfill(deps: Deps, input: PrepareBackfillInput): 
       if (other === ingestId || (c.topic !== null && c.topic !== t.topic)) continue; // our own earlier run: resuming is fine
       if (c.range === undefined) {
         // A live ingest holds everything below its cursor and will read everything above it.
-        throw nonRetryable(FailureType.BackfillOverlap,
-          `table ${t.table} is fed from topic ${t.topic} continuously by ingest id "${other}" (cursor ${formatOffsets(c.offsets)}); a backfill of ${key} would duplicate rows; use --force to load it anyway`);
+        throw nonRetryable(
+          FailureType.BackfillOverlap,
+          `table ${t.table} is fed from topic ${t.topic} continuously by ingest id "${other}" (cursor ${formatOffsets(c.offsets)}); a backfill of ${key} would duplicate rows; use --force to load it anyway`,
+        );
       }
       const h = c.range;
-      const hit = Object.keys(to).find((p) => h.to[p] !== undefined &&
-        BigInt(from[p]!) < BigInt(h.to[p]!) && BigInt(h.from[p] ?? '0') < BigInt(to[p]!));
+      const hit = Object.keys(to).find(
+        (p) => h.to[p] !== undefined && BigInt(from[p]!) < BigInt(h.to[p]!) && BigInt(h.from[p] ?? '0') < BigInt(to[p]!),
+      );
       if (hit !== undefined) {
-        throw nonRetryable(FailureType.BackfillOverlap,
-          `range ${key} overlaps backfill "${other}" (partition ${hit}: ${h.from[hit]}-${h.to[hit]}, loaded up to ${c.offsets[hit] ?? h.from[hit]}); use --force to load it anyway`);
+        throw nonRetryable(
+          FailureType.BackfillOverlap,
+          `range ${key} overlaps backfill "${other}" (partition ${hit}: ${h.from[hit]}-${h.to[hit]}, loaded up to ${c.offsets[hit] ?? h.from[hit]}); use --force to load it anyway`,
+        );
       }
     }
   }

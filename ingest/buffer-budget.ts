@@ -11,10 +11,13 @@ export class BufferBudget {
   private readonly waiters: Array<{ bytes: number; wake: () => void }> = [];
 
   constructor(readonly totalBytes: number) {
-    if (!Number.isSafeInteger(totalBytes) || totalBytes <= 0) throw new Error(`buffer budget: expected a positive byte count, found ${totalBytes}`);
+    if (!Number.isSafeInteger(totalBytes) || totalBytes <= 0)
+      throw new Error(`buffer budget: expected a positive byte count, found ${totalBytes}`);
   }
 
-  get inUse(): number { return this.used; }
+  get inUse(): number {
+    return this.used;
+  }
 
   /** Reserves min(bytes, total); resolves to a release function and the bytes actually granted. */
   async acquire(bytes: number, onWait?: () => void): Promise<{ granted: number; release: () => void }> {
@@ -55,6 +58,7 @@ export class BufferBudget {
 export function bufferBudgetFromEnv(env: NodeJS.ProcessEnv = process.env): BufferBudget {
   const v = env.FLOE_WORKER_BUFFER_BYTES;
   const n = v === undefined ? 256 * 1024 * 1024 : Number(v);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`FLOE_WORKER_BUFFER_BYTES: expected a positive integer (bytes), found ${JSON.stringify(v)}`);
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new Error(`FLOE_WORKER_BUFFER_BYTES: expected a positive integer (bytes), found ${JSON.stringify(v)}`);
   return new BufferBudget(n);
 }

@@ -14,8 +14,19 @@ import { clearPending } from '../maintenance/pending';
 import { deleteStaged, expandFileList, stagedLocations } from '../maintenance/staged-files';
 import { crashPoint } from './crash-points';
 import {
-  SUMMARY_COMMIT_ID, SUMMARY_DEAD_LETTERS, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_RANGE, SUMMARY_TOPIC,
-  cursorProperty, deadLetterCursorProperty, formatOffsets, landedCommit, maxOffsets, readCursor, readDeadLetterCursor,
+  SUMMARY_COMMIT_ID,
+  SUMMARY_DEAD_LETTERS,
+  SUMMARY_INGEST_ID,
+  SUMMARY_OFFSETS,
+  SUMMARY_RANGE,
+  SUMMARY_TOPIC,
+  cursorProperty,
+  deadLetterCursorProperty,
+  formatOffsets,
+  landedCommit,
+  maxOffsets,
+  readCursor,
+  readDeadLetterCursor,
 } from './cursor';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { mirrorOffsets } from './mirror';
@@ -25,7 +36,8 @@ import type { CommitInput, CommitResult } from './types';
 function commitResult(m: TableMetadata, snapshotId: string, alreadyCommitted: boolean): CommitResult {
   const snap = m.snapshots.find((s) => s['snapshot-id'].toString() === snapshotId);
   return {
-    snapshotId, alreadyCommitted,
+    snapshotId,
+    alreadyCommitted,
     committedAtMs: snap ? Number(snap['timestamp-ms']) : Number(m['last-updated-ms']),
     totalRecords: (snap ?? m.snapshots.at(-1))?.summary['total-records'] ?? '0',
   };
@@ -36,8 +48,10 @@ async function requireFilesExist(deps: Deps, paths: string[], what: string): Pro
   const exists = await mapConcurrent(paths, 16, (p) => deps.tables.io.exists(p));
   const missing = paths.filter((_, i) => !exists[i]);
   if (missing.length > 0) {
-    throw nonRetryable(FailureType.FilesMissing,
-      `${what}: ${missing.length} of ${paths.length} files written for it no longer exist (e.g. ${missing[0]}); the cycle will re-read its offsets`);
+    throw nonRetryable(
+      FailureType.FilesMissing,
+      `${what}: ${missing.length} of ${paths.length} files written for it no longer exist (e.g. ${missing[0]}); the cycle will re-read its offsets`,
+    );
   }
 }
 
@@ -54,21 +68,33 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
   // missing files like any other: the loop reloads and re-reads the same offsets.
   let files, deadLetterFiles;
   try {
-    [files, deadLetterFiles] = await Promise.all([expandFileList(deps.tables.io, input.files), expandFileList(deps.tables.io, input.deadLetterFiles)]);
+    [files, deadLetterFiles] = await Promise.all([
+      expandFileList(deps.tables.io, input.files),
+      expandFileList(deps.tables.io, input.deadLetterFiles),
+    ]);
   } catch (e) {
     if (!isIcebergError(e, 'NotFound')) throw e;
-    throw nonRetryable(FailureType.FilesMissing, `${t.table} commit ${input.commitId}: a staged file list written for it no longer exists (${(e as Error).message}); the cycle will re-read its offsets`);
+    throw nonRetryable(
+      FailureType.FilesMissing,
+      `${t.table} commit ${input.commitId}: a staged file list written for it no longer exists (${(e as Error).message}); the cycle will re-read its offsets`,
+    );
   }
-  
+
   // A cycle that waited long (a stuck group, a paused worker) may find its files swept; never
   // commit a dangling reference: the loop reloads and re-reads the same offsets instead.
-  await requireFilesExist(deps, [...files, ...deadLetterFiles].map((f) => f.filePath), `${t.table} commit ${input.commitId}`);
-  
+  await requireFilesExist(
+    deps,
+    [...files, ...deadLetterFiles].map((f) => f.filePath),
+    `${t.table} commit ${input.commitId}`,
+  );
+
   const fence = (m: TableMetadata) => {
     const cur = readCursor(m, input.ingestId);
     if (cur.snapshotId !== input.baseSnapshotId) {
-      throw nonRetryable(FailureType.StaleCursor,
-        `stale cursor for ${t.table}/${input.ingestId}: expected cursor snapshot ${input.baseSnapshotId ?? 'none'}, found ${cur.snapshotId ?? 'none'} (${formatOffsets(cur.offsets)})`);
+      throw nonRetryable(
+        FailureType.StaleCursor,
+        `stale cursor for ${t.table}/${input.ingestId}: expected cursor snapshot ${input.baseSnapshotId ?? 'none'}, found ${cur.snapshotId ?? 'none'} (${formatOffsets(cur.offsets)})`,
+      );
     }
   };
   if (deadLetterFiles.length > 0) {
@@ -78,14 +104,19 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     await deps.tables.appendOnce(t.deadLetterTable, {
       files: deadLetterFiles,
       summary: { [SUMMARY_COMMIT_ID]: input.commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_INGEST_ID + '.source']: input.ingestId },
-      properties: () => deadLetterCursorProperty(input.ingestId, t.topic,
-        { offsets: maxOffsets(input.deadLetterFloor, input.endOffsets), commitId: input.commitId }),
+      properties: () =>
+        deadLetterCursorProperty(input.ingestId, t.topic, {
+          offsets: maxOffsets(input.deadLetterFloor, input.endOffsets),
+          commitId: input.commitId,
+        }),
       validate: (m) => {
         const dl = readDeadLetterCursor(m, input.ingestId);
         if (dl.commitId === input.commitId) return ALREADY_COMMITTED;
         if (dl.commitId !== input.deadLetterBaseCommitId) {
-          throw nonRetryable(FailureType.StaleCursor,
-            `stale dead-letter cursor for ${t.deadLetterTable}/${input.ingestId}: expected commit ${input.deadLetterBaseCommitId ?? 'none'}, found ${dl.commitId ?? 'none'}`);
+          throw nonRetryable(
+            FailureType.StaleCursor,
+            `stale dead-letter cursor for ${t.deadLetterTable}/${input.ingestId}: expected commit ${input.deadLetterBaseCommitId ?? 'none'}, found ${dl.commitId ?? 'none'}`,
+          );
         }
       },
     });
@@ -99,12 +130,18 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
   };
   const res = await deps.tables.appendOnce(t.table, {
-    files, summary, base: before,
+    files,
+    summary,
+    base: before,
     // The cursor is a table property written in the same atomic commit: it survives any expiry.
-    properties: (snapshotId) => cursorProperty(input.ingestId, {
-      snapshotId: snapshotId.toString(), commitId: input.commitId, offsets: input.endOffsets, topic: t.topic,
-      ...(input.range ? { range: input.range } : {}),
-    }),
+    properties: (snapshotId) =>
+      cursorProperty(input.ingestId, {
+        snapshotId: snapshotId.toString(),
+        commitId: input.commitId,
+        offsets: input.endOffsets,
+        topic: t.topic,
+        ...(input.range ? { range: input.range } : {}),
+      }),
     validate: (m) => {
       if (landedCommit(m, input.ingestId, input.commitId) !== null) return ALREADY_COMMITTED;
       fence(m);
@@ -113,7 +150,11 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
   crashPoint('after-cas');
   // Every earlier cycle of this ingest is now either committed or abandoned (fenced): its files
   // are referenced or true orphans, so none needs protecting any more.
-  await Promise.all([t.table, t.deadLetterTable].map(async (n) => clearPending(deps.tables.io, await tableLocation(deps.tables, n), pendingOwner(input.ingestId))));
+  await Promise.all(
+    [t.table, t.deadLetterTable].map(async (n) =>
+      clearPending(deps.tables.io, await tableLocation(deps.tables, n), pendingOwner(input.ingestId)),
+    ),
+  );
   await deleteStaged(deps.tables.io, staged); // read, committed: not needed any more (best effort)
   const snapshotId = res.snapshotId ?? landedCommit(res.metadata, input.ingestId, input.commitId);
   if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${t.table} reported landed but the table does not name it`);

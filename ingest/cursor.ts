@@ -28,7 +28,10 @@ export const SUMMARY_RANGE = 'floe.range';
 /** Partition number (as a decimal string) -> next offset to read (decimal string, 64-bit safe). */
 export type Offsets = Record<string, string>;
 
-export interface OffsetRange { from: Offsets; to: Offsets }
+export interface OffsetRange {
+  from: Offsets;
+  to: Offsets;
+}
 
 export interface Cursor {
   /** Snapshot that carries the cursor (the fencing token); null when this ingest never committed. */
@@ -53,7 +56,10 @@ export function cursorProperty(ingestId: string, c: Cursor): Record<string, stri
     throw new Error(`cursor of ${ingestId}: a recorded cursor needs a snapshot id and a commit id`);
   }
   const body: Record<string, unknown> = {
-    topic: c.topic, offsets: sortOffsets(c.offsets), 'snapshot-id': c.snapshotId, 'commit-id': c.commitId,
+    topic: c.topic,
+    offsets: sortOffsets(c.offsets),
+    'snapshot-id': c.snapshotId,
+    'commit-id': c.commitId,
   };
   if (c.range) body.range = { from: sortOffsets(c.range.from), to: sortOffsets(c.range.to) };
   return { [cursorPropertyKey(ingestId)]: JSON.stringify(body) };
@@ -72,7 +78,9 @@ function parseCursorProperty(key: string, json: string): Cursor {
   };
   const range = o.range as OffsetRange | undefined;
   return {
-    snapshotId: str('snapshot-id'), commitId: str('commit-id'), topic: typeof o.topic === 'string' ? o.topic : null,
+    snapshotId: str('snapshot-id'),
+    commitId: str('commit-id'),
+    topic: typeof o.topic === 'string' ? o.topic : null,
     offsets: parseOffsets(JSON.stringify(o.offsets)),
     ...(range ? { range: { from: parseOffsets(JSON.stringify(range.from)), to: parseOffsets(JSON.stringify(range.to)) } } : {}),
   };
@@ -81,8 +89,10 @@ function parseCursorProperty(key: string, json: string): Cursor {
 function cursorFromSummary(s: Snapshot): Cursor {
   const range = s.summary[SUMMARY_RANGE];
   return {
-    snapshotId: s['snapshot-id'].toString(), commitId: s.summary[SUMMARY_COMMIT_ID] ?? null,
-    offsets: parseOffsets(s.summary[SUMMARY_OFFSETS]), topic: s.summary[SUMMARY_TOPIC] ?? null,
+    snapshotId: s['snapshot-id'].toString(),
+    commitId: s.summary[SUMMARY_COMMIT_ID] ?? null,
+    offsets: parseOffsets(s.summary[SUMMARY_OFFSETS]),
+    topic: s.summary[SUMMARY_TOPIC] ?? null,
     ...(range ? { range: JSON.parse(range) as OffsetRange } : {}),
   };
 }
@@ -145,7 +155,10 @@ export function landedCommit(m: TableMetadata, ingestId: string, commitId: strin
 }
 
 /** Dead-letter table: offsets below which an ingest id's dead letters are recorded, and the commit that set them. */
-export interface DeadLetterCursor { offsets: Offsets; commitId: string | null }
+export interface DeadLetterCursor {
+  offsets: Offsets;
+  commitId: string | null;
+}
 
 export function readDeadLetterCursor(m: TableMetadata, ingestId: string): DeadLetterCursor {
   const key = deadLetterCursorPropertyKey(ingestId);
@@ -174,14 +187,19 @@ export function parseOffsets(json: string | undefined): Offsets {
   if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new Error(`${SUMMARY_OFFSETS} is not a JSON object: ${json}`);
   const out: Offsets = {};
   for (const [p, v] of Object.entries(o as Record<string, unknown>)) {
-    if (typeof v !== 'string' || !/^\d+$/.test(v) || !/^\d+$/.test(p)) throw new Error(`${SUMMARY_OFFSETS} has a bad entry ${p}: ${JSON.stringify(v)}`);
+    if (typeof v !== 'string' || !/^\d+$/.test(v) || !/^\d+$/.test(p))
+      throw new Error(`${SUMMARY_OFFSETS} has a bad entry ${p}: ${JSON.stringify(v)}`);
     out[p] = v;
   }
   return out;
 }
 
 const sortOffsets = (o: Offsets): Offsets =>
-  Object.fromEntries(Object.keys(o).sort((a, b) => Number(a) - Number(b)).map((k) => [k, o[k]!]));
+  Object.fromEntries(
+    Object.keys(o)
+      .sort((a, b) => Number(a) - Number(b))
+      .map((k) => [k, o[k]!]),
+  );
 
 /** Stable JSON (partitions in numeric order) so equal cursors serialize equally. */
 export function formatOffsets(o: Offsets): string {

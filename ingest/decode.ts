@@ -96,23 +96,32 @@ function show(v: unknown): string {
 const fail = (col: string, expected: string, v: unknown): DecodeError => new DecodeError(`${col}: expected ${expected}, found ${show(v)}`);
 
 // ---------- exact numbers ----------
-const INT_MIN = -(2 ** 31), INT_MAX = 2 ** 31 - 1;
-const INT_MIN_N = BigInt(INT_MIN), INT_MAX_N = BigInt(INT_MAX);
-const LONG_MIN = -(2n ** 63n), LONG_MAX = 2n ** 63n - 1n;
+const INT_MIN = -(2 ** 31),
+  INT_MAX = 2 ** 31 - 1;
+const INT_MIN_N = BigInt(INT_MIN),
+  INT_MAX_N = BigInt(INT_MAX);
+const LONG_MIN = -(2n ** 63n),
+  LONG_MAX = 2n ** 63n - 1n;
 const INT_STRING = /^-?\d+$/;
 /** JSON's number grammar, plus what decimal strings commonly hold: a leading '+', "1." and ".5". */
 const NUMBER_LITERAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
 
 /** An exact decimal literal: (neg ? -1 : 1) * digits * 10^exp, digits without leading or trailing zeros ('' is zero). */
-interface Literal { neg: boolean; digits: string; exp: number }
+interface Literal {
+  neg: boolean;
+  digits: string;
+  exp: number;
+}
 
 function parseLiteral(s: string): Literal | undefined {
   const m = NUMBER_LITERAL.exec(s);
   if (!m) return undefined;
-  const int = m[2]!, frac = m[3] ?? '';
+  const int = m[2]!,
+    frac = m[3] ?? '';
   if (int === '' && frac === '') return undefined;
   let digits = int + frac;
-  let a = 0, b = digits.length;
+  let a = 0,
+    b = digits.length;
   while (a < b && digits.charCodeAt(a) === 48) a++;
   while (b > a && digits.charCodeAt(b - 1) === 48) b--;
   // a huge exponent stays a (possibly infinite) number: nothing is built from it before a range check
@@ -154,13 +163,20 @@ function integerOf(v: unknown): bigint | 'range' | undefined {
 }
 
 // ---------- ranges (what the writer and the table's partition transforms accept) ----------
-interface Range<T> { lo: T; hi: T; why: string }
+interface Range<T> {
+  lo: T;
+  hi: T;
+  why: string;
+}
 
 /** Intersects `ranges`; on a miss, the first range that excludes the value explains why. */
 class Bounds<T extends number | bigint> {
   readonly lo: T;
   readonly hi: T;
-  constructor(readonly col: string, readonly ranges: Array<Range<T>>) {
+  constructor(
+    readonly col: string,
+    readonly ranges: Array<Range<T>>,
+  ) {
     this.lo = ranges.reduce((m, r) => (r.lo > m ? r.lo : m), ranges[0]!.lo);
     this.hi = ranges.reduce((m, r) => (r.hi < m ? r.hi : m), ranges[0]!.hi);
   }
@@ -173,7 +189,10 @@ class Bounds<T extends number | bigint> {
 }
 
 /** The smallest multiple of w at or above lo: truncate[w] floors to multiples of w, so anything below underflows. */
-const ceilMultiple = (lo: bigint, w: bigint): bigint => { const q = lo / w; return (q * w < lo ? q + 1n : q) * w; };
+const ceilMultiple = (lo: bigint, w: bigint): bigint => {
+  const q = lo / w;
+  return (q * w < lo ? q + 1n : q) * w;
+};
 
 const MICROS_PER_DAY = 86_400_000_000n;
 const MICROS_PER_HOUR = 3_600_000_000n;
@@ -201,14 +220,17 @@ const SUB_MICROS = /[1-9]/;
 
 /** Seconds of a clock time h:m:s, or undefined when there is no such time (24:00, 12:60, leap seconds). */
 const clockSeconds = (h: string, m: string, s: string): number | undefined => {
-  const hh = Number(h), mm = Number(m), ss = Number(s);
+  const hh = Number(h),
+    mm = Number(m),
+    ss = Number(s);
   return hh > 23 || mm > 59 || ss > 59 ? undefined : hh * 3600 + mm * 60 + ss;
 };
 
 /** Fraction digits -> micros; digits beyond the sixth must be zeros (never truncated away). */
 function fractionMicros(col: string, frac: string | undefined, v: unknown, what: string): number {
   if (frac === undefined) return 0;
-  if (frac.length > 6 && SUB_MICROS.test(frac.slice(6))) throw new DecodeError(`${col}: ${show(v)} has sub-microsecond digits; a ${what} holds microseconds`);
+  if (frac.length > 6 && SUB_MICROS.test(frac.slice(6)))
+    throw new DecodeError(`${col}: ${show(v)} has sub-microsecond digits; a ${what} holds microseconds`);
   return Number(frac.length >= 6 ? frac.slice(0, 6) : frac.padEnd(6, '0'));
 }
 
@@ -239,7 +261,9 @@ function transformsOn(c: ColumnConfig, partitionBy: readonly PartitionFieldConfi
     try {
       transformResultType(p.transform, c.type);
     } catch (e) {
-      throw new DecoderConfigError(`column ${c.name}: partition transform ${p.transform} cannot apply to type ${c.type} (${(e as Error).message})`);
+      throw new DecoderConfigError(
+        `column ${c.name}: partition transform ${p.transform} cannot apply to type ${c.type} (${(e as Error).message})`,
+      );
     }
     out.push(p.transform.trim().toLowerCase());
   }
@@ -250,7 +274,12 @@ function intBounds(c: ColumnConfig, transforms: string[]): Bounds<number> {
   const ranges: Array<Range<number>> = [{ lo: INT_MIN, hi: INT_MAX, why: 'a 32-bit int' }];
   for (const t of transforms) {
     const p = parseTransform(t);
-    if (p.kind === 'truncate') ranges.push({ lo: Number(ceilMultiple(BigInt(INT_MIN), BigInt(p.width))), hi: INT_MAX, why: `partition transform ${t} (the truncated value must fit a 32-bit int)` });
+    if (p.kind === 'truncate')
+      ranges.push({
+        lo: Number(ceilMultiple(BigInt(INT_MIN), BigInt(p.width))),
+        hi: INT_MAX,
+        why: `partition transform ${t} (the truncated value must fit a 32-bit int)`,
+      });
   }
   return new Bounds(c.name, ranges);
 }
@@ -259,7 +288,12 @@ function longBounds(c: ColumnConfig, transforms: string[]): Bounds<bigint> {
   const ranges: Array<Range<bigint>> = [{ lo: LONG_MIN, hi: LONG_MAX, why: 'a 64-bit long' }];
   for (const t of transforms) {
     const p = parseTransform(t);
-    if (p.kind === 'truncate') ranges.push({ lo: ceilMultiple(LONG_MIN, BigInt(p.width)), hi: LONG_MAX, why: `partition transform ${t} (the truncated value must fit a 64-bit long)` });
+    if (p.kind === 'truncate')
+      ranges.push({
+        lo: ceilMultiple(LONG_MIN, BigInt(p.width)),
+        hi: LONG_MAX,
+        why: `partition transform ${t} (the truncated value must fit a 64-bit long)`,
+      });
   }
   return new Bounds(c.name, ranges);
 }
@@ -269,7 +303,11 @@ function dateBounds(c: ColumnConfig, transforms: string[]): Bounds<number> {
   for (const t of transforms) {
     const k = parseTransform(t).kind;
     if (k === 'identity' || k === 'year' || k === 'month' || k === 'day') {
-      ranges.push({ lo: -DATE_DAYS, hi: DATE_DAYS, why: `partition transform ${t} (its partition value needs a date within ${DATE_DAYS} days of 1970-01-01)` });
+      ranges.push({
+        lo: -DATE_DAYS,
+        hi: DATE_DAYS,
+        why: `partition transform ${t} (its partition value needs a date within ${DATE_DAYS} days of 1970-01-01)`,
+      });
     }
   }
   return new Bounds(c.name, ranges);
@@ -282,11 +320,23 @@ function timestampBounds(c: ColumnConfig, transforms: string[]): Bounds<bigint> 
   for (const t of transforms) {
     const k = parseTransform(t).kind;
     if (k === 'hour') {
-      ranges.push({ lo: BigInt(INT_MIN) * MICROS_PER_HOUR, hi: (BigInt(INT_MAX) + 1n) * MICROS_PER_HOUR - 1n, why: `partition transform ${t} (hours since 1970 must fit a 32-bit int)` });
+      ranges.push({
+        lo: BigInt(INT_MIN) * MICROS_PER_HOUR,
+        hi: (BigInt(INT_MAX) + 1n) * MICROS_PER_HOUR - 1n,
+        why: `partition transform ${t} (hours since 1970 must fit a 32-bit int)`,
+      });
     } else if (k === 'year' || k === 'month' || k === 'day') {
-      ranges.push({ lo: -days * MICROS_PER_DAY, hi: (days + 1n) * MICROS_PER_DAY - 1n, why: `partition transform ${t} (its partition value needs a time within ${DATE_DAYS} days of 1970)` });
+      ranges.push({
+        lo: -days * MICROS_PER_DAY,
+        hi: (days + 1n) * MICROS_PER_DAY - 1n,
+        why: `partition transform ${t} (its partition value needs a time within ${DATE_DAYS} days of 1970)`,
+      });
     } else if (k === 'identity') {
-      ranges.push({ lo: -days * MICROS_PER_DAY, hi: days * MICROS_PER_DAY + 999n, why: `partition transform ${t} (its partition value needs a time within ${DATE_DAYS} days of 1970)` });
+      ranges.push({
+        lo: -days * MICROS_PER_DAY,
+        hi: days * MICROS_PER_DAY + 999n,
+        why: `partition transform ${t} (its partition value needs a time within ${DATE_DAYS} days of 1970)`,
+      });
     }
   }
   return new Bounds(c.name, ranges);
@@ -297,7 +347,12 @@ function decimalBounds(c: ColumnConfig, precision: number, scale: number, transf
   const ranges: Array<Range<bigint>> = [{ lo: -max, hi: max, why: `decimal(${precision}, ${scale}) (at most ${precision} digits)` }];
   for (const t of transforms) {
     const p = parseTransform(t);
-    if (p.kind === 'truncate') ranges.push({ lo: ceilMultiple(-max, BigInt(p.width)), hi: max, why: `partition transform ${t} (the truncated value must keep at most ${precision} digits)` });
+    if (p.kind === 'truncate')
+      ranges.push({
+        lo: ceilMultiple(-max, BigInt(p.width)),
+        hi: max,
+        why: `partition transform ${t} (the truncated value must keep at most ${precision} digits)`,
+      });
   }
   return new Bounds(c.name, ranges);
 }
@@ -344,7 +399,8 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
         else if (v === 'NaN' || v === 'Infinity' || v === '-Infinity') return Number(v);
         else throw fail(col, 'a number', v);
         // JSON has no literal for infinities: an infinite result is an overflow, not the value sent
-        if (!Number.isFinite(x) || (isFloat && !Number.isFinite(Math.fround(x)))) throw new DecodeError(`${col}: ${show(v)} is out of range for a ${t}`);
+        if (!Number.isFinite(x) || (isFloat && !Number.isFinite(Math.fround(x))))
+          throw new DecodeError(`${col}: ${show(v)} is out of range for a ${t}`);
         return x;
       };
     }
@@ -357,7 +413,8 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
       };
     case 'uuid':
       return (v) => {
-        if (typeof v !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) throw fail(col, 'a UUID string', v);
+        if (typeof v !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v))
+          throw fail(col, 'a UUID string', v);
         return v.toLowerCase();
       };
     case 'binary':
@@ -401,7 +458,8 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
         if (days === undefined || secs === undefined) throw fail(col, 'a timestamp that exists (no Feb 30, no 24:00, no leap second)', v);
         let offset = 0;
         if (zone && zone !== 'Z') {
-          const zh = Number(zone.slice(1, 3)), zm = Number(zone.slice(-2));
+          const zh = Number(zone.slice(1, 3)),
+            zm = Number(zone.slice(-2));
           if (zh > 18 || zm > 59) throw fail(col, 'a zone offset within ±18:00', v);
           offset = (zone[0] === '-' ? -1 : 1) * (zh * 3600 + zm * 60);
         }
@@ -427,7 +485,8 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
       if (width !== undefined) {
         return (v) => {
           const b = base64Bytes(col, v, `base64 of ${width} bytes`);
-          if (b.length !== width) throw new DecodeError(`${col}: expected base64 of exactly ${width} bytes for ${t}, found ${b.length} bytes in ${show(v)}`);
+          if (b.length !== width)
+            throw new DecodeError(`${col}: expected base64 of exactly ${width} bytes for ${t}, found ${b.length} bytes in ${show(v)}`);
           return b;
         };
       }
@@ -454,7 +513,8 @@ function compilePath(path: string): (obj: Record<string, unknown>) => unknown {
   return (obj) => {
     let cur: unknown = obj;
     for (const p of parts) {
-      if (cur === null || typeof cur !== 'object' || Array.isArray(cur) || cur instanceof LosslessNumber || !hasOwn.call(cur, p)) return undefined;
+      if (cur === null || typeof cur !== 'object' || Array.isArray(cur) || cur instanceof LosslessNumber || !hasOwn.call(cur, p))
+        return undefined;
       cur = (cur as Record<string, unknown>)[p];
     }
     return cur;
@@ -484,12 +544,15 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
       if (width !== undefined) {
         return (_, rec) => {
           if (rec.key === null) return missing('record key is required but null');
-          if (rec.key.length !== width) throw new DecodeError(`${col}: expected a record key of exactly ${width} bytes for ${c.type}, found ${rec.key.length} bytes`);
+          if (rec.key.length !== width)
+            throw new DecodeError(`${col}: expected a record key of exactly ${width} bytes for ${c.type}, found ${rec.key.length} bytes`);
           return new Uint8Array(rec.key);
         };
       }
       if (c.type !== 'string' && c.type !== 'uuid' && c.type !== 'int' && c.type !== 'long') {
-        throw new DecoderConfigError(`column ${col}: a record key fills string, uuid, int, long, binary or fixed[N] columns, not ${c.type}`);
+        throw new DecoderConfigError(
+          `column ${col}: a record key fills string, uuid, int, long, binary or fixed[N] columns, not ${c.type}`,
+        );
       }
       const convert = compileConvert(c, transforms);
       return (_, rec) => {
@@ -513,7 +576,10 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
     case 'timestamp': {
       // epoch millis -> micros; a long column holds the same micros a timestamp would
       const bounds = c.type === 'long' || c.type === 'timestamp' || c.type === 'timestamptz' ? timestampBounds(c, transforms) : undefined;
-      if (!bounds) throw new DecoderConfigError(`column ${col}: the Kafka timestamp fills a timestamp, timestamptz or long (micros) column, not ${c.type}`);
+      if (!bounds)
+        throw new DecoderConfigError(
+          `column ${col}: the Kafka timestamp fills a timestamp, timestamptz or long (micros) column, not ${c.type}`,
+        );
       return (_, rec) => {
         const us = BigInt(rec.timestamp) * 1000n;
         return us >= bounds.lo && us <= bounds.hi ? us : bounds.check(us, null, `the Kafka timestamp ${rec.timestamp} ms`);
@@ -601,9 +667,13 @@ export function deadLetterRow(topic: string, rec: KafkaRecord, e: unknown): Row 
   let ms: bigint | null = null;
   try {
     ms = BigInt(rec.timestamp);
-  } catch { /* not a number: no timestamp */ }
+  } catch {
+    /* not a number: no timestamp */
+  }
   return {
-    topic, partition: rec.partition, offset: BigInt(rec.offset),
+    topic,
+    partition: rec.partition,
+    offset: BigInt(rec.offset),
     key: rec.key === null ? null : new Uint8Array(rec.key),
     value: rec.value === null ? null : new Uint8Array(rec.value),
     error: (reason as Es2024String).toWellFormed(),

@@ -25,7 +25,10 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
   const admin = kafka.admin();
   await admin.connect();
   return {
-    cfg, tables, kafka, admin,
+    cfg,
+    tables,
+    kafka,
+    admin,
     close: async () => {
       // A cursor mirror still running holds a kafkajs consumer: let it finish before disconnecting.
       await awaitMirrors();

@@ -35,9 +35,12 @@ const norm = (t: string): string => t.replace(/\s+/g, '').toLowerCase();
 export function typeString(t: IcebergType): string {
   if (typeof t === 'string') return norm(t);
   switch (t.type) {
-    case 'struct': return `struct<${t.fields.map((f) => `${f.name}: ${typeString(f.type)}`).join(', ')}>`;
-    case 'list': return `list<${typeString(t.element)}>`;
-    case 'map': return `map<${typeString(t.key)}, ${typeString(t.value)}>`;
+    case 'struct':
+      return `struct<${t.fields.map((f) => `${f.name}: ${typeString(f.type)}`).join(', ')}>`;
+    case 'list':
+      return `list<${typeString(t.element)}>`;
+    case 'map':
+      return `map<${typeString(t.key)}, ${typeString(t.value)}>`;
   }
 }
 
@@ -62,19 +65,27 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
     const want = norm(c.type);
     if (!f) {
       // Gone from the current schema: an older schema tells renamed (same field id, new name) from dropped.
-      const older = [...metadata.schemas].reverse().flatMap((s) => s.fields).find((x) => x.name === c.name);
+      const older = [...metadata.schemas]
+        .reverse()
+        .flatMap((s) => s.fields)
+        .find((x) => x.name === c.name);
       const now = older ? byId.get(older.id) : undefined;
       if (now) {
         renamedTo.add(now.name);
         say(`column "${c.name}" (${want} in ${by}) was renamed to "${now.name}" (${typeString(now.type)} in the table)`);
       } else if (older) say(`column "${c.name}" (${want} in ${by}) was dropped from the table (it was ${typeString(older.type)})`);
-      else say(`column "${c.name}" (${want} in ${by}) is not in the table (table columns: ${schema.fields.map((x) => `${x.name} ${typeString(x.type)}`).join(', ')})`);
+      else
+        say(
+          `column "${c.name}" (${want} in ${by}) is not in the table (table columns: ${schema.fields.map((x) => `${x.name} ${typeString(x.type)}`).join(', ')})`,
+        );
       continue;
     }
     const have = typeString(f.type);
     if (have !== want) say(`column "${c.name}" is ${have} in the table but ${want} in ${by}`);
     else if (f.required && !c.required) {
-      say(`column "${c.name}" is required ${have} in the table but optional ${want} in ${by}: a null would fail the write (make it required: nulls then go to the dead-letter table)`);
+      say(
+        `column "${c.name}" is required ${have} in the table but optional ${want} in ${by}: a null would fail the write (make it required: nulls then go to the dead-letter table)`,
+      );
     }
   }
 
@@ -86,7 +97,10 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
   }
 
   const spec = defaultSpec(metadata);
-  const tableSpec = spec.fields.map((p) => ({ column: byId.get(p['source-id'])?.name ?? `<field ${p['source-id']}>`, transform: p.transform }));
+  const tableSpec = spec.fields.map((p) => ({
+    column: byId.get(p['source-id'])?.name ?? `<field ${p['source-id']}>`,
+    transform: p.transform,
+  }));
   const wantSpec = describePartition(t.partitionBy);
   const haveSpec = describePartition(tableSpec);
   if (wantSpec !== haveSpec) say(`partition spec is ${haveSpec} in the table but ${wantSpec} in ${by}`);
@@ -98,20 +112,28 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
  * table against floe's fixed dead-letter columns (activities/tables.ts `deadLetterColumns`).
  */
 export function checkIngestTablesDrift(
-  t: TableConfig, table: TableMetadata | null, deadLetterTable: TableMetadata | null, deadLetterColumns: ColumnConfig[],
+  t: TableConfig,
+  table: TableMetadata | null,
+  deadLetterTable: TableMetadata | null,
+  deadLetterColumns: ColumnConfig[],
 ): string[] {
   return [
     ...(table ? checkTableDrift(t, table) : []),
     ...(deadLetterTable
-      ? checkTableDrift({ table: t.deadLetterTable, columns: deadLetterColumns, partitionBy: [], expectedBy: "floe's dead-letter schema" }, deadLetterTable)
+      ? checkTableDrift(
+          { table: t.deadLetterTable, columns: deadLetterColumns, partitionBy: [], expectedBy: "floe's dead-letter schema" },
+          deadLetterTable,
+        )
       : []),
   ];
 }
 
 /** One message for all problems, with what to do. */
 export function tableDriftMessage(problems: string[]): string {
-  return `the configured columns no longer match the table (changed by another engine?): ${problems.join('; ')}. `
-    + 'Change the config to match the table (or the table back), then start the ingest again.';
+  return (
+    `the configured columns no longer match the table (changed by another engine?): ${problems.join('; ')}. ` +
+    'Change the config to match the table (or the table back), then start the ingest again.'
+  );
 }
 
 /** Thrown by `ingest start` when a table drifted; `problems` as checkTableDrift reports them. */

@@ -10,11 +10,15 @@ import { AssignerProtocol, type Admin, type Kafka, type PartitionAssigner } from
 import type { KafkaRecord } from './decode';
 import type { Offsets } from './cursor';
 
-export interface Watermarks { low: Offsets; high: Offsets }
+export interface Watermarks {
+  low: Offsets;
+  high: Offsets;
+}
 
 export async function topicWatermarks(admin: Admin, topic: string): Promise<Watermarks> {
   const parts = await admin.fetchTopicOffsets(topic);
-  const low: Offsets = {}, high: Offsets = {};
+  const low: Offsets = {},
+    high: Offsets = {};
   for (const p of parts) {
     low[String(p.partition)] = p.low;
     high[String(p.partition)] = p.high;
@@ -30,11 +34,16 @@ export async function topicWatermarks(admin: Admin, topic: string): Promise<Wate
 export function onlyPartitions(topic: string, partitions: number[]): PartitionAssigner {
   const name = 'FloeOnlyPartitions';
   return () => ({
-    name, version: 1,
+    name,
+    version: 1,
     async assign({ members }) {
       return members.map(({ memberId }, i) => ({
         memberId,
-        memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: i === 0 ? { [topic]: partitions } : {}, userData: Buffer.alloc(0) }),
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({
+          version: 1,
+          assignment: i === 0 ? { [topic]: partitions } : {},
+          userData: Buffer.alloc(0),
+        }),
       }));
     },
     protocol({ topics }) {
@@ -79,8 +88,7 @@ export async function pollPartitions(
   const next: Offsets = { ...start };
   const outcome: PollOutcome = { next, records: 0, bytes: 0 };
   const caughtUp = () =>
-    bounds.stopAt !== undefined &&
-    partitions.every((p) => BigInt(next[String(p)] ?? '0') >= BigInt(bounds.stopAt![String(p)] ?? '0'));
+    bounds.stopAt !== undefined && partitions.every((p) => BigInt(next[String(p)] ?? '0') >= BigInt(bounds.stopAt![String(p)] ?? '0'));
   if (caughtUp()) return outcome;
 
   const consumer = kafka.consumer({
@@ -92,9 +100,16 @@ export async function pollPartitions(
     partitionAssigners: [onlyPartitions(topic, partitions)],
   });
   let finish!: () => void;
-  const finished = new Promise<void>((resolve) => { finish = resolve; });
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
   let done = false;
-  const stop = () => { if (!done) { done = true; finish(); } };
+  const stop = () => {
+    if (!done) {
+      done = true;
+      finish();
+    }
+  };
   const timer = setTimeout(stop, bounds.maxWaitMs);
   bounds.signal?.addEventListener('abort', stop, { once: true });
   const progress = setInterval(() => onProgress?.(outcome), 2000);
@@ -104,7 +119,10 @@ export async function pollPartitions(
     await consumer.subscribe({ topics: [topic], fromBeginning: true });
     let crashed: Error | undefined;
     consumer.on(consumer.events.CRASH, (e) => {
-      if (!(e.payload as { restart?: boolean }).restart) { crashed = e.payload.error; stop(); }
+      if (!(e.payload as { restart?: boolean }).restart) {
+        crashed = e.payload.error;
+        stop();
+      }
     });
     await consumer.run({
       autoCommit: false,

@@ -17,11 +17,14 @@ const mirrorsInFlight = new Map<string, Promise<void>>();
 export function mirrorOffsets(admin: Admin, t: TableConfig, offsets: Offsets): void {
   const groupId = `floe.${t.table}.${t.ingestId}`;
   if (mirrorsInFlight.has(groupId)) return;
-  const p = admin.setOffsets({
-    groupId,
-    topic: t.topic,
-    partitions: Object.entries(offsets).map(([partition, offset]) => ({ partition: Number(partition), offset })),
-  }).catch(() => undefined).finally(() => mirrorsInFlight.delete(groupId));
+  const p = admin
+    .setOffsets({
+      groupId,
+      topic: t.topic,
+      partitions: Object.entries(offsets).map(([partition, offset]) => ({ partition: Number(partition), offset })),
+    })
+    .catch(() => undefined)
+    .finally(() => mirrorsInFlight.delete(groupId));
   mirrorsInFlight.set(groupId, p);
 }
 

@@ -18,8 +18,10 @@ import type { CyclePlan, TableRef } from './types';
 function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetadata): void {
   for (const [other, c] of allCursors(m)) {
     if (other === ingestId || c.range || (c.topic !== null && c.topic !== t.topic)) continue;
-    throw nonRetryable(FailureType.IngestOverlap,
-      `table ${t.table} already holds topic ${t.topic} through ingest id "${other}" (cursor ${formatOffsets(c.offsets)}); starting ingest id "${ingestId}" would load the topic again; start it with force to do that anyway, or keep ingestId "${other}"`);
+    throw nonRetryable(
+      FailureType.IngestOverlap,
+      `table ${t.table} already holds topic ${t.topic} through ingest id "${other}" (cursor ${formatOffsets(c.offsets)}); starting ingest id "${ingestId}" would load the topic again; start it with force to do that anyway, or keep ingestId "${other}"`,
+    );
   }
 }
 
@@ -35,20 +37,26 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
   // a failover cluster) would silently skip or re-read records.
   if (cursor.topic !== null && cursor.topic !== t.topic) {
-    throw nonRetryable(FailureType.CursorTopicMismatch,
-      `table ${t.table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`);
+    throw nonRetryable(
+      FailureType.CursorTopicMismatch,
+      `table ${t.table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
+    );
   }
   if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
   const wm = await topicWatermarks(deps.admin, t.topic);
   for (const [p, o] of Object.entries(cursor.offsets)) {
     const high = wm.high[p];
     if (high === undefined || BigInt(o) > BigInt(high)) {
-      throw nonRetryable(FailureType.CursorAheadOfTopic,
-        `table ${t.table}: the cursor of ingest id "${ref.ingestId}" is at ${p}:${o} but topic ${t.topic} ${high === undefined ? `has no partition ${p}` : `partition ${p} ends at ${high}`}; the topic was recreated or failed over; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`);
+      throw nonRetryable(
+        FailureType.CursorAheadOfTopic,
+        `table ${t.table}: the cursor of ingest id "${ref.ingestId}" is at ${p}:${o} but topic ${t.topic} ${high === undefined ? `has no partition ${p}` : `partition ${p} ends at ${high}`}; the topic was recreated or failed over; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
+      );
     }
   }
   // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
-  const partitions = Object.keys(ref.range?.to ?? wm.high).map(Number).sort((a, b) => a - b);
+  const partitions = Object.keys(ref.range?.to ?? wm.high)
+    .map(Number)
+    .sort((a, b) => a - b);
   const startOffsets: Offsets = {};
   for (const p of partitions) {
     const k = String(p);
@@ -56,7 +64,9 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
     startOffsets[k] = cursor.offsets[k] ?? ref.range?.from[k] ?? wm.low[k] ?? '0';
     if (BigInt(startOffsets[k]!) < BigInt(wm.low[k] ?? '0')) {
       // Retention deleted records the table never got: that is data loss upstream, not ours to hide.
-      run.warn(`partition ${k}: cursor ${startOffsets[k]} is below the earliest retained offset ${wm.low[k]}; records were lost to retention`);
+      run.warn(
+        `partition ${k}: cursor ${startOffsets[k]} is below the earliest retained offset ${wm.low[k]}; records were lost to retention`,
+      );
       startOffsets[k] = wm.low[k]!;
     }
   }
@@ -65,9 +75,15 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   const groups: number[][] = Array.from({ length: Math.min(t.parallelism, partitions.length) || 1 }, () => []);
   partitions.forEach((p, i) => groups[i % groups.length]!.push(p));
   return {
-    baseSnapshotId: cursor.snapshotId, startOffsets, highWatermarks, groups,
-    deadLetterFloor: deadLetters.offsets, deadLetterBaseCommitId: deadLetters.commitId,
-    commitIntervalMs: t.commitIntervalMs, maxRecordsPerCycle: t.maxRecordsPerCycle,
-    maxBytesPerCycle: t.maxBytesPerCycle, cyclesPerRun: t.cyclesPerRun,
+    baseSnapshotId: cursor.snapshotId,
+    startOffsets,
+    highWatermarks,
+    groups,
+    deadLetterFloor: deadLetters.offsets,
+    deadLetterBaseCommitId: deadLetters.commitId,
+    commitIntervalMs: t.commitIntervalMs,
+    maxRecordsPerCycle: t.maxRecordsPerCycle,
+    maxBytesPerCycle: t.maxBytesPerCycle,
+    cyclesPerRun: t.cyclesPerRun,
   };
 }

@@ -23,9 +23,15 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const rows: Row[] = [];
   const deadRows: Row[] = [];
   const outcome = await pollPartitions(
-    deps.kafka, t.topic, input.partitions, allPartitions, input.startOffsets,
+    deps.kafka,
+    t.topic,
+    input.partitions,
+    allPartitions,
+    input.startOffsets,
     {
-      maxWaitMs: input.maxWaitMs, maxRecords: input.maxRecords, maxBytes: input.maxBytes,
+      maxWaitMs: input.maxWaitMs,
+      maxRecords: input.maxRecords,
+      maxBytes: input.maxBytes,
       stopAt: input.stopAt ?? (input.untilCaughtUp ? wm.high : undefined),
       limit: input.limit,
       signal: run.signal,
@@ -50,18 +56,28 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
   // did not land (fenced, or its worker died): recording them again would duplicate them.
   const floor = input.deadLetterFloor ?? {};
-  const freshDeadRows = deadRows.filter((r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!));
+  const freshDeadRows = deadRows.filter(
+    (r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!),
+  );
   const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
   // Until this cycle commits, its files are unreachable: markers keep the orphan sweep off them
   // however long the cycle takes (another group stuck, a paused worker). The commit clears them.
-  if (rows.length > 0) await markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`);
-  if (freshDeadRows.length > 0) await markPending(deps.tables.io, await tableLocation(deps.tables, t.deadLetterTable), pendingOwner(input.ingestId), `${input.commitId}-`);
+  if (rows.length > 0)
+    await markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`);
+  if (freshDeadRows.length > 0)
+    await markPending(
+      deps.tables.io,
+      await tableLocation(deps.tables, t.deadLetterTable),
+      pendingOwner(input.ingestId),
+      `${input.commitId}-`,
+    );
   // Writing a large cycle takes a while: keep heartbeating so only a dead worker times out.
   const beat = setInterval(() => run.heartbeat({ phase: 'write', records: outcome.records, bytes: outcome.bytes }), 2000);
   let files, deadLetterFiles;
   try {
     files = rows.length === 0 ? [] : await deps.tables.writeDataFiles(t.table, rows, prefix, t.targetFileSizeBytes);
-    deadLetterFiles = freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
+    deadLetterFiles =
+      freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
   } finally {
     clearInterval(beat);
   }
@@ -77,7 +93,10 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     groupIndex: input.groupIndex,
     files: await fileListForHistory(deps.tables.io, files, budget, stage(t.table)),
     deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
-    endOffsets: outcome.next, highWatermarks,
-    records: rows.length, deadLetters: freshDeadRows.length, bytes: outcome.bytes,
+    endOffsets: outcome.next,
+    highWatermarks,
+    records: rows.length,
+    deadLetters: freshDeadRows.length,
+    bytes: outcome.bytes,
   };
 }

@@ -15,8 +15,18 @@ import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
 import type { Tables } from './tables';
 import { topicWatermarks } from './kafka';
 import {
-  SUMMARY_COMMIT_ID, SUMMARY_INGEST_ID, SUMMARY_OFFSETS, SUMMARY_TOPIC, cursorProperty, deadLetterCursorProperty,
-  formatOffsets, readCursor, readDeadLetterCursor, sameOffsets, type Cursor, type Offsets,
+  SUMMARY_COMMIT_ID,
+  SUMMARY_INGEST_ID,
+  SUMMARY_OFFSETS,
+  SUMMARY_TOPIC,
+  cursorProperty,
+  deadLetterCursorProperty,
+  formatOffsets,
+  readCursor,
+  readDeadLetterCursor,
+  sameOffsets,
+  type Cursor,
+  type Offsets,
 } from './cursor';
 
 export const SUMMARY_RESET = 'floe.reset';
@@ -26,9 +36,12 @@ export type ResetTarget = { kind: 'earliest' } | { kind: 'latest' } | { kind: 't
 
 export function parseResetTarget(s: string): ResetTarget {
   if (s === 'earliest' || s === 'latest') return { kind: s };
-  if (/^\d+:\d+(,\d+:\d+)*$/.test(s)) return { kind: 'offsets', offsets: Object.fromEntries(s.split(',').map((kv) => kv.split(':') as [string, string])) };
+  if (/^\d+:\d+(,\d+:\d+)*$/.test(s))
+    return { kind: 'offsets', offsets: Object.fromEntries(s.split(',').map((kv) => kv.split(':') as [string, string])) };
   if (/^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s))) return { kind: 'time', iso: new Date(Date.parse(s)).toISOString() };
-  throw new Error(`--to: expected earliest, latest, an ISO time (2026-07-01T00:00:00Z) or "partition:offset,..." for every partition, found ${JSON.stringify(s)}`);
+  throw new Error(
+    `--to: expected earliest, latest, an ISO time (2026-07-01T00:00:00Z) or "partition:offset,..." for every partition, found ${JSON.stringify(s)}`,
+  );
 }
 
 /** Resolves a target to one offset per partition of the topic, each within [low, high]. */
@@ -45,7 +58,8 @@ export async function resolveResetTarget(admin: Admin, topic: string, target: Re
   }
   const parts = Object.keys(wm.high);
   const missing = parts.filter((p) => target.offsets[p] === undefined);
-  if (missing.length) throw new Error(`--to: topic ${topic} has partitions ${parts.join(',')}; give an offset for each (missing ${missing.join(',')})`);
+  if (missing.length)
+    throw new Error(`--to: topic ${topic} has partitions ${parts.join(',')}; give an offset for each (missing ${missing.join(',')})`);
   for (const [p, o] of Object.entries(target.offsets)) {
     if (wm.high[p] === undefined) throw new Error(`--to: topic ${topic} has no partition ${p}`);
     if (BigInt(o) < BigInt(wm.low[p]!) || BigInt(o) > BigInt(wm.high[p]!)) {
@@ -55,7 +69,12 @@ export async function resolveResetTarget(admin: Admin, topic: string, target: Re
   return { ...target.offsets };
 }
 
-export interface ResetOutcome { before: Cursor; after: Offsets; changed: boolean; snapshotId: string | null }
+export interface ResetOutcome {
+  before: Cursor;
+  after: Offsets;
+  changed: boolean;
+  snapshotId: string | null;
+}
 
 /** Moves `ingestId`'s cursor of table `t` to `offsets`. Concurrency: optimistic CAS; see the file comment. */
 export async function resetCursor(tables: Tables, t: TableConfig, ingestId: string, offsets: Offsets): Promise<ResetOutcome> {
@@ -64,15 +83,19 @@ export async function resetCursor(tables: Tables, t: TableConfig, ingestId: stri
   const isTarget = (c: Cursor) => c.topic === t.topic && sameOffsets(c.offsets, offsets);
 
   await tables.appendOnce(t.deadLetterTable, {
-    files: [], summary: { [SUMMARY_COMMIT_ID]: commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_RESET]: 'true' },
+    files: [],
+    summary: { [SUMMARY_COMMIT_ID]: commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_RESET]: 'true' },
     properties: () => deadLetterCursorProperty(ingestId, t.topic, { offsets, commitId }),
     validate: (m) => (sameOffsets(readDeadLetterCursor(m, ingestId).offsets, offsets) ? ALREADY_COMMITTED : undefined),
   });
   const res = await tables.appendOnce(t.table, {
     files: [],
     summary: {
-      [SUMMARY_INGEST_ID]: ingestId, [SUMMARY_OFFSETS]: formatOffsets(offsets), [SUMMARY_COMMIT_ID]: commitId,
-      [SUMMARY_TOPIC]: t.topic, [SUMMARY_RESET]: 'true',
+      [SUMMARY_INGEST_ID]: ingestId,
+      [SUMMARY_OFFSETS]: formatOffsets(offsets),
+      [SUMMARY_COMMIT_ID]: commitId,
+      [SUMMARY_TOPIC]: t.topic,
+      [SUMMARY_RESET]: 'true',
     },
     properties: (snapshotId) => cursorProperty(ingestId, { snapshotId: snapshotId.toString(), commitId, offsets, topic: t.topic }),
     validate: (m) => (isTarget(readCursor(m, ingestId)) ? ALREADY_COMMITTED : undefined),

@@ -10,7 +10,10 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { catalogFromConfig } from '../iceberg/catalog/config';
 import { overlappingTables } from '../iceberg/catalog/locations';
 import {
-  METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX, PARQUET_COMPRESSION, WRITE_FORMAT_DEFAULT,
+  METADATA_DELETE_AFTER_COMMIT,
+  METADATA_PREVIOUS_VERSIONS_MAX,
+  PARQUET_COMPRESSION,
+  WRITE_FORMAT_DEFAULT,
 } from '../iceberg/spec/table-properties';
 import { IcebergError, isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
@@ -70,26 +73,45 @@ export const deadLetterColumns: ColumnConfig[] = [
 
 export function schemaOf(columns: ColumnConfig[]): Schema {
   return {
-    type: 'struct', 'schema-id': 0,
-    fields: columns.map((c, i): NestedField => ({ id: i + 1, name: c.name, required: c.required, type: c.type, ...(c.doc ? { doc: c.doc } : {}) })),
+    type: 'struct',
+    'schema-id': 0,
+    fields: columns.map((c, i): NestedField => ({
+      id: i + 1,
+      name: c.name,
+      required: c.required,
+      type: c.type,
+      ...(c.doc ? { doc: c.doc } : {}),
+    })),
   };
 }
 
 export async function openTables(cfg: FloeConfig): Promise<Tables> {
   const { catalog, io } = await catalogFromConfig({
-    type: cfg.catalog.type, name: cfg.catalog.name, uri: cfg.catalog.uri, warehouse: cfg.catalog.warehouse,
+    type: cfg.catalog.type,
+    name: cfg.catalog.name,
+    uri: cfg.catalog.uri,
+    warehouse: cfg.catalog.warehouse,
     ...(cfg.catalog.token ? { token: cfg.catalog.token } : {}),
     s3: {
-      endpoint: cfg.s3.endpoint, region: cfg.s3.region, forcePathStyle: cfg.s3.forcePathStyle,
+      endpoint: cfg.s3.endpoint,
+      region: cfg.s3.region,
+      forcePathStyle: cfg.s3.forcePathStyle,
       ...(cfg.s3.accessKeyId ? { accessKeyId: cfg.s3.accessKeyId, secretAccessKey: cfg.s3.secretAccessKey } : {}),
     },
   } as Parameters<typeof catalogFromConfig>[0]);
   const warehouse = cfg.catalog.warehouse.replace(/\/+$/, '');
 
-  const create = async (table: string, columns: ColumnConfig[], partitionBy: TableConfig['partitionBy'], properties: Record<string, string>) => {
+  const create = async (
+    table: string,
+    columns: ColumnConfig[],
+    partitionBy: TableConfig['partitionBy'],
+    properties: Record<string, string>,
+  ) => {
     const id = parseIdentifier(table);
     if (!(await catalog.namespaceExists(id.namespace))) {
-      await catalog.createNamespace(id.namespace).catch((e) => { if (!isIcebergError(e, 'AlreadyExists')) throw e; });
+      await catalog.createNamespace(id.namespace).catch((e) => {
+        if (!isIcebergError(e, 'AlreadyExists')) throw e;
+      });
     }
     if (await catalog.tableExists(id)) return;
     const location = `${warehouse}/${id.namespace.join('/')}/${id.name}`;
@@ -98,9 +120,19 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     const overlaps = await overlappingTables(catalog, location, id);
     if (overlaps.length > 0) {
       const o = overlaps[0]!;
-      const how = o.relation === 'same' ? 'is the location of' : o.relation === 'contains' ? 'contains the location of' : 'lies inside the location of';
-      throw IcebergError.mismatch('DataInvalid', `cannot create table ${table} at ${location}: its location ${how} table ${o.name} (${o.location}), so one table's maintenance would delete the other's files`,
-        'a location that neither contains nor lies inside another table\'s location (rename the table or namespace)', `${overlaps.length} overlapping table(s): ${overlaps.map((x) => x.name).join(', ')}`, false);
+      const how =
+        o.relation === 'same'
+          ? 'is the location of'
+          : o.relation === 'contains'
+            ? 'contains the location of'
+            : 'lies inside the location of';
+      throw IcebergError.mismatch(
+        'DataInvalid',
+        `cannot create table ${table} at ${location}: its location ${how} table ${o.name} (${o.location}), so one table's maintenance would delete the other's files`,
+        "a location that neither contains nor lies inside another table's location (rename the table or namespace)",
+        `${overlaps.length} overlapping table(s): ${overlaps.map((x) => x.name).join(', ')}`,
+        false,
+      );
     }
     const schema = schemaOf(columns);
     const byName = new Map(schema.fields.map((f) => [f.name, f.id]));
@@ -110,26 +142,33 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       spec: {
         'spec-id': 0,
         fields: partitionBy.map((p, i) => ({
-          'source-id': byName.get(p.column)!, 'field-id': 1000 + i, transform: p.transform,
+          'source-id': byName.get(p.column)!,
+          'field-id': 1000 + i,
+          transform: p.transform,
           name: p.name ?? (p.transform === 'identity' ? p.column : `${p.column}_${p.transform.replace(/\[.*$/, '')}`),
         })),
       },
       properties: {
-        [WRITE_FORMAT_DEFAULT]: 'parquet', [PARQUET_COMPRESSION]: 'zstd',
+        [WRITE_FORMAT_DEFAULT]: 'parquet',
+        [PARQUET_COMPRESSION]: 'zstd',
         // Metadata growth: without these every commit leaves a metadata.json behind forever (8,640
         // a day at a 10 s commit interval). 100 previous versions (Java's default) is ~15 KB of
         // metadata log, and at least 100 commit intervals (17 min at 10 s) for a reader that was
         // handed an older version to open it; floe's expiry reads its base version within seconds.
-        [METADATA_DELETE_AFTER_COMMIT]: 'true', [METADATA_PREVIOUS_VERSIONS_MAX]: '100',
+        [METADATA_DELETE_AFTER_COMMIT]: 'true',
+        [METADATA_PREVIOUS_VERSIONS_MAX]: '100',
         ...properties,
       },
       tableUuid: randomUUID(),
     });
-    await catalog.createTable(id, metadata).catch((e) => { if (!isIcebergError(e, 'AlreadyExists')) throw e; });
+    await catalog.createTable(id, metadata).catch((e) => {
+      if (!isIcebergError(e, 'AlreadyExists')) throw e;
+    });
   };
 
   const tables: Tables = {
-    catalog, io,
+    catalog,
+    io,
     load: (table) => catalog.loadTable(parseIdentifier(table)),
 
     async ensureIngestTables(t) {
@@ -140,7 +179,8 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     async writeDataFiles(table, rows, prefix, targetFileSizeBytes) {
       const { metadata } = await tables.load(table);
       return writePartitionedRows(io, metadata, rows, {
-        targetFileSizeBytes, fileName: (n) => `${prefix}-${String(n).padStart(5, '0')}.parquet`,
+        targetFileSizeBytes,
+        fileName: (n) => `${prefix}-${String(n).padStart(5, '0')}.parquet`,
       });
     },
 
@@ -149,7 +189,11 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       const append = tx.fastAppend(req.files, req.summary);
       if (req.properties) tx.setProperties(req.properties(append.snapshotId));
       const r = await tx.commit(catalog, io, { validate: (t) => req.validate(t.metadata), ...(req.base ? { table: req.base } : {}) });
-      return { snapshotId: r.alreadyCommitted ? null : append.snapshotId.toString(), alreadyCommitted: r.alreadyCommitted, metadata: r.table.metadata };
+      return {
+        snapshotId: r.alreadyCommitted ? null : append.snapshotId.toString(),
+        alreadyCommitted: r.alreadyCommitted,
+        metadata: r.table.metadata,
+      };
     },
 
     close: () => catalog.close(),

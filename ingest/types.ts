@@ -39,7 +39,6 @@ export interface TableRef {
   force?: boolean;
 }
 
-
 export interface CyclePlan {
   /** Snapshot carrying this ingest's cursor when the cycle began (null: never committed). Fencing token. */
   baseSnapshotId: string | null;

@@ -39,8 +39,16 @@ import { absPath, liveDataFiles, relPath } from './reachable';
 import { mapConcurrent } from '../iceberg/scan/parallel';
 import { parseOptionalWindow } from './window';
 import {
-  compactDefaults, type CommitRewriteInput, type CommitRewriteResult, type CompactOptions, type CompactionPlan,
-  type FileGroup, type FileStats, type PlanCompactionInput, type RewriteGroupInput, type RewriteGroupResult,
+  compactDefaults,
+  type CommitRewriteInput,
+  type CommitRewriteResult,
+  type CompactOptions,
+  type CompactionPlan,
+  type FileGroup,
+  type FileStats,
+  type PlanCompactionInput,
+  type RewriteGroupInput,
+  type RewriteGroupResult,
 } from './types';
 import type { WireDataFile } from '../ingest/types';
 
@@ -58,7 +66,10 @@ async function readStagedGroup(tables: Tables, staged: string, summary: Pick<Fil
   const g = await readStagedJson<FileGroup>(tables.io, location);
   const count = summary.fileCount ?? g.files.length;
   if (g.index !== summary.index || g.files.length !== count || (summary.records !== undefined && g.records !== summary.records)) {
-    throw nonRetryable('DataInvalid', `staged plan ${location}: expected group ${summary.index} of ${count} files and ${summary.records} records, found group ${g.index} of ${g.files.length} files and ${g.records} records`);
+    throw nonRetryable(
+      'DataInvalid',
+      `staged plan ${location}: expected group ${summary.index} of ${count} files and ${summary.records} records, found group ${g.index} of ${g.files.length} files and ${g.records} records`,
+    );
   }
   return g;
 }
@@ -67,7 +78,11 @@ async function readStagedGroup(tables: Tables, staged: string, summary: Pick<Fil
 export const SUMMARY_COMPACT_GROUPS = 'floe.compact.groups';
 export const INPUTS_VANISHED = 'InputsVanished';
 
-export function compactOptionsFor(t: TableConfig | undefined, overrides: Partial<CompactOptions> = {}, targetFallback = 128 * 1024 * 1024): CompactOptions {
+export function compactOptionsFor(
+  t: TableConfig | undefined,
+  overrides: Partial<CompactOptions> = {},
+  targetFallback = 128 * 1024 * 1024,
+): CompactOptions {
   const target = overrides.targetFileSizeBytes ?? t?.maintenance.compact.targetFileSizeBytes ?? targetFallback;
   const base = compactDefaults(target);
   if (t) base.minInputFiles = t.maintenance.compact.minInputFiles;
@@ -92,8 +107,12 @@ export function toLiveFiles(m: TableMetadata, files: DataFile[]): LiveFile[] {
       if (r) range = range ? [Math.max(range[0], r[0]), Math.min(range[1], r[1])] : r;
     }
     return {
-      path: relPath(m.location, f.filePath), size: f.fileSizeInBytes, records: f.recordCount, specId: f.specId,
-      partitionPath: spec.fields.length ? partitionPath(spec, schema, f.partition) : '', timeRange: range,
+      path: relPath(m.location, f.filePath),
+      size: f.fileSizeInBytes,
+      records: f.recordCount,
+      specId: f.specId,
+      partitionPath: spec.fields.length ? partitionPath(spec, schema, f.partition) : '',
+      timeRange: range,
     };
   });
 }
@@ -103,32 +122,49 @@ export async function tableFileStats(tables: Tables, table: string): Promise<Fil
   return fileStats((await liveDataFiles(tables.io, metadata)).map((f) => ({ size: f.dataFile.fileSizeInBytes })));
 }
 
-export async function planCompaction(tables: Tables, cfgTable: TableConfig | undefined, input: PlanCompactionInput, run: StepRun = DETACHED_RUN): Promise<CompactionPlan> {
+export async function planCompaction(
+  tables: Tables,
+  cfgTable: TableConfig | undefined,
+  input: PlanCompactionInput,
+  run: StepRun = DETACHED_RUN,
+): Promise<CompactionPlan> {
   const { metadata } = await tables.load(input.table);
-  const options = compactOptionsFor(cfgTable, input.options ?? {},
+  const options = compactOptionsFor(
+    cfgTable,
+    input.options ?? {},
     // floe's compaction default is 128 MiB (smaller than the library's 512 MiB: streaming tables).
-    tableProperty.int(metadata.properties, WRITE_TARGET_FILE_SIZE_BYTES, 128 * 1024 * 1024));
+    tableProperty.int(metadata.properties, WRITE_TARGET_FILE_SIZE_BYTES, 128 * 1024 * 1024),
+  );
   const snap = currentSnapshot(metadata);
   if (snap) {
     const deletes = (await readManifestList(tables.io, snap['manifest-list'])).filter((m) => m.content === ManifestContent.Deletes);
     if (deletes.length > 0) {
-      throw nonRetryable('FeatureUnsupported', `${input.table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests)`);
+      throw nonRetryable(
+        'FeatureUnsupported',
+        `${input.table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests)`,
+      );
     }
   }
   // A scheduled run compacts the `lookbackPartitions` time partitions ending at its window.
   const lookback = cfgTable?.maintenance.compact.lookbackPartitions;
   const windowMs = parseOptionalWindow(input.window, Date.now(), 'compaction window');
   if (windowMs !== null && lookback && !options.partitionFilter) {
-    const timeField = metadata['partition-specs'].find((s) => s['spec-id'] === metadata['default-spec-id'])?.fields
-      .find((f) => ['hour', 'day', 'month', 'year'].includes(f.transform));
+    const timeField = metadata['partition-specs']
+      .find((s) => s['spec-id'] === metadata['default-spec-id'])
+      ?.fields.find((f) => ['hour', 'day', 'month', 'year'].includes(f.transform));
     const w = timeField ? lookbackWindow(timeField.transform, windowMs, lookback) : null;
     if (w) options.partitionFilter = w;
   }
   const live = (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile);
   const { groups, partitionsScanned } = planFileGroups(toLiveFiles(metadata, live), options);
   const plan: CompactionPlan = {
-    table: input.table, location: metadata.location, snapshotId: snap ? snap['snapshot-id'].toString() : null,
-    groups, before: fileStats(live.map((f) => ({ size: f.fileSizeInBytes }))), partitionsScanned, options,
+    table: input.table,
+    location: metadata.location,
+    snapshotId: snap ? snap['snapshot-id'].toString() : null,
+    groups,
+    before: fileStats(live.map((f) => ({ size: f.fileSizeInBytes }))),
+    partitionsScanned,
+    options,
   };
   // No groups: the run ends here without marking, so nothing may be staged either.
   if (!input.runId || groups.length === 0) return plan;
@@ -158,11 +194,14 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput,
   const dir = g.partitionPath ? `${metadata.location}/data/${g.partitionPath}` : `${metadata.location}/data`;
   const prefix = `${input.runId}-g${g.index}-a${run.attempt}`;
   const writer = new RollingParquetWriter({
-    schema, io: tables.io, targetFileSizeBytes: input.targetFileSizeBytes,
+    schema,
+    io: tables.io,
+    targetFileSizeBytes: input.targetFileSizeBytes,
     ...parquetWriteOptionsFromProperties(schema, metadata.properties),
     location: (i) => `${dir}/${prefix}-${String(i).padStart(5, '0')}.parquet`,
   });
-  let rows = 0, bytesRead = 0;
+  let rows = 0,
+    bytesRead = 0;
   const reader = new PrefetchingFileIO(tables.io);
   const READ_AHEAD = 8;
   const at = (j: number) => ({ location: absPath(input.location, g.files[j]!.path), size: g.files[j]!.size });
@@ -199,7 +238,10 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput,
   crashPoint('compact-rewrite');
   const written = outputs.reduce((a, f) => a + f.recordCount, 0);
   if (written !== g.records || rows !== g.records) {
-    throw nonRetryable('DataInvalid', `group ${g.index}: record count mismatch: expected ${g.records} (manifests), read ${rows}, wrote ${written}`);
+    throw nonRetryable(
+      'DataInvalid',
+      `group ${g.index}: record count mismatch: expected ${g.records} (manifests), read ${rows}, wrote ${written}`,
+    );
   }
   const wire = outputs.map((f) => dataFileToWire({ ...f, specId: g.specId, partition: {} }));
   const outputBytes = outputs.reduce((a, f) => a + f.fileSizeInBytes, 0);
@@ -207,8 +249,15 @@ export async function rewriteFileGroup(tables: Tables, input: RewriteGroupInput,
     // Staged plan: the outputs' stats stay out of history (the commit reads them from here).
     await writeStagedJson(tables.io, stagedOutputsLocation(input.staged, g.index, run.attempt), wire);
     return {
-      index: g.index, outputs: [], outputCount: wire.length, attempt: run.attempt,
-      inputBytes: g.bytes, outputBytes, records: written, durationMs: Date.now() - started, peakRssBytes: peakRss,
+      index: g.index,
+      outputs: [],
+      outputCount: wire.length,
+      attempt: run.attempt,
+      inputBytes: g.bytes,
+      outputBytes,
+      records: written,
+      durationMs: Date.now() - started,
+      peakRssBytes: peakRss,
     };
   }
   return {
@@ -232,7 +281,9 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
   const skipped: CommitRewriteResult['skippedGroups'] = [];
   // Groups with their outputs; a staged plan's are read after the commit-id check (a retry after
   // the commit landed must not need the staged lists, which the first attempt deleted).
-  let pending: Pending[] | undefined = input.staged ? undefined : input.groups.map(({ group, result }) => ({ group, outputs: result.outputs }));
+  let pending: Pending[] | undefined = input.staged
+    ? undefined
+    : input.groups.map(({ group, result }) => ({ group, outputs: result.outputs }));
   let rounds = 0;
   const dropOutputs = async (gs: Pending[]) => {
     for (const { outputs } of gs) await Promise.all(outputs.map((o) => tables.io.delete(String(o.filePath)).catch(() => undefined)));
@@ -241,8 +292,15 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     if (input.staged && r.committedGroups.length > 0) {
       // Committed: their staged lists are not needed any more (best effort; else orphans).
       const committed = new Set(r.committedGroups);
-      await deleteStaged(tables.io, input.staged.groups.filter((g) => committed.has(g.index))
-        .flatMap((g) => [stagedGroupLocation(input.staged!.plan, g.index), stagedOutputsLocation(input.staged!.plan, g.index, g.attempt)]));
+      await deleteStaged(
+        tables.io,
+        input.staged.groups
+          .filter((g) => committed.has(g.index))
+          .flatMap((g) => [
+            stagedGroupLocation(input.staged!.plan, g.index),
+            stagedOutputsLocation(input.staged!.plan, g.index, g.attempt),
+          ]),
+      );
     }
     return r;
   };
@@ -251,7 +309,12 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     const existing = findCommit(loaded.metadata, input.commitId);
     if (existing) {
       const committed = (existing.summary[SUMMARY_COMPACT_GROUPS] ?? '').split(',').filter(Boolean).map(Number);
-      return done({ snapshotId: existing['snapshot-id'].toString(), alreadyCommitted: true, committedGroups: committed, skippedGroups: skipped });
+      return done({
+        snapshotId: existing['snapshot-id'].toString(),
+        alreadyCommitted: true,
+        committedGroups: committed,
+        skippedGroups: skipped,
+      });
     }
     pending ??= await readStagedGroups(tables, input.staged!, skipped);
     // Partition and spec of the outputs come from the files they replace (same partition by plan).
@@ -259,7 +322,11 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     const ready: Pending[] = [];
     for (const p of pending) {
       const missing = p.group.files.map((f) => absPath(input.location, f.path)).filter((l) => !live.has(l));
-      if (missing.length) skipped.push({ index: p.group.index, reason: `${missing.length} of ${p.group.files.length} input files are no longer live (e.g. ${missing[0]})` });
+      if (missing.length)
+        skipped.push({
+          index: p.group.index,
+          reason: `${missing.length} of ${p.group.files.length} input files are no longer live (e.g. ${missing[0]})`,
+        });
       else ready.push(p);
     }
     // Never commit a dangling reference: every output must exist, at its size, right before the
@@ -269,7 +336,10 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     for (const p of ready) {
       const problems = (await mapConcurrent(p.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
       if (problems.length) {
-        skipped.push({ index: p.group.index, reason: `${problems.length} of ${p.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run` });
+        skipped.push({
+          index: p.group.index,
+          reason: `${problems.length} of ${p.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run`,
+        });
       } else {
         complete.push(p);
       }
@@ -293,13 +363,19 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     try {
       // Ingest commits every few seconds: a lost CAS is normal, so allow many attempts.
       const r = await rewriteFiles(tables.catalog, tables.io, id, deleted, added, summary, {
-        maxAttempts: 30, minWaitMs: 50, maxWaitMs: 2000,
-        validate: (t) => { if (findCommit(t.metadata, input.commitId)) throw new AlreadyCommitted(); },
+        maxAttempts: 30,
+        minWaitMs: 50,
+        maxWaitMs: 2000,
+        validate: (t) => {
+          if (findCommit(t.metadata, input.commitId)) throw new AlreadyCommitted();
+        },
       });
       const snap = findCommit(r.table.metadata, input.commitId);
       return done({
-        snapshotId: snap ? snap['snapshot-id'].toString() : null, alreadyCommitted: false,
-        committedGroups: pending.map((p) => p.group.index), skippedGroups: skipped,
+        snapshotId: snap ? snap['snapshot-id'].toString() : null,
+        alreadyCommitted: false,
+        committedGroups: pending.map((p) => p.group.index),
+        skippedGroups: skipped,
       });
     } catch (e) {
       if (e instanceof AlreadyCommitted) continue; // the loop head returns the existing snapshot
@@ -311,14 +387,21 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
 }
 
 /** A finished group as the commit works on it: its input files and its outputs. */
-interface Pending { group: FileGroup; outputs: WireDataFile[] }
+interface Pending {
+  group: FileGroup;
+  outputs: WireDataFile[];
+}
 
 /** A staged group whose stage vanished fails as its inputs would have: reported, not retried. */
 async function readStagedGroupOrVanished(tables: Tables, staged: string, summary: FileGroup): Promise<FileGroup> {
   try {
     return await readStagedGroup(tables, staged, summary);
   } catch (e) {
-    if (isNotFound(e)) throw nonRetryable(INPUTS_VANISHED, `group ${summary.index}: its staged file list ${stagedGroupLocation(staged, summary.index)} no longer exists`);
+    if (isNotFound(e))
+      throw nonRetryable(
+        INPUTS_VANISHED,
+        `group ${summary.index}: its staged file list ${stagedGroupLocation(staged, summary.index)} no longer exists`,
+      );
     throw e;
   }
 }
@@ -327,7 +410,11 @@ async function readStagedGroupOrVanished(tables: Tables, staged: string, summary
  * The finished groups of a staged commit input with their files and outputs. A group whose staged
  * lists are gone is skipped (its outputs, unknown now, are left to orphan removal).
  */
-async function readStagedGroups(tables: Tables, staged: NonNullable<CommitRewriteInput['staged']>, skipped: CommitRewriteResult['skippedGroups']): Promise<Pending[]> {
+async function readStagedGroups(
+  tables: Tables,
+  staged: NonNullable<CommitRewriteInput['staged']>,
+  skipped: CommitRewriteResult['skippedGroups'],
+): Promise<Pending[]> {
   const read = await mapConcurrent(staged.groups, 16, async ({ index, attempt }) => {
     try {
       const [group, outputs] = await Promise.all([
@@ -337,7 +424,10 @@ async function readStagedGroups(tables: Tables, staged: NonNullable<CommitRewrit
       return { group, outputs };
     } catch (e) {
       if (!isNotFound(e)) throw e;
-      skipped.push({ index, reason: `its staged file lists are gone (${(e as Error).message}); not committed, the group is rewritten on the next run` });
+      skipped.push({
+        index,
+        reason: `its staged file lists are gone (${(e as Error).message}); not committed, the group is rewritten on the next run`,
+      });
       return null;
     }
   });
@@ -352,7 +442,8 @@ async function outputProblem(tables: Tables, o: RewriteGroupResult['outputs'][nu
     const expected = Number(o.fileSizeInBytes);
     return info.size === expected ? null : `${location} has ${info.size} bytes, expected ${expected}`;
   } catch (e) {
-    if (isIcebergError(e, 'NotFound') || /NoSuchKey|NotFound|not found|ENOENT/i.test(String((e as Error).message))) return `${location} does not exist`;
+    if (isIcebergError(e, 'NotFound') || /NoSuchKey|NotFound|not found|ENOENT/i.test(String((e as Error).message)))
+      return `${location} does not exist`;
     throw e;
   }
 }

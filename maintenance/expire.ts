@@ -41,22 +41,38 @@ export const PROP_EXPIRE_BEFORE = 'floe.maintenance.expire-base-metadata';
 class ExpireAction implements TableAction {
   baseLocation = '';
   result: ExpireCommitResult | null = null;
-  constructor(private readonly input: ExpireCommitInput, private readonly cutoff: bigint) {}
-  writtenFiles(): string[] { return []; }
+  constructor(
+    private readonly input: ExpireCommitInput,
+    private readonly cutoff: bigint,
+  ) {}
+  writtenFiles(): string[] {
+    return [];
+  }
   async prepare(base: TableMetadata): Promise<PendingCommit> {
     const { expire, retain } = snapshotsToExpire(base, { olderThanMs: this.cutoff, retainLast: this.input.retainLast });
     const carried = carryLegacyCursors(base);
     this.result = {
       expiredSnapshotIds: expire.map((s) => s['snapshot-id'].toString()),
       carriedCursors: Object.keys(carried).map((k) => k.slice(CURSOR_PROPERTY_PREFIX.length)),
-      retainedSnapshots: retain.length, beforeMetadataLocation: this.baseLocation, afterMetadataLocation: null, alreadyCommitted: false,
+      retainedSnapshots: retain.length,
+      beforeMetadataLocation: this.baseLocation,
+      afterMetadataLocation: null,
+      alreadyCommitted: false,
     };
-    const updates: TableUpdate[] = expire.length === 0 || this.input.dryRun ? [] : [
-      { action: 'remove-snapshots', 'snapshot-ids': expire.map((s) => s['snapshot-id']) },
-      { action: 'set-properties', updates: { ...carried, [PROP_EXPIRE_ID]: this.input.expireId, [PROP_EXPIRE_BEFORE]: this.baseLocation } },
-    ];
+    const updates: TableUpdate[] =
+      expire.length === 0 || this.input.dryRun
+        ? []
+        : [
+            { action: 'remove-snapshots', 'snapshot-ids': expire.map((s) => s['snapshot-id']) },
+            {
+              action: 'set-properties',
+              updates: { ...carried, [PROP_EXPIRE_ID]: this.input.expireId, [PROP_EXPIRE_BEFORE]: this.baseLocation },
+            },
+          ];
     return {
-      updates, attemptFiles: [], referencedFiles: [],
+      updates,
+      attemptFiles: [],
+      referencedFiles: [],
       requirements: [
         { type: 'assert-table-uuid', uuid: base['table-uuid'] },
         { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': base.refs[MAIN_BRANCH]?.['snapshot-id'] ?? null },
@@ -71,7 +87,9 @@ export async function expireSnapshotsCommit(tables: Tables, input: ExpireCommitI
   const action = new ExpireAction(input, BigInt(input.asOfMs - input.olderThanMs));
   // Ingest commits every few seconds: losing the CAS is normal, so allow many re-plans.
   const r = await new Transaction(id).add(action).commit(tables.catalog, tables.io, {
-    maxAttempts: 50, minWaitMs: 20, maxWaitMs: 2000,
+    maxAttempts: 50,
+    minWaitMs: 20,
+    maxWaitMs: 2000,
     validate: (t) => {
       if (t.metadata.properties[PROP_EXPIRE_ID] === input.expireId) return ALREADY_COMMITTED;
       action.baseLocation = t.metadataLocation;
@@ -80,8 +98,11 @@ export async function expireSnapshotsCommit(tables: Tables, input: ExpireCommitI
   if (r.alreadyCommitted) {
     const m = r.table.metadata;
     return {
-      expiredSnapshotIds: [], carriedCursors: [], retainedSnapshots: m.snapshots.length,
-      beforeMetadataLocation: m.properties[PROP_EXPIRE_BEFORE] ?? null, afterMetadataLocation: r.table.metadataLocation,
+      expiredSnapshotIds: [],
+      carriedCursors: [],
+      retainedSnapshots: m.snapshots.length,
+      beforeMetadataLocation: m.properties[PROP_EXPIRE_BEFORE] ?? null,
+      afterMetadataLocation: r.table.metadataLocation,
       alreadyCommitted: true,
     };
   }
@@ -95,7 +116,10 @@ async function readMetadata(tables: Tables, location: string): Promise<TableMeta
     return parseTableMetadata(new TextDecoder().decode(await tables.io.read(location)));
   } catch (e) {
     if (isIcebergError(e, 'NotFound') || /NoSuchKey|not found|ENOENT/i.test(String((e as Error).message))) {
-      throw nonRetryable('MetadataGone', `expiry base metadata ${location} is gone: expected it to exist until expiry finished, found nothing; leftovers will be removed by orphan removal`);
+      throw nonRetryable(
+        'MetadataGone',
+        `expiry base metadata ${location} is gone: expected it to exist until expiry finished, found nothing; leftovers will be removed by orphan removal`,
+      );
     }
     throw e;
   }
@@ -103,7 +127,11 @@ async function readMetadata(tables: Tables, location: string): Promise<TableMeta
 
 const emptyCounts = (): DeletedCounts => ({ dataFiles: 0, manifests: 0, manifestLists: 0, metadataFiles: 0, other: 0 });
 
-export async function deleteExpiredFiles(tables: Tables, input: DeleteExpiredInput, run: StepRun = DETACHED_RUN): Promise<DeleteExpiredResult> {
+export async function deleteExpiredFiles(
+  tables: Tables,
+  input: DeleteExpiredInput,
+  run: StepRun = DETACHED_RUN,
+): Promise<DeleteExpiredResult> {
   const before = await readMetadata(tables, input.beforeMetadataLocation);
   const after = await readMetadata(tables, input.afterMetadataLocation);
   if (before['table-uuid'] !== after['table-uuid']) {

@@ -33,7 +33,11 @@ export function checkGrace(olderThanMs: number, force: boolean): void {
   if (problem) throw nonRetryable(UNSAFE_GRACE, problem);
 }
 
-export async function removeOrphanFiles(tables: Tables, input: OrphansInput, run: StepRun = DETACHED_RUN): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
+export async function removeOrphanFiles(
+  tables: Tables,
+  input: OrphansInput,
+  run: StepRun = DETACHED_RUN,
+): Promise<Omit<OrphansResult, 'window' | 'durationMs'>> {
   checkGrace(input.olderThanMs, input.force);
   checkAsOf(input.asOfMs, Date.now(), 'orphan removal asOf');
   const startedMs = Date.now();
@@ -49,20 +53,37 @@ export async function removeOrphanFiles(tables: Tables, input: OrphansInput, run
   const loaded = await tables.load(input.table);
   const m = loaded.metadata;
   const reachable = await reachableFiles(tables.io, m, loaded.metadataLocation);
-  const isReachable = (l: string) => reachable.dataFiles.has(l) || reachable.manifests.has(l) || reachable.manifestLists.has(l)
-    || reachable.metadataFiles.has(l) || reachable.other.has(l);
+  const isReachable = (l: string) =>
+    reachable.dataFiles.has(l) ||
+    reachable.manifests.has(l) ||
+    reachable.manifestLists.has(l) ||
+    reachable.metadataFiles.has(l) ||
+    reachable.other.has(l);
   const cutoffMs = Math.min(input.asOfMs, startedMs) - input.olderThanMs;
   const orphans: Array<{ location: string; size: number }> = [];
-  let listed = 0, young = 0, keptByPending = 0, keptByOtherTables = 0, markers = 0;
+  let listed = 0,
+    young = 0,
+    keptByPending = 0,
+    keptByOtherTables = 0,
+    markers = 0;
   // Trailing slash: `warehouse/ns/orders` must not list its sibling `warehouse/ns/orders_dead_letters`.
   for await (const f of tables.io.list(`${location}/`)) {
     listed++;
     if (listed % 1000 === 0) run.heartbeat({ listed });
-    if (isPendingMarker(f.location, location)) { markers++; continue; }
+    if (isPendingMarker(f.location, location)) {
+      markers++;
+      continue;
+    }
     const l = f.location.replace(/^s3[an]:\/\//i, 's3://');
-    if (nested.some((n) => l.startsWith(n))) { keptByOtherTables++; continue; }
+    if (nested.some((n) => l.startsWith(n))) {
+      keptByOtherTables++;
+      continue;
+    }
     if (isReachable(f.location)) continue;
-    if (isProtected(f.location, pending)) { keptByPending++; continue; }
+    if (isProtected(f.location, pending)) {
+      keptByPending++;
+      continue;
+    }
     if (f.lastModified >= cutoffMs) young++;
     else orphans.push({ location: f.location, size: f.size });
   }
@@ -74,11 +95,20 @@ export async function removeOrphanFiles(tables: Tables, input: OrphansInput, run
     });
   }
   return {
-    table: input.table, cutoffMs, filesListed: listed, reachableFiles: reachableSize(reachable), orphans: orphans.length,
-    orphanBytes: orphans.reduce((a, f) => a + f.size, 0), keptByGracePeriod: young, deleted, dryRun: input.dryRun,
-    keptByPending, pendingMarkers: markers,
+    table: input.table,
+    cutoffMs,
+    filesListed: listed,
+    reachableFiles: reachableSize(reachable),
+    orphans: orphans.length,
+    orphanBytes: orphans.reduce((a, f) => a + f.size, 0),
+    keptByGracePeriod: young,
+    deleted,
+    dryRun: input.dryRun,
+    keptByPending,
+    pendingMarkers: markers,
     stalePendingOwners: [...new Set(pending.filter((p) => startedMs - p.lastModified > STALE_PENDING_MS).map((p) => p.owner))],
-    keptByOtherTables, nestedTables: nestedTables.map((t) => t.name),
+    keptByOtherTables,
+    nestedTables: nestedTables.map((t) => t.name),
     sample: orphans.slice(0, 1000).map((f) => f.location),
   };
 }

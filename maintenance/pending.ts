@@ -25,8 +25,7 @@ const trim = (location: string): string => location.replace(/\/+$/, '');
 export const pendingDir = (tableLocation: string): string => `${trim(tableLocation)}/${PENDING_DIR}/`;
 
 /** True for the markers themselves (the sweep never deletes them). */
-export const isPendingMarker = (fileLocation: string, tableLocation: string): boolean =>
-  fileLocation.startsWith(pendingDir(tableLocation));
+export const isPendingMarker = (fileLocation: string, tableLocation: string): boolean => fileLocation.startsWith(pendingDir(tableLocation));
 
 const SAFE = /[A-Za-z0-9._-]/;
 const encoder = new TextEncoder();
@@ -93,7 +92,10 @@ export async function clearPending(io: FileIO, tableLocation: string, owner: str
 }
 
 /** Every protected file-name prefix, with the marker's age. */
-export async function listPending(io: FileIO, tableLocation: string): Promise<Array<{ owner: string; filePrefix: string; lastModified: number }>> {
+export async function listPending(
+  io: FileIO,
+  tableLocation: string,
+): Promise<Array<{ owner: string; filePrefix: string; lastModified: number }>> {
   const dir = pendingDir(tableLocation);
   const out: Array<{ owner: string; filePrefix: string; lastModified: number }> = [];
   for await (const f of io.list(dir)) {

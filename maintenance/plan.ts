@@ -63,8 +63,10 @@ export function validateCompactOptions(o: CompactOptions): void {
     throw new Error(`compaction option ${what}: expected ${expected}, found ${String(found)}`);
   };
   if (!(o.targetFileSizeBytes > 0)) bad('targetFileSizeBytes', '> 0', o.targetFileSizeBytes);
-  if (!(o.minFileSizeBytes >= 0 && o.minFileSizeBytes < o.targetFileSizeBytes)) bad('minFileSizeBytes', `in [0, ${o.targetFileSizeBytes})`, o.minFileSizeBytes);
-  if (!(o.maxFileSizeBytes > o.targetFileSizeBytes)) bad('maxFileSizeBytes', `> targetFileSizeBytes (${o.targetFileSizeBytes})`, o.maxFileSizeBytes);
+  if (!(o.minFileSizeBytes >= 0 && o.minFileSizeBytes < o.targetFileSizeBytes))
+    bad('minFileSizeBytes', `in [0, ${o.targetFileSizeBytes})`, o.minFileSizeBytes);
+  if (!(o.maxFileSizeBytes > o.targetFileSizeBytes))
+    bad('maxFileSizeBytes', `> targetFileSizeBytes (${o.targetFileSizeBytes})`, o.maxFileSizeBytes);
   if (!(o.minInputFiles >= 1)) bad('minInputFiles', '>= 1', o.minInputFiles);
   if (!(o.maxConcurrentFileGroupRewrites >= 1)) bad('maxConcurrentFileGroupRewrites', '>= 1', o.maxConcurrentFileGroupRewrites);
   if (!(o.maxCommits >= 1)) bad('maxCommits', '>= 1', o.maxCommits);
@@ -88,7 +90,8 @@ export function planFileGroups(files: readonly LiveFile[], o: CompactOptions): {
   }
   const groups: FileGroup[] = [];
   for (const key of [...byPartition.keys()].sort()) {
-    const candidates = byPartition.get(key)!
+    const candidates = byPartition
+      .get(key)!
       .filter((f) => f.size < o.minFileSizeBytes || f.size > o.maxFileSizeBytes)
       .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     if (candidates.length === 0) continue;
@@ -126,11 +129,16 @@ export function transformTimeRange(transform: string, value: unknown): [number, 
   const v = Number(value);
   if (!Number.isFinite(v)) return null;
   switch (transform) {
-    case 'hour': return [v * HOUR, (v + 1) * HOUR];
-    case 'day': return [v * DAY, (v + 1) * DAY];
-    case 'month': return [Date.UTC(1970, v, 1), Date.UTC(1970, v + 1, 1)];
-    case 'year': return [Date.UTC(1970 + v, 0, 1), Date.UTC(1971 + v, 0, 1)];
-    default: return null;
+    case 'hour':
+      return [v * HOUR, (v + 1) * HOUR];
+    case 'day':
+      return [v * DAY, (v + 1) * DAY];
+    case 'month':
+      return [Date.UTC(1970, v, 1), Date.UTC(1970, v + 1, 1)];
+    case 'year':
+      return [Date.UTC(1970 + v, 0, 1), Date.UTC(1971 + v, 0, 1)];
+    default:
+      return null;
   }
 }
 
@@ -139,11 +147,16 @@ export function lookbackWindow(transform: string, atMs: number, lookback: number
   const unit = (ms: number): number | null => {
     const d = new Date(ms);
     switch (transform) {
-      case 'hour': return Math.floor(ms / HOUR);
-      case 'day': return Math.floor(ms / DAY);
-      case 'month': return (d.getUTCFullYear() - 1970) * 12 + d.getUTCMonth();
-      case 'year': return d.getUTCFullYear() - 1970;
-      default: return null;
+      case 'hour':
+        return Math.floor(ms / HOUR);
+      case 'day':
+        return Math.floor(ms / DAY);
+      case 'month':
+        return (d.getUTCFullYear() - 1970) * 12 + d.getUTCMonth();
+      case 'year':
+        return d.getUTCFullYear() - 1970;
+      default:
+        return null;
     }
   };
   const u = unit(atMs);

@@ -8,7 +8,10 @@ import type { FileInfo, FileIO } from '../iceberg/io/file-io';
 export class PrefetchingFileIO implements FileIO {
   private readonly cache = new Map<string, Promise<Uint8Array>>();
 
-  constructor(private readonly io: FileIO, private readonly maxBytes = 8 * 1024 * 1024) {}
+  constructor(
+    private readonly io: FileIO,
+    private readonly maxBytes = 8 * 1024 * 1024,
+  ) {}
 
   /** Starts fetching `files` (those small enough) unless already cached. */
   prefetch(files: ReadonlyArray<{ location: string; size: number }>): void {
@@ -21,7 +24,9 @@ export class PrefetchingFileIO implements FileIO {
   }
 
   /** Drops a file's cached bytes (after it was consumed). */
-  release(location: string): void { this.cache.delete(location); }
+  release(location: string): void {
+    this.cache.delete(location);
+  }
 
   read(location: string): Promise<Uint8Array> {
     return this.cache.get(location) ?? this.io.read(location);
@@ -33,9 +38,19 @@ export class PrefetchingFileIO implements FileIO {
     return this.io.readRange(location, offset, length);
   }
 
-  write(location: string, data: Uint8Array): Promise<void> { return this.io.write(location, data); }
-  delete(location: string): Promise<void> { return this.io.delete(location); }
-  exists(location: string): Promise<boolean> { return this.io.exists(location); }
-  stat(location: string): Promise<FileInfo> { return this.io.stat(location); }
-  list(prefix: string): AsyncIterable<FileInfo> { return this.io.list(prefix); }
+  write(location: string, data: Uint8Array): Promise<void> {
+    return this.io.write(location, data);
+  }
+  delete(location: string): Promise<void> {
+    return this.io.delete(location);
+  }
+  exists(location: string): Promise<boolean> {
+    return this.io.exists(location);
+  }
+  stat(location: string): Promise<FileInfo> {
+    return this.io.stat(location);
+  }
+  list(prefix: string): AsyncIterable<FileInfo> {
+    return this.io.list(prefix);
+  }
 }

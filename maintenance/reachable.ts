@@ -10,7 +10,10 @@ import { readManifestList } from '../iceberg/spec/manifest-list';
 import { currentSnapshot } from '../iceberg/spec/metadata';
 import { type DataFile, ManifestContent, type ManifestFile, type TableMetadata } from '../iceberg/spec/types';
 
-export interface LiveDataFile { dataFile: DataFile; manifest: ManifestFile }
+export interface LiveDataFile {
+  dataFile: DataFile;
+  manifest: ManifestFile;
+}
 
 /** Live (ADDED/EXISTING) data files of the current snapshot of main. */
 export async function liveDataFiles(io: FileIO, m: TableMetadata): Promise<LiveDataFile[]> {
@@ -18,7 +21,8 @@ export async function liveDataFiles(io: FileIO, m: TableMetadata): Promise<LiveD
   if (!snap) return [];
   const manifests = (await readManifestList(io, snap['manifest-list'])).filter((x) => x.content === ManifestContent.Data);
   const perManifest = await mapConcurrent(manifests, 8, async (manifest) =>
-    (await readManifest(io, manifest)).map((e) => ({ dataFile: e.dataFile, manifest })));
+    (await readManifest(io, manifest)).map((e) => ({ dataFile: e.dataFile, manifest })),
+  );
   return perManifest.flat();
 }
 
@@ -65,5 +69,4 @@ export async function reachableFiles(io: FileIO, m: TableMetadata, metadataLocat
 /** Relative to the table location when under it (shorter in Temporal history). */
 export const relPath = (location: string, path: string): string =>
   path.startsWith(`${location}/`) ? path.slice(location.length + 1) : path;
-export const absPath = (location: string, path: string): string =>
-  /^[a-z][a-z0-9+.-]*:\/\//i.test(path) ? path : `${location}/${path}`;
+export const absPath = (location: string, path: string): string => (/^[a-z][a-z0-9+.-]*:\/\//i.test(path) ? path : `${location}/${path}`);

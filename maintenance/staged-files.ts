@@ -55,7 +55,8 @@ const trim = (location: string): string => location.replace(/\/+$/, '');
 
 /** `<tableLocation>/metadata/floe-staged/<name>`; `name` must be a single path segment. */
 export function stagedLocation(tableLocation: string, name: string): string {
-  if (name.length === 0 || name.includes('/')) throw new Error(`staged list name: expected a file name without "/", found ${JSON.stringify(name)}`);
+  if (name.length === 0 || name.includes('/'))
+    throw new Error(`staged list name: expected a file name without "/", found ${JSON.stringify(name)}`);
   return `${trim(tableLocation)}/${STAGED_DIR}/${name}`;
 }
 
@@ -66,7 +67,12 @@ export const wireListBytes = (files: readonly FileListEntry[]): number => Buffer
  * Writes `files` as Iceberg manifests named `<baseName>.avro` (one per partition spec; a second
  * spec gets `<baseName>-s<specId>.avro`) and returns their references.
  */
-export async function writeStagedDataFiles(io: FileIO, metadata: TableMetadata, baseName: string, files: readonly DataFile[]): Promise<StagedFileList[]> {
+export async function writeStagedDataFiles(
+  io: FileIO,
+  metadata: TableMetadata,
+  baseName: string,
+  files: readonly DataFile[],
+): Promise<StagedFileList[]> {
   const bySpec = new Map<number, DataFile[]>();
   for (const f of files) {
     let l = bySpec.get(f.specId);
@@ -79,8 +85,17 @@ export async function writeStagedDataFiles(io: FileIO, metadata: TableMetadata, 
     const name = bySpec.size === 1 ? `${baseName}.avro` : `${baseName}-s${specId}.avro`;
     const location = stagedLocation(metadata.location, name);
     const { bytes } = encodeManifest({
-      location, spec: specById(metadata, specId), schema, snapshotId: 0n,
-      entries: list.map((dataFile) => ({ status: ManifestEntryStatus.Added, snapshotId: null, sequenceNumber: null, fileSequenceNumber: null, dataFile })),
+      location,
+      spec: specById(metadata, specId),
+      schema,
+      snapshotId: 0n,
+      entries: list.map((dataFile) => ({
+        status: ManifestEntryStatus.Added,
+        snapshotId: null,
+        sequenceNumber: null,
+        fileSequenceNumber: null,
+        dataFile,
+      })),
     });
     await io.write(location, bytes);
     out.push({ stagedFiles: location, count: list.length, bytes: bytes.length });
@@ -106,7 +121,10 @@ export async function readStagedDataFiles(io: FileIO, ref: StagedFileList): Prom
  * reference per staged manifest (written under `baseName`, see `writeStagedDataFiles`).
  */
 export async function fileListForHistory(
-  io: FileIO, files: readonly DataFile[], budgetBytes: number, stage: { metadata: () => Promise<TableMetadata>; baseName: string },
+  io: FileIO,
+  files: readonly DataFile[],
+  budgetBytes: number,
+  stage: { metadata: () => Promise<TableMetadata>; baseName: string },
 ): Promise<FileListEntry[]> {
   const wire: FileListEntry[] = files.map(dataFileToWire);
   if (files.length === 0 || wireListBytes(wire) <= budgetBytes) return wire;
@@ -120,8 +138,7 @@ export async function expandFileList(io: FileIO, entries: readonly FileListEntry
 }
 
 /** Locations of the staged lists among `entries`. */
-export const stagedLocations = (entries: readonly FileListEntry[]): string[] =>
-  entries.filter(isStagedFileList).map((e) => e.stagedFiles);
+export const stagedLocations = (entries: readonly FileListEntry[]): string[] => entries.filter(isStagedFileList).map((e) => e.stagedFiles);
 
 /** Deletes staged objects; best effort (a leftover is an orphan the sweep removes). */
 export async function deleteStaged(io: FileIO, locations: readonly string[]): Promise<void> {

@@ -51,7 +51,11 @@ export const compactDefaults = (targetFileSizeBytes: number): CompactOptions => 
 });
 
 /** One input file of a group; `path` is relative to the table location when it lies under it. */
-export interface GroupFile { path: string; size: number; records: number }
+export interface GroupFile {
+  path: string;
+  size: number;
+  records: number;
+}
 
 export interface FileGroup {
   index: number;
@@ -66,7 +70,11 @@ export interface FileGroup {
   fileCount?: number;
 }
 
-export interface FileStats { files: number; bytes: number; avgFileSizeBytes: number }
+export interface FileStats {
+  files: number;
+  bytes: number;
+  avgFileSizeBytes: number;
+}
 
 export interface CompactionPlan {
   table: string;
@@ -140,7 +148,10 @@ export interface CommitRewriteInput {
 }
 
 /** A finished group of a staged plan: its index and the rewrite attempt whose outputs to commit. */
-export interface StagedGroupRef { index: number; attempt: number }
+export interface StagedGroupRef {
+  index: number;
+  attempt: number;
+}
 
 export interface CommitRewriteResult {
   snapshotId: string | null;
@@ -150,7 +161,11 @@ export interface CommitRewriteResult {
   skippedGroups: Array<{ index: number; reason: string }>;
 }
 
-export interface FailedGroup { index: number; partitionPath: string; reason: string }
+export interface FailedGroup {
+  index: number;
+  partitionPath: string;
+  reason: string;
+}
 
 export interface CompactResult {
   table: string;
@@ -221,7 +236,10 @@ export interface DeleteExpiredInput {
   dryRun?: boolean;
 }
 
-export interface DeleteExpiredResult { deleted: DeletedCounts; sample: string[] }
+export interface DeleteExpiredResult {
+  deleted: DeletedCounts;
+  sample: string[];
+}
 
 export interface ExpireResult {
   table: string;
@@ -279,4 +297,9 @@ export interface OrphansResult {
 export const ORPHANS_MIN_GRACE_MS = 60 * 60 * 1000;
 export const ORPHANS_DEFAULT_GRACE_MS = 3 * 24 * 60 * 60 * 1000;
 
-export interface Progress { phase: string; done: number; total: number; unit: string }
+export interface Progress {
+  phase: string;
+  done: number;
+  total: number;
+  unit: string;
+}

@@ -60,6 +60,7 @@ export function checkAsOf(asOfMs: number, nowMs: number, what = 'asOf'): void {
   }
   if (asOfMs > nowMs + WINDOW_MAX_SKEW_MS) {
     throw new InvalidWindowError(
-      `${what}: expected a time not in the future (at most ${WINDOW_MAX_SKEW_MS / 60_000} minutes after now, ${new Date(nowMs).toISOString()}), found ${new Date(asOfMs).toISOString()}`);
+      `${what}: expected a time not in the future (at most ${WINDOW_MAX_SKEW_MS / 60_000} minutes after now, ${new Date(nowMs).toISOString()}), found ${new Date(asOfMs).toISOString()}`,
+    );
   }
 }

@@ -23,11 +23,29 @@ import { ApplicationFailure, type Client, type WorkflowHandle } from '@temporali
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { FailureType } from '../contract';
 import {
-  backfillWorkflow, compactWorkflow, drainAndStopSignal, expireWorkflow, ingestWorkflow, ingestWorkflowId,
-  maintainWorkflow, orphansWorkflow, pauseSignal, resumeSignal, SCHEDULED_START_TIME, scheduledMaintenanceWorkflow,
+  backfillWorkflow,
+  compactWorkflow,
+  drainAndStopSignal,
+  expireWorkflow,
+  ingestWorkflow,
+  ingestWorkflowId,
+  maintainWorkflow,
+  orphansWorkflow,
+  pauseSignal,
+  resumeSignal,
+  SCHEDULED_START_TIME,
+  scheduledMaintenanceWorkflow,
   statusQuery,
 } from '../workflows';
-import { createWorkflowEnv, fakeIngest, fakeMaintenance, historyToJson, testWorkflowBundle, uniqueId, withWorker } from '../test/support/workflow-env';
+import {
+  createWorkflowEnv,
+  fakeIngest,
+  fakeMaintenance,
+  historyToJson,
+  testWorkflowBundle,
+  uniqueId,
+  withWorker,
+} from '../test/support/workflow-env';
 
 export const HISTORIES_DIR = resolve(__dirname, '../test/fixtures/histories');
 
@@ -48,12 +66,20 @@ const SCENARIOS: Record<string, Scenario> = {
   /** Running -> a fenced commit (reload) -> commits -> pause/resume -> drain until a cycle reads nothing. */
   async ingest(env, client) {
     const fake = fakeIngest({
-      high: { 0: '6', 1: '4' }, groups: [[0], [1]], perPoll: 3,
-      beforeCommit: (_i, n) => { if (n === 1) throw ApplicationFailure.nonRetryable('a written file is gone', FailureType.FilesMissing); },
+      high: { 0: '6', 1: '4' },
+      groups: [[0], [1]],
+      perPoll: 3,
+      beforeCommit: (_i, n) => {
+        if (n === 1) throw ApplicationFailure.nonRetryable('a written file is gone', FailureType.FilesMissing);
+      },
     });
     const table = 'db.orders';
     const handle = await withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(ingestWorkflow, { taskQueue, workflowId: ingestWorkflowId(table, uniqueId('live')), args: [{ table, ingestId: 'live' }] });
+      const handle = await client.workflow.start(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, uniqueId('live')),
+        args: [{ table, ingestId: 'live' }],
+      });
       await until('the cursor at the end of the topic', () => fake.state.cursor['0'] === '6' && fake.state.cursor['1'] === '4');
       await handle.signal(pauseSignal);
       await until('the ingest paused', async () => (await handle.query(statusQuery)).state === 'paused');
@@ -72,7 +98,11 @@ const SCENARIOS: Record<string, Scenario> = {
     const table = 'db.orders';
     const first = await withWorker(env, fake.activities, async (taskQueue) => {
       const handle = await client.workflow.signalWithStart(ingestWorkflow, {
-        taskQueue, workflowId: ingestWorkflowId(table, uniqueId('live')), args: [{ table, ingestId: 'live' }], signal: drainAndStopSignal, signalArgs: [],
+        taskQueue,
+        workflowId: ingestWorkflowId(table, uniqueId('live')),
+        args: [{ table, ingestId: 'live' }],
+        signal: drainAndStopSignal,
+        signalArgs: [],
       });
       await handle.result();
       return client.workflow.getHandle(handle.workflowId, handle.signaledRunId);
@@ -89,7 +119,9 @@ const SCENARIOS: Record<string, Scenario> = {
     const table = uniqueId('db.orders');
     return withWorker(env, activities, async (taskQueue) => {
       const handle = await client.workflow.start(backfillWorkflow, {
-        taskQueue, workflowId: uniqueId('floe-backfill'), args: [{ table, from: { offsets: range.from }, to: { offsets: range.to } }],
+        taskQueue,
+        workflowId: uniqueId('floe-backfill'),
+        args: [{ table, from: { offsets: range.from }, to: { offsets: range.to } }],
       });
       await handle.result();
       return { backfill: handle, 'ingest-backfill-range': client.workflow.getHandle(ingestWorkflowId(table, prepared.ingestId)) };
@@ -100,13 +132,19 @@ const SCENARIOS: Record<string, Scenario> = {
   async compact(env, client) {
     const fake = fakeMaintenance({
       groups: 4,
-      beforeRewrite: (input) => { if (input.group.index === 1) throw ApplicationFailure.nonRetryable('input gone', FailureType.InputsVanished); },
-      beforeCommitRewrite: (input) => (input.groups.some((g) => g.group.index === 3) ? [{ index: 3, reason: 'rewritten concurrently' }] : []),
+      beforeRewrite: (input) => {
+        if (input.group.index === 1) throw ApplicationFailure.nonRetryable('input gone', FailureType.InputsVanished);
+      },
+      beforeCommitRewrite: (input) =>
+        input.groups.some((g) => g.group.index === 3) ? [{ index: 3, reason: 'rewritten concurrently' }] : [],
     });
     return withWorker(env, fake.activities, async (taskQueue) => {
       const handle = await client.workflow.start(compactWorkflow, {
-        taskQueue, workflowId: uniqueId('floe-compact'),
-        args: [{ table: 'db.orders', window: WINDOW, options: { partialProgress: true, maxCommits: 2, maxConcurrentFileGroupRewrites: 2 } }],
+        taskQueue,
+        workflowId: uniqueId('floe-compact'),
+        args: [
+          { table: 'db.orders', window: WINDOW, options: { partialProgress: true, maxCommits: 2, maxConcurrentFileGroupRewrites: 2 } },
+        ],
       });
       await handle.result();
       return { compact: handle };
@@ -116,7 +154,11 @@ const SCENARIOS: Record<string, Scenario> = {
   async expire(env, client) {
     const fake = fakeMaintenance();
     return withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(expireWorkflow, { taskQueue, workflowId: uniqueId('floe-expire'), args: [{ table: 'db.orders', window: WINDOW }] });
+      const handle = await client.workflow.start(expireWorkflow, {
+        taskQueue,
+        workflowId: uniqueId('floe-expire'),
+        args: [{ table: 'db.orders', window: WINDOW }],
+      });
       await handle.result();
       return { expire: handle };
     });
@@ -125,7 +167,11 @@ const SCENARIOS: Record<string, Scenario> = {
   async orphans(env, client) {
     const fake = fakeMaintenance();
     return withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(orphansWorkflow, { taskQueue, workflowId: uniqueId('floe-orphans'), args: [{ table: 'db.orders', window: WINDOW }] });
+      const handle = await client.workflow.start(orphansWorkflow, {
+        taskQueue,
+        workflowId: uniqueId('floe-orphans'),
+        args: [{ table: 'db.orders', window: WINDOW }],
+      });
       await handle.result();
       return { orphans: handle };
     });
@@ -134,7 +180,11 @@ const SCENARIOS: Record<string, Scenario> = {
   async maintain(env, client) {
     const fake = fakeMaintenance({ groups: 2 });
     return withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(maintainWorkflow, { taskQueue, workflowId: uniqueId('floe-maintain'), args: [{ table: 'db.orders', window: WINDOW }] });
+      const handle = await client.workflow.start(maintainWorkflow, {
+        taskQueue,
+        workflowId: uniqueId('floe-maintain'),
+        args: [{ table: 'db.orders', window: WINDOW }],
+      });
       await handle.result();
       return { maintain: handle };
     });
@@ -147,7 +197,9 @@ const SCENARIOS: Record<string, Scenario> = {
     return withWorker(env, fake.activities, async (taskQueue) => {
       const start = async () => {
         const handle = await client.workflow.start(scheduledMaintenanceWorkflow, {
-          taskQueue, workflowId: uniqueId('floe-scheduled-expire'), args: [{ table, kind: 'expire' }],
+          taskQueue,
+          workflowId: uniqueId('floe-scheduled-expire'),
+          args: [{ table, kind: 'expire' }],
           typedSearchAttributes: [{ key: SCHEDULED_START_TIME, value: new Date(WINDOW) }],
         });
         await handle.result();
@@ -160,7 +212,8 @@ const SCENARIOS: Record<string, Scenario> = {
 
 async function main(names: string[]): Promise<void> {
   const unknown = names.filter((n) => !(n in SCENARIOS));
-  if (unknown.length > 0) throw new Error(`record-histories: unknown scenario(s) ${unknown.join(', ')}; expected some of ${Object.keys(SCENARIOS).join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`record-histories: unknown scenario(s) ${unknown.join(', ')}; expected some of ${Object.keys(SCENARIOS).join(', ')}`);
   const chosen = names.length > 0 ? names : Object.keys(SCENARIOS);
   mkdirSync(HISTORIES_DIR, { recursive: true });
   const env = await createWorkflowEnv();

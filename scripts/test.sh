@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm test`: bring the local stack up (installs on first use under $FLOE_HOME), typecheck,
-# lint, then every unit and integration test with node's runner. Exits non-zero if any step
+# lint, format check (prettier), then every unit and integration test with node's runner. Exits non-zero if any step
 # fails; all steps run so one report shows every failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,7 @@ step() {
 step "stack up" npx tsx cli/stack-main.ts stack up || exit 1
 step "typecheck" npx tsc --noEmit -p .
 step "lint" npx eslint .
+step "format" npx prettier --check "**/*.{ts,mjs}"
 
 # find, not a shell glob: new test files are picked up without editing this script, and the
 # list is sorted so runs are repeatable.

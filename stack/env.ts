@@ -74,7 +74,8 @@ export interface StackEnv {
 /** Endpoints of the stack, honouring FLOE_* overrides. Pure: starts nothing. */
 export function stackEnv(env: NodeJS.ProcessEnv = process.env): StackEnv {
   const p = stackPaths();
-  const pgUrl = env.FLOE_PG_URL ?? `postgresql://${PG_DEFAULTS.user}:${PG_DEFAULTS.password}@127.0.0.1:${PORTS.postgres}/${PG_DEFAULTS.database}`;
+  const pgUrl =
+    env.FLOE_PG_URL ?? `postgresql://${PG_DEFAULTS.user}:${PG_DEFAULTS.password}@127.0.0.1:${PORTS.postgres}/${PG_DEFAULTS.database}`;
   const pg = new URL(pgUrl);
   return {
     floeHome: p.home,
@@ -85,7 +86,10 @@ export function stackEnv(env: NodeJS.ProcessEnv = process.env): StackEnv {
       external: env.FLOE_TEMPORAL_ADDRESS !== undefined,
     },
     kafka: {
-      brokers: (env.FLOE_KAFKA_BROKERS ?? `127.0.0.1:${PORTS.kafka}`).split(',').map((s) => s.trim()).filter(Boolean),
+      brokers: (env.FLOE_KAFKA_BROKERS ?? `127.0.0.1:${PORTS.kafka}`)
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
       external: env.FLOE_KAFKA_BROKERS !== undefined,
     },
     s3: {

@@ -19,7 +19,11 @@ export async function withLock<T>(file: string, timeoutMs: number, fn: () => Pro
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       let text = '';
-      try { text = readFileSync(file, 'utf8'); } catch { continue; /* released between calls */ }
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch {
+        continue; /* released between calls */
+      }
       const owner = Number(text);
       // Empty: the owner created the file and has not written its pid yet.
       if (text !== '' && (!Number.isSafeInteger(owner) || owner <= 0 || !isAlive(owner))) {

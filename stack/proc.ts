@@ -8,7 +8,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 // stdout/stderr appended to a log file (never a pipe, so a parent exiting cannot SIGPIPE them and
 // CI is not held open by inherited fds), and a pid file under $FLOE_HOME/run.
 
-export interface CommandResult { code: number; stdout: string; stderr: string }
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 export interface RunOptions {
   cwd?: string;
@@ -32,12 +36,22 @@ export function runCommand(cmd0: string, args0: string[], opts: RunOptions = {})
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const timer = opts.timeoutMs
-      ? setTimeout(() => { child.kill('SIGKILL'); stderr += `\n[killed after ${opts.timeoutMs} ms]`; }, opts.timeoutMs)
+      ? setTimeout(() => {
+          child.kill('SIGKILL');
+          stderr += `\n[killed after ${opts.timeoutMs} ms]`;
+        }, opts.timeoutMs)
       : undefined;
-    child.on('error', (e) => { if (timer) clearTimeout(timer); reject(new Error(`cannot run ${cmd}: ${e.message}`)); });
+    child.on('error', (e) => {
+      if (timer) clearTimeout(timer);
+      reject(new Error(`cannot run ${cmd}: ${e.message}`));
+    });
     child.on('close', (code, signal) => {
       if (timer) clearTimeout(timer);
       const result = { code: code ?? (signal ? 128 : 1), stdout, stderr };
@@ -107,7 +121,15 @@ export function pidRuns(pid: number | undefined, needle: string): pid is number 
 /** SIGTERM the daemon's process group, SIGKILL it after graceMs. Returns true if it had to kill. */
 export async function stopProcessGroup(pid: number, graceMs: number): Promise<boolean> {
   const signal = (sig: NodeJS.Signals) => {
-    try { process.kill(-pid, sig); } catch { try { process.kill(pid, sig); } catch { /* gone */ } }
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        /* gone */
+      }
+    }
   };
   signal('SIGTERM');
   const deadline = Date.now() + graceMs;
@@ -128,7 +150,10 @@ export function removeFile(path: string): void {
 export function tcpOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
-    const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
     socket.setTimeout(timeoutMs, () => done(false));
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));

@@ -76,7 +76,11 @@ export function pythonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   };
 }
 
-export interface PythonOptions { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number }
+export interface PythonOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  timeoutMs?: number;
+}
 
 /**
  * Runs the venv's python with `args` (a script path and its arguments, or ['-c', code]).

@@ -5,7 +5,10 @@ import { tailFile } from './proc';
 export type ServiceName = 'temporal' | 'kafka' | 's3' | 'postgres';
 export const SERVICE_NAMES: readonly ServiceName[] = ['temporal', 'kafka', 's3', 'postgres'];
 
-export interface Health { ok: boolean; detail: string }
+export interface Health {
+  ok: boolean;
+  detail: string;
+}
 
 export interface ServiceStatus {
   name: ServiceName;
@@ -40,7 +43,12 @@ export interface Service {
  * the service's log so the cause is visible without opening files.
  */
 export class StackError extends Error {
-  constructor(readonly service: string, readonly step: string, detail: string, logFile?: string) {
+  constructor(
+    readonly service: string,
+    readonly step: string,
+    detail: string,
+    logFile?: string,
+  ) {
     const tail = logFile ? `\n--- last 30 lines of ${logFile} ---\n${tailFile(logFile, 30)}\n---` : '';
     super(`${service}: ${step} failed: ${detail}${tail}`);
     this.name = 'StackError';

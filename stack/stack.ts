@@ -8,7 +8,9 @@ import { SERVICE_NAMES, type Service, type ServiceName, type ServiceStatus } fro
 import { SERVICES } from './services';
 
 export type Log = (msg: string) => void;
-export interface StackOptions { log?: Log }
+export interface StackOptions {
+  log?: Log;
+}
 
 const defaultLog: Log = (m) => process.stderr.write(`[stack] ${m}\n`);
 const secs = (t0: number) => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
@@ -64,17 +66,26 @@ export async function ensureStack(names?: readonly ServiceName[], opts: StackOpt
 
   const external = services.filter((s, i) => s.external() && !health[i]?.ok);
   if (external.length > 0) {
-    throw new Error(external.map((s) => `${s.name}: external endpoint ${s.endpoint()} (set by FLOE_*) is not healthy: ${health[services.indexOf(s)]?.detail}`).join('\n'));
+    throw new Error(
+      external
+        .map((s) => `${s.name}: external endpoint ${s.endpoint()} (set by FLOE_*) is not healthy: ${health[services.indexOf(s)]?.detail}`)
+        .join('\n'),
+    );
   }
   const local = services.filter((s, i) => !s.external() && !health[i]?.ok);
   await withLock(join(stackPaths().run, 'stack.lock'), 20 * 60_000, async () => {
     const t0 = Date.now();
-    await installStack(local.map((s) => s.name), { log });
-    await allOrReport(local.map(async (s) => {
-      const t1 = Date.now();
-      await s.start();
-      log(`${s.name}: up at ${s.endpoint()} (${secs(t1)})`);
-    }));
+    await installStack(
+      local.map((s) => s.name),
+      { log },
+    );
+    await allOrReport(
+      local.map(async (s) => {
+        const t1 = Date.now();
+        await s.start();
+        log(`${s.name}: up at ${s.endpoint()} (${secs(t1)})`);
+      }),
+    );
     log(`stack ready in ${secs(t0)}`);
   });
   return stackEnv();
@@ -83,30 +94,38 @@ export async function ensureStack(names?: readonly ServiceName[], opts: StackOpt
 /** Stops the given services (default: all) that this stack started. External ones are left alone. */
 export async function stackDown(names?: readonly ServiceName[], opts: StackOptions = {}): Promise<void> {
   const log = opts.log ?? defaultLog;
-  await allOrReport(pick(names).filter((s) => !s.external()).map(async (s) => {
-    const running = s.pid() !== undefined;
-    await s.stop();
-    if (running) log(`${s.name}: stopped`);
-  }));
+  await allOrReport(
+    pick(names)
+      .filter((s) => !s.external())
+      .map(async (s) => {
+        const running = s.pid() !== undefined;
+        await s.stop();
+        if (running) log(`${s.name}: stopped`);
+      }),
+  );
 }
 
 export async function stackStatus(names?: readonly ServiceName[]): Promise<ServiceStatus[]> {
-  return Promise.all(pick(names).map(async (s) => {
-    const pid = s.pid();
-    return {
-      name: s.name,
-      installed: s.external() || s.installed(),
-      running: pid !== undefined,
-      pid,
-      health: await s.health(),
-      endpoint: s.endpoint(),
-      external: s.external(),
-      logFile: s.logFile,
-    };
-  }));
+  return Promise.all(
+    pick(names).map(async (s) => {
+      const pid = s.pid();
+      return {
+        name: s.name,
+        installed: s.external() || s.installed(),
+        running: pid !== undefined,
+        pid,
+        health: await s.health(),
+        endpoint: s.endpoint(),
+        external: s.external(),
+        logFile: s.logFile,
+      };
+    }),
+  );
 }
 
 /** The last `lines` lines of each selected service's log. */
 export function stackLogs(names?: readonly ServiceName[], lines = 50): string {
-  return pick(names).map((s) => `==> ${s.logFile} <==\n${tailFile(s.logFile, lines)}`).join('\n\n');
+  return pick(names)
+    .map((s) => `==> ${s.logFile} <==\n${tailFile(s.logFile, lines)}`)
+    .join('\n\n');
 }

@@ -21,7 +21,9 @@ function sourceHash(): string {
   const h = createHash('sha256');
   h.update(String((require('@temporalio/workflow/package.json') as { version: string }).version));
   for (const dir of BUNDLE_INPUT_DIRS) {
-    for (const f of readdirSync(dir).filter((n) => n.endsWith('.ts')).sort()) {
+    for (const f of readdirSync(dir)
+      .filter((n) => n.endsWith('.ts'))
+      .sort()) {
       h.update(join(dir, f));
       h.update(readFileSync(join(dir, f)));
     }

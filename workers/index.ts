@@ -8,7 +8,10 @@ import { createActivities, createDeps } from '../activities';
 import type { FloeConfig } from '../config';
 import { workflowBundle } from './bundle';
 
-export async function createWorker(cfg: FloeConfig, opts: { identity?: string } = {}): Promise<{ worker: Worker; close: () => Promise<void> }> {
+export async function createWorker(
+  cfg: FloeConfig,
+  opts: { identity?: string } = {},
+): Promise<{ worker: Worker; close: () => Promise<void> }> {
   const deps = await createDeps(cfg);
   const connection = await NativeConnection.connect({ address: cfg.temporal.address });
   const worker = await Worker.create({

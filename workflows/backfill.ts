@@ -13,11 +13,22 @@ import { ingestWorkflow, ingestWorkflowId, type IngestStatus } from './ingest';
 type Activities = ReturnType<typeof createActivities>;
 const { prepareBackfill } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
-  retry: { maximumInterval: '10s', nonRetryableErrorTypes: [FailureType.BackfillOverlap, FailureType.BadBackfillRange, FailureType.ConfigError] },
+  retry: {
+    maximumInterval: '10s',
+    nonRetryableErrorTypes: [FailureType.BackfillOverlap, FailureType.BadBackfillRange, FailureType.ConfigError],
+  },
 });
 
-export interface BackfillInput { table: string; from: BackfillBound; to: BackfillBound; force?: boolean }
-export interface BackfillResult { prepared: PreparedBackfill; status: IngestStatus }
+export interface BackfillInput {
+  table: string;
+  from: BackfillBound;
+  to: BackfillBound;
+  force?: boolean;
+}
+export interface BackfillResult {
+  prepared: PreparedBackfill;
+  status: IngestStatus;
+}
 
 export const backfillWorkflowId = (table: string, from: BackfillBound, to: BackfillBound): string =>
   `floe-backfill/${table}/${JSON.stringify(from)}..${JSON.stringify(to)}`;

@@ -4,19 +4,45 @@
  * result and progress. Deterministic, no I/O, no Temporal (test/unit/compact-state.test.ts).
  */
 import type {
-  CommitRewriteInput, CommitRewriteResult, CompactionPlan, CompactProgress, CompactResult, FailedGroup, FileGroup, RewriteGroupResult,
+  CommitRewriteInput,
+  CommitRewriteResult,
+  CompactionPlan,
+  CompactProgress,
+  CompactResult,
+  FailedGroup,
+  FileGroup,
+  RewriteGroupResult,
 } from '../maintenance/types';
 
-export interface RewrittenGroup { group: FileGroup; result: RewriteGroupResult }
+export interface RewrittenGroup {
+  group: FileGroup;
+  result: RewriteGroupResult;
+}
 
-export const initialProgress = (): CompactProgress =>
-  ({ phase: 'planning', groupsTotal: 0, groupsDone: 0, groupsFailed: 0, bytesTotal: 0, bytesDone: 0, commits: 0 });
+export const initialProgress = (): CompactProgress => ({
+  phase: 'planning',
+  groupsTotal: 0,
+  groupsDone: 0,
+  groupsFailed: 0,
+  bytesTotal: 0,
+  bytesDone: 0,
+  commits: 0,
+});
 
 export function emptyResult(table: string, window: string | null, plan: CompactionPlan): CompactResult {
   return {
-    table, window,
-    rewritten_data_files_count: 0, added_data_files_count: 0, rewritten_bytes_count: 0, added_bytes_count: 0,
-    failed_data_file_groups: [], commits: 0, snapshotIds: [], before: plan.before, after: plan.before, durationMs: 0,
+    table,
+    window,
+    rewritten_data_files_count: 0,
+    added_data_files_count: 0,
+    rewritten_bytes_count: 0,
+    added_bytes_count: 0,
+    failed_data_file_groups: [],
+    commits: 0,
+    snapshotIds: [],
+    before: plan.before,
+    after: plan.before,
+    durationMs: 0,
   };
 }
 
@@ -30,7 +56,13 @@ export const commitBatchSize = (plan: CompactionPlan): number =>
 /** What the commit of `batch` carries: a staged plan's commit names its groups only (the activity reads files and outputs back). */
 export function commitInput(table: string, plan: CompactionPlan, batch: RewrittenGroup[], commitId: string): CommitRewriteInput {
   return plan.staged
-    ? { table, location: plan.location, commitId, groups: [], staged: { plan: plan.staged, groups: batch.map((b) => ({ index: b.group.index, attempt: b.result.attempt ?? 1 })) } }
+    ? {
+        table,
+        location: plan.location,
+        commitId,
+        groups: [],
+        staged: { plan: plan.staged, groups: batch.map((b) => ({ index: b.group.index, attempt: b.result.attempt ?? 1 })) },
+      }
     : { table, location: plan.location, commitId, groups: batch };
 }
 
@@ -40,7 +72,13 @@ export function recordFailed(result: CompactResult, progress: CompactProgress, g
 }
 
 /** A commit's outcome: committed groups count, skipped ones are failed with the commit's reason. */
-export function recordCommit(result: CompactResult, progress: CompactProgress, plan: CompactionPlan, batch: RewrittenGroup[], r: CommitRewriteResult): void {
+export function recordCommit(
+  result: CompactResult,
+  progress: CompactProgress,
+  plan: CompactionPlan,
+  batch: RewrittenGroup[],
+  r: CommitRewriteResult,
+): void {
   const byIndex = new Map(plan.groups.map((g) => [g.index, g]));
   for (const s of r.skippedGroups) recordFailed(result, progress, byIndex.get(s.index)!, `skipped at commit: ${s.reason}`);
   const committed = new Set(r.committedGroups);

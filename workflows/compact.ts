@@ -6,13 +6,28 @@
  * Deterministic orchestration only; see maintenance/compact.ts for the side effects and
  * workflows/compact-state.ts for the run's pure state.
  */
-import { ActivityFailure, CancellationScope, defineQuery, log, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  CancellationScope,
+  defineQuery,
+  log,
+  proxyActivities,
+  setHandler,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { CompactOptions, CompactProgress, CompactResult, FileGroup } from '../maintenance/types';
 import { INVALID_WINDOW } from '../maintenance/window';
 import { workflowWindowMs } from './orphans';
 import {
-  commitBatchSize, commitInput, emptyResult, initialProgress, recordCommit, recordFailed, type RewrittenGroup,
+  commitBatchSize,
+  commitInput,
+  emptyResult,
+  initialProgress,
+  recordCommit,
+  recordFailed,
+  type RewrittenGroup,
 } from './compact-state';
 
 type Activities = ReturnType<typeof createActivities>;
@@ -23,7 +38,12 @@ type Activities = ReturnType<typeof createActivities>;
 const { planCompaction, tableFileStats } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 10, nonRetryableErrorTypes: ['FeatureUnsupported', 'ConfigError', INVALID_WINDOW] },
+  retry: {
+    initialInterval: '1s',
+    maximumInterval: '30s',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['FeatureUnsupported', 'ConfigError', INVALID_WINDOW],
+  },
 });
 // Pending markers keep the outputs of this run from the orphan sweep until the run ends.
 const { markPendingFiles, clearPendingFiles } = proxyActivities<Activities>({
@@ -35,7 +55,12 @@ const { markPendingFiles, clearPendingFiles } = proxyActivities<Activities>({
 const { rewriteFileGroup } = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 4, nonRetryableErrorTypes: ['InputsVanished', 'DataInvalid'] },
+  retry: {
+    initialInterval: '2s',
+    maximumInterval: '1 minute',
+    maximumAttempts: 4,
+    nonRetryableErrorTypes: ['InputsVanished', 'DataInvalid'],
+  },
 });
 const { commitRewrite } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
@@ -93,8 +118,13 @@ export async function compactWorkflow(input: CompactInput): Promise<CompactResul
 }
 
 async function rewriteAndCommit(
-  input: CompactInput, plan: Awaited<ReturnType<typeof planCompaction>>, runId: string, result: CompactResult,
-  progress: CompactProgress, failed: (g: FileGroup, reason: string) => void, started: number,
+  input: CompactInput,
+  plan: Awaited<ReturnType<typeof planCompaction>>,
+  runId: string,
+  result: CompactResult,
+  progress: CompactProgress,
+  failed: (g: FileGroup, reason: string) => void,
+  started: number,
 ): Promise<CompactResult> {
   const o = plan.options;
   const commit = async (batch: RewrittenGroup[]) => {
@@ -112,7 +142,9 @@ async function rewriteAndCommit(
   const batchSize = commitBatchSize(plan);
   let queue: RewrittenGroup[] = [];
   let commits: Promise<void> = Promise.resolve();
-  const enqueue = (batch: typeof queue) => { commits = commits.then(() => commit(batch)); };
+  const enqueue = (batch: typeof queue) => {
+    commits = commits.then(() => commit(batch));
+  };
 
   let next = 0;
   const rewriter = async () => {
@@ -121,7 +153,11 @@ async function rewriteAndCommit(
       if (!g) return;
       try {
         const r = await rewriteFileGroup({
-          table: input.table, location: plan.location, runId, group: g, targetFileSizeBytes: o.targetFileSizeBytes,
+          table: input.table,
+          location: plan.location,
+          runId,
+          group: g,
+          targetFileSizeBytes: o.targetFileSizeBytes,
           ...(plan.staged ? { staged: plan.staged } : {}),
         });
         queue.push({ group: g, result: r });

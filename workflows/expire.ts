@@ -21,7 +21,12 @@ const { expireSnapshotsCommit, maintenanceSettings } = proxyActivities<Activitie
 const { deleteExpiredFiles } = proxyActivities<Activities>({
   startToCloseTimeout: '1 hour',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['MetadataGone', 'DataInvalid', INVALID_WINDOW] },
+  retry: {
+    initialInterval: '2s',
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['MetadataGone', 'DataInvalid', INVALID_WINDOW],
+  },
 });
 
 export interface ExpireInput {
@@ -50,22 +55,37 @@ export async function expireWorkflow(input: ExpireInput): Promise<ExpireResult> 
   }
   const asOfMs = windowMs ?? Date.now();
   const commit = await expireSnapshotsCommit({
-    table: input.table, expireId: uuid4(), olderThanMs, retainLast, asOfMs, dryRun: input.dryRun ?? false,
+    table: input.table,
+    expireId: uuid4(),
+    olderThanMs,
+    retainLast,
+    asOfMs,
+    dryRun: input.dryRun ?? false,
   });
   progress.phase = 'deleting';
   progress.done = 1;
   let deleted: DeletedCounts = { dataFiles: 0, manifests: 0, manifestLists: 0, metadataFiles: 0, other: 0 };
   if (commit.beforeMetadataLocation && commit.afterMetadataLocation && !input.dryRun) {
-    deleted = (await deleteExpiredFiles({
-      table: input.table, beforeMetadataLocation: commit.beforeMetadataLocation,
-      afterMetadataLocation: commit.afterMetadataLocation, metadataOlderThanMs: asOfMs - olderThanMs,
-    })).deleted;
+    deleted = (
+      await deleteExpiredFiles({
+        table: input.table,
+        beforeMetadataLocation: commit.beforeMetadataLocation,
+        afterMetadataLocation: commit.afterMetadataLocation,
+        metadataOlderThanMs: asOfMs - olderThanMs,
+      })
+    ).deleted;
   }
   progress.phase = 'done';
   progress.done = 2;
   return {
-    table: input.table, window: input.window ?? null, cutoffMs: asOfMs - olderThanMs,
-    expiredSnapshots: commit.expiredSnapshotIds.length, carriedCursors: commit.carriedCursors,
-    retainedSnapshots: commit.retainedSnapshots, deleted, dryRun: input.dryRun ?? false, durationMs: Date.now() - started,
+    table: input.table,
+    window: input.window ?? null,
+    cutoffMs: asOfMs - olderThanMs,
+    expiredSnapshots: commit.expiredSnapshotIds.length,
+    carriedCursors: commit.carriedCursors,
+    retainedSnapshots: commit.retainedSnapshots,
+    deleted,
+    dryRun: input.dryRun ?? false,
+    durationMs: Date.now() - started,
   };
 }

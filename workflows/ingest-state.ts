@@ -44,11 +44,25 @@ export interface IngestStatus {
 }
 
 export function initialStatus(input: IngestInput): IngestStatus {
-  return input.carry ?? {
-    table: input.table, ingestId: input.ingestId, state: 'running', cursor: {}, lag: {},
-    lastCommitId: null, lastSnapshotId: null, lastCommitTimeMs: null, cycles: 0, commits: 0,
-    fencedCommits: 0, totalRows: 0, totalDeadLetters: 0, rowsPerSecond: 0, filesPerCommit: 0,
-  };
+  return (
+    input.carry ?? {
+      table: input.table,
+      ingestId: input.ingestId,
+      state: 'running',
+      cursor: {},
+      lag: {},
+      lastCommitId: null,
+      lastSnapshotId: null,
+      lastCommitTimeMs: null,
+      cycles: 0,
+      commits: 0,
+      fencedCommits: 0,
+      totalRows: 0,
+      totalDeadLetters: 0,
+      rowsPerSecond: 0,
+      filesPerCommit: 0,
+    }
+  );
 }
 
 /** High watermark minus cursor per partition, never negative (decimal strings). */
@@ -74,10 +88,12 @@ export const rangeDone = (cursor: Offsets, range: OffsetRange): boolean =>
  */
 export function recordShares(plan: CyclePlan): number[] {
   const even = plan.groups.map(() => Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)));
-  const backlog = plan.groups.map((ps) => ps.reduce((n, p) => {
-    const d = BigInt(plan.highWatermarks[String(p)] ?? '0') - BigInt(plan.startOffsets[String(p)] ?? '0');
-    return n + (d > 0n ? d : 0n);
-  }, 0n));
+  const backlog = plan.groups.map((ps) =>
+    ps.reduce((n, p) => {
+      const d = BigInt(plan.highWatermarks[String(p)] ?? '0') - BigInt(plan.startOffsets[String(p)] ?? '0');
+      return n + (d > 0n ? d : 0n);
+    }, 0n),
+  );
   const total = backlog.reduce((a, b) => a + b, 0n);
   if (plan.groups.length < 2 || total < BigInt(plan.maxRecordsPerCycle)) return even;
   return backlog.map((b) => Math.max(1, Number((b * BigInt(plan.maxRecordsPerCycle)) / total)));
@@ -87,7 +103,11 @@ export function recordShares(plan: CyclePlan): number[] {
 export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string, draining: boolean): PollInput[] {
   const shares = recordShares(plan);
   return plan.groups.map((partitions, groupIndex) => ({
-    table: input.table, ingestId: input.ingestId, commitId, groupIndex, partitions,
+    table: input.table,
+    ingestId: input.ingestId,
+    commitId,
+    groupIndex,
+    partitions,
     startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
     // Draining: take what is there now without waiting out a full interval.
     maxWaitMs: draining ? Math.max(5000, plan.commitIntervalMs) : plan.commitIntervalMs,
@@ -114,7 +134,8 @@ export interface MergedCycle {
 export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle {
   const endOffsets: Offsets = { ...plan.startOffsets };
   const highWatermarks: Offsets = { ...plan.highWatermarks };
-  let records = 0, deadLetters = 0;
+  let records = 0,
+    deadLetters = 0;
   for (const r of results) {
     Object.assign(endOffsets, r.endOffsets);
     Object.assign(highWatermarks, r.highWatermarks);
@@ -122,7 +143,10 @@ export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle 
     deadLetters += r.deadLetters;
   }
   return {
-    endOffsets, highWatermarks, records, deadLetters,
+    endOffsets,
+    highWatermarks,
+    records,
+    deadLetters,
     files: results.flatMap((r) => r.files),
     deadLetterFiles: results.flatMap((r) => r.deadLetterFiles),
     advanced: Object.keys(endOffsets).some((p) => endOffsets[p] !== plan.startOffsets[p]),

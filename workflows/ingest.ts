@@ -4,14 +4,32 @@
  * is an activity. See DESIGN "Exactly-once protocol".
  */
 import {
-  ActivityFailure, ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, log,
-  patched, proxyActivities, setHandler, uuid4, workflowInfo,
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  log,
+  patched,
+  proxyActivities,
+  setHandler,
+  uuid4,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { CyclePlan, PollResult } from '../ingest/types';
 import { INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
 import {
-  initialStatus, lagOf, mergeCycle, pollInputs, rangeDone, recordCommit, reportedState, type IngestInput, type IngestStatus,
+  initialStatus,
+  lagOf,
+  mergeCycle,
+  pollInputs,
+  rangeDone,
+  recordCommit,
+  reportedState,
+  type IngestInput,
+  type IngestStatus,
 } from './ingest-state';
 
 export { ingestWorkflowId };
@@ -48,14 +66,19 @@ export const resumeSignal = defineSignal('resume');
 export const drainAndStopSignal = defineSignal('drainAndStop');
 export const statusQuery = defineQuery<IngestStatus>('status');
 
-
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
   const status = initialStatus(input);
   let paused = status.state === 'paused';
   let draining = status.state === 'draining';
-  setHandler(pauseSignal, () => { paused = true; });
-  setHandler(resumeSignal, () => { paused = false; });
-  setHandler(drainAndStopSignal, () => { draining = true; });
+  setHandler(pauseSignal, () => {
+    paused = true;
+  });
+  setHandler(resumeSignal, () => {
+    paused = false;
+  });
+  setHandler(drainAndStopSignal, () => {
+    draining = true;
+  });
   setHandler(statusQuery, () => ({ ...status, state: reportedState(status, paused, draining) }));
 
   let cyclesThisRun = 0;
@@ -87,10 +110,19 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     if (cycle.advanced) {
       try {
         const res = await commit({
-          table: input.table, ingestId: input.ingestId, commitId, baseSnapshotId: plan.baseSnapshotId,
-          deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-          startOffsets: plan.startOffsets, endOffsets: cycle.endOffsets, files: cycle.files, deadLetterFiles: cycle.deadLetterFiles,
-          records: cycle.records, deadLetters: cycle.deadLetters, range: input.range,
+          table: input.table,
+          ingestId: input.ingestId,
+          commitId,
+          baseSnapshotId: plan.baseSnapshotId,
+          deadLetterFloor: plan.deadLetterFloor,
+          deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+          startOffsets: plan.startOffsets,
+          endOffsets: cycle.endOffsets,
+          files: cycle.files,
+          deadLetterFiles: cycle.deadLetterFiles,
+          records: cycle.records,
+          deadLetters: cycle.deadLetters,
+          range: input.range,
         });
         recordCommit(status, cycle, commitId, res, Date.now() - started);
       } catch (err) {
@@ -118,7 +150,10 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     if (cyclesThisRun >= plan.cyclesPerRun || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof ingestWorkflow>({
-        table: input.table, ingestId: input.ingestId, range: input.range, force: input.force,
+        table: input.table,
+        ingestId: input.ingestId,
+        range: input.range,
+        force: input.force,
         carry: { ...status, state: reportedState(status, paused, draining) },
       });
     }

@@ -50,7 +50,10 @@ export async function maintainWorkflow(input: MaintainInput): Promise<MaintainRe
   workflowWindowMs(window);
   const skip = new Set(input.skip ?? []);
   const base = workflowInfo().workflowId;
-  const child = { parentClosePolicy: ParentClosePolicy.TERMINATE, workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY };
+  const child = {
+    parentClosePolicy: ParentClosePolicy.TERMINATE,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+  };
   // A re-run of a window whose last run failed finds the steps that completed then: their ids
   // refuse a second start (ALLOW_DUPLICATE_FAILED_ONLY), which means "done in this window".
   const once = async <T>(start: () => Promise<T>): Promise<T | null> => {
@@ -63,16 +66,40 @@ export async function maintainWorkflow(input: MaintainInput): Promise<MaintainRe
     }
   };
   // In order: compaction first, so expiry can drop the snapshots it superseded once they age.
-  const compact = skip.has('compact') ? null
-    : await once(() => executeChild(compactWorkflow, { ...child, workflowId: `${base}/compact`, args: [{ table: input.table, window, options: input.compact }] }));
-  const expire = skip.has('expire') ? null
-    : await once(() => executeChild(expireWorkflow, { ...child, workflowId: `${base}/expire`, args: [{ table: input.table, window, dryRun: input.dryRun }] }));
-  const orphans = skip.has('orphans') ? null
-    : await once(() => executeChild(orphansWorkflow, { ...child, workflowId: `${base}/orphans`, args: [{ table: input.table, window, dryRun: input.dryRun }] }));
+  const compact = skip.has('compact')
+    ? null
+    : await once(() =>
+        executeChild(compactWorkflow, {
+          ...child,
+          workflowId: `${base}/compact`,
+          args: [{ table: input.table, window, options: input.compact }],
+        }),
+      );
+  const expire = skip.has('expire')
+    ? null
+    : await once(() =>
+        executeChild(expireWorkflow, {
+          ...child,
+          workflowId: `${base}/expire`,
+          args: [{ table: input.table, window, dryRun: input.dryRun }],
+        }),
+      );
+  const orphans = skip.has('orphans')
+    ? null
+    : await once(() =>
+        executeChild(orphansWorkflow, {
+          ...child,
+          workflowId: `${base}/orphans`,
+          args: [{ table: input.table, window, dryRun: input.dryRun }],
+        }),
+      );
   return { table: input.table, window, compact, expire, orphans };
 }
 
-export interface ScheduledInput { table: string; kind: MaintenanceWorkflowKind }
+export interface ScheduledInput {
+  table: string;
+  kind: MaintenanceWorkflowKind;
+}
 
 export interface ScheduledResult {
   table: string;
@@ -90,14 +117,26 @@ export async function scheduledMaintenanceWorkflow(input: ScheduledInput): Promi
   // Started by hand (not by a Schedule): the window is the start time.
   const window = windowOf(scheduled ?? new Date(info.startTime));
   const workflowId = maintenanceWorkflowId(input.kind, input.table, window);
-  const opts = { workflowId, parentClosePolicy: ParentClosePolicy.TERMINATE, workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY };
+  const opts = {
+    workflowId,
+    parentClosePolicy: ParentClosePolicy.TERMINATE,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+  };
   try {
     let result: ScheduledResult['result'];
     switch (input.kind) {
-      case 'compact': result = await executeChild(compactWorkflow, { ...opts, args: [{ table: input.table, window }] }); break;
-      case 'expire': result = await executeChild(expireWorkflow, { ...opts, args: [{ table: input.table, window }] }); break;
-      case 'orphans': result = await executeChild(orphansWorkflow, { ...opts, args: [{ table: input.table, window }] }); break;
-      case 'maintain': result = await executeChild(maintainWorkflow, { ...opts, args: [{ table: input.table, window }] }); break;
+      case 'compact':
+        result = await executeChild(compactWorkflow, { ...opts, args: [{ table: input.table, window }] });
+        break;
+      case 'expire':
+        result = await executeChild(expireWorkflow, { ...opts, args: [{ table: input.table, window }] });
+        break;
+      case 'orphans':
+        result = await executeChild(orphansWorkflow, { ...opts, args: [{ table: input.table, window }] });
+        break;
+      case 'maintain':
+        result = await executeChild(maintainWorkflow, { ...opts, args: [{ table: input.table, window }] });
+        break;
     }
     return { table: input.table, kind: input.kind, window, workflowId, ran: true, result };
   } catch (e) {

@@ -16,7 +16,12 @@ const { maintenanceSettings } = proxyActivities<Activities>({ startToCloseTimeou
 const { removeOrphanFiles } = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '2s', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: [FailureType.UnsafeGracePeriod, INVALID_WINDOW] },
+  retry: {
+    initialInterval: '2s',
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: [FailureType.UnsafeGracePeriod, INVALID_WINDOW],
+  },
 });
 
 /**
@@ -32,7 +37,6 @@ export function workflowWindowMs(window: string | null | undefined): number | nu
     throw e;
   }
 }
-
 
 export interface OrphansWorkflowInput {
   table: string;
@@ -52,11 +56,18 @@ export async function orphansWorkflow(input: OrphansWorkflowInput): Promise<Orph
   setHandler(orphansProgressQuery, () => progress);
   const windowMs = workflowWindowMs(input.window);
   let olderThanMs = input.olderThanMs;
-  if (olderThanMs === undefined) olderThanMs = (await maintenanceSettings({ table: input.table }))?.orphans.olderThanMs ?? ORPHANS_DEFAULT_GRACE_MS;
+  if (olderThanMs === undefined)
+    olderThanMs = (await maintenanceSettings({ table: input.table }))?.orphans.olderThanMs ?? ORPHANS_DEFAULT_GRACE_MS;
   const graceProblem = gracePeriodProblem(olderThanMs, input.force);
   if (graceProblem) throw ApplicationFailure.nonRetryable(graceProblem, FailureType.UnsafeGracePeriod);
   const asOfMs = windowMs ?? Date.now();
-  const r = await removeOrphanFiles({ table: input.table, olderThanMs, asOfMs, dryRun: input.dryRun ?? false, force: input.force ?? false });
+  const r = await removeOrphanFiles({
+    table: input.table,
+    olderThanMs,
+    asOfMs,
+    dryRun: input.dryRun ?? false,
+    force: input.force ?? false,
+  });
   progress.phase = 'done';
   progress.done = 1;
   return { ...r, window: input.window ?? null, durationMs: Date.now() - started };

@@ -24,7 +24,8 @@ export function checkRequirements(current: TableMetadata | undefined, reqs: Tabl
     if (r.type === 'assert-create') {
       if (current !== undefined) {
         throw new IcebergError('AlreadyExists', 'requirement failed: assert-create, but the table already exists', {
-          retryable: false, context: { expected: 'no table', found: current['table-uuid'] },
+          retryable: false,
+          context: { expected: 'no table', found: current['table-uuid'] },
         });
       }
       continue;
@@ -42,19 +43,24 @@ export function checkRequirements(current: TableMetadata | undefined, reqs: Tabl
         break;
       }
       case 'assert-last-assigned-field-id':
-        if (current['last-column-id'] !== r['last-assigned-field-id']) throw conflict('last assigned field id', r['last-assigned-field-id'], current['last-column-id']);
+        if (current['last-column-id'] !== r['last-assigned-field-id'])
+          throw conflict('last assigned field id', r['last-assigned-field-id'], current['last-column-id']);
         break;
       case 'assert-current-schema-id':
-        if (current['current-schema-id'] !== r['current-schema-id']) throw conflict('current schema id', r['current-schema-id'], current['current-schema-id']);
+        if (current['current-schema-id'] !== r['current-schema-id'])
+          throw conflict('current schema id', r['current-schema-id'], current['current-schema-id']);
         break;
       case 'assert-last-assigned-partition-id':
-        if (current['last-partition-id'] !== r['last-assigned-partition-id']) throw conflict('last assigned partition id', r['last-assigned-partition-id'], current['last-partition-id']);
+        if (current['last-partition-id'] !== r['last-assigned-partition-id'])
+          throw conflict('last assigned partition id', r['last-assigned-partition-id'], current['last-partition-id']);
         break;
       case 'assert-default-spec-id':
-        if (current['default-spec-id'] !== r['default-spec-id']) throw conflict('default spec id', r['default-spec-id'], current['default-spec-id']);
+        if (current['default-spec-id'] !== r['default-spec-id'])
+          throw conflict('default spec id', r['default-spec-id'], current['default-spec-id']);
         break;
       case 'assert-default-sort-order-id':
-        if (current['default-sort-order-id'] !== r['default-sort-order-id']) throw conflict('default sort order id', r['default-sort-order-id'], current['default-sort-order-id']);
+        if (current['default-sort-order-id'] !== r['default-sort-order-id'])
+          throw conflict('default sort order id', r['default-sort-order-id'], current['default-sort-order-id']);
         break;
       default: {
         const never: never = r;
@@ -72,9 +78,20 @@ const maxFieldId = (s: Schema): number => {
   const walk = (t: unknown): void => {
     if (typeof t !== 'object' || t === null) return;
     const o = t as Record<string, unknown>;
-    if (o['type'] === 'struct') for (const f of o['fields'] as Array<{ id: number; type: unknown }>) { max = Math.max(max, f.id); walk(f.type); }
-    if (o['type'] === 'list') { max = Math.max(max, o['element-id'] as number); walk(o['element']); }
-    if (o['type'] === 'map') { max = Math.max(max, o['key-id'] as number, o['value-id'] as number); walk(o['key']); walk(o['value']); }
+    if (o['type'] === 'struct')
+      for (const f of o['fields'] as Array<{ id: number; type: unknown }>) {
+        max = Math.max(max, f.id);
+        walk(f.type);
+      }
+    if (o['type'] === 'list') {
+      max = Math.max(max, o['element-id'] as number);
+      walk(o['element']);
+    }
+    if (o['type'] === 'map') {
+      max = Math.max(max, o['key-id'] as number, o['value-id'] as number);
+      walk(o['key']);
+      walk(o['value']);
+    }
   };
   walk(s);
   return max;
@@ -99,13 +116,15 @@ type UpdateOf<A extends TableUpdate['action']> = Extract<TableUpdate, { action: 
 type ApplyUpdate<A extends TableUpdate['action']> = (st: ApplyState, u: UpdateOf<A>) => void;
 
 const assignUuid: ApplyUpdate<'assign-uuid'> = ({ m }, u) => {
-  if (m['table-uuid'] && m['table-uuid'] !== u.uuid) throw IcebergError.mismatch('DataInvalid', 'assign-uuid on a table that has a uuid', m['table-uuid'], u.uuid, false);
+  if (m['table-uuid'] && m['table-uuid'] !== u.uuid)
+    throw IcebergError.mismatch('DataInvalid', 'assign-uuid on a table that has a uuid', m['table-uuid'], u.uuid, false);
   m['table-uuid'] = u.uuid;
 };
 
 const upgradeFormatVersion: ApplyUpdate<'upgrade-format-version'> = ({ m }, u) => {
   const v = u['format-version'];
-  if (v < m['format-version']) throw IcebergError.mismatch('DataInvalid', 'format version downgrade', `>= ${m['format-version']}`, v, false);
+  if (v < m['format-version'])
+    throw IcebergError.mismatch('DataInvalid', 'format version downgrade', `>= ${m['format-version']}`, v, false);
   if (v !== 1 && v !== 2) throw IcebergError.mismatch('FeatureUnsupported', 'format version', '1 or 2', v, false);
   m['format-version'] = v;
 };
@@ -113,7 +132,8 @@ const upgradeFormatVersion: ApplyUpdate<'upgrade-format-version'> = ({ m }, u) =
 const addSchema: ApplyUpdate<'add-schema'> = (st, u) => {
   const { m } = st;
   const existing = m.schemas.find((s) => s['schema-id'] === u.schema['schema-id']);
-  const schemaId = u.schema['schema-id'] >= 0 && !existing ? u.schema['schema-id'] : Math.max(-1, ...m.schemas.map((s) => s['schema-id'])) + 1;
+  const schemaId =
+    u.schema['schema-id'] >= 0 && !existing ? u.schema['schema-id'] : Math.max(-1, ...m.schemas.map((s) => s['schema-id'])) + 1;
   m.schemas.push({ ...u.schema, 'schema-id': schemaId });
   m['last-column-id'] = Math.max(m['last-column-id'], u['last-column-id'] ?? 0, maxFieldId(u.schema));
   st.lastAddedSchemaId = schemaId;
@@ -121,14 +141,17 @@ const addSchema: ApplyUpdate<'add-schema'> = (st, u) => {
 
 const setCurrentSchema: ApplyUpdate<'set-current-schema'> = (st, u) => {
   const id = u['schema-id'] === -1 ? st.lastAddedSchemaId : u['schema-id'];
-  if (id === undefined || !st.m.schemas.some((s) => s['schema-id'] === id)) throw invalid(`set-current-schema: unknown schema id ${u['schema-id']}`);
+  if (id === undefined || !st.m.schemas.some((s) => s['schema-id'] === id))
+    throw invalid(`set-current-schema: unknown schema id ${u['schema-id']}`);
   st.m['current-schema-id'] = id;
 };
 
 const addSpec: ApplyUpdate<'add-spec'> = (st, u) => {
   const { m } = st;
-  const specId = u.spec['spec-id'] >= 0 && !m['partition-specs'].some((s) => s['spec-id'] === u.spec['spec-id'])
-    ? u.spec['spec-id'] : Math.max(-1, ...m['partition-specs'].map((s) => s['spec-id'])) + 1;
+  const specId =
+    u.spec['spec-id'] >= 0 && !m['partition-specs'].some((s) => s['spec-id'] === u.spec['spec-id'])
+      ? u.spec['spec-id']
+      : Math.max(-1, ...m['partition-specs'].map((s) => s['spec-id'])) + 1;
   m['partition-specs'].push({ ...u.spec, 'spec-id': specId });
   m['last-partition-id'] = Math.max(m['last-partition-id'], PARTITION_FIELD_ID_START - 1, ...u.spec.fields.map((f) => f['field-id']));
   st.lastAddedSpecId = specId;
@@ -136,34 +159,45 @@ const addSpec: ApplyUpdate<'add-spec'> = (st, u) => {
 
 const setDefaultSpec: ApplyUpdate<'set-default-spec'> = (st, u) => {
   const id = u['spec-id'] === -1 ? st.lastAddedSpecId : u['spec-id'];
-  if (id === undefined || !st.m['partition-specs'].some((s) => s['spec-id'] === id)) throw invalid(`set-default-spec: unknown spec id ${u['spec-id']}`);
+  if (id === undefined || !st.m['partition-specs'].some((s) => s['spec-id'] === id))
+    throw invalid(`set-default-spec: unknown spec id ${u['spec-id']}`);
   st.m['default-spec-id'] = id;
 };
 
 const addSortOrder: ApplyUpdate<'add-sort-order'> = (st, u) => {
   const { m } = st;
   const o = u['sort-order'];
-  const orderId = o.fields.length === 0 ? 0
-    : o['order-id'] > 0 && !m['sort-orders'].some((s) => s['order-id'] === o['order-id']) ? o['order-id']
-      : Math.max(0, ...m['sort-orders'].map((s) => s['order-id'])) + 1;
+  const orderId =
+    o.fields.length === 0
+      ? 0
+      : o['order-id'] > 0 && !m['sort-orders'].some((s) => s['order-id'] === o['order-id'])
+        ? o['order-id']
+        : Math.max(0, ...m['sort-orders'].map((s) => s['order-id'])) + 1;
   if (!m['sort-orders'].some((s) => s['order-id'] === orderId)) m['sort-orders'].push({ ...o, 'order-id': orderId });
   st.lastAddedOrderId = orderId;
 };
 
 const setDefaultSortOrder: ApplyUpdate<'set-default-sort-order'> = (st, u) => {
   const id = u['sort-order-id'] === -1 ? st.lastAddedOrderId : u['sort-order-id'];
-  if (id === undefined || !st.m['sort-orders'].some((s) => s['order-id'] === id)) throw invalid(`set-default-sort-order: unknown order id ${u['sort-order-id']}`);
+  if (id === undefined || !st.m['sort-orders'].some((s) => s['order-id'] === id))
+    throw invalid(`set-default-sort-order: unknown order id ${u['sort-order-id']}`);
   st.m['default-sort-order-id'] = id;
 };
 
 const addSnapshot: ApplyUpdate<'add-snapshot'> = (st, u) => {
   const { m } = st;
   const s = u.snapshot;
-  if (m.snapshots.some((x) => x['snapshot-id'] === s['snapshot-id'])) throw invalid(`add-snapshot: snapshot ${s['snapshot-id']} already exists`);
+  if (m.snapshots.some((x) => x['snapshot-id'] === s['snapshot-id']))
+    throw invalid(`add-snapshot: snapshot ${s['snapshot-id']} already exists`);
   // spec (v2): "sequence number ... must be greater than the table's last-sequence-number".
   if (m['format-version'] >= 2 && s['sequence-number'] <= m['last-sequence-number'] && s['parent-snapshot-id'] !== undefined) {
-    throw IcebergError.mismatch('CommitConflict', `add-snapshot ${s['snapshot-id']}: sequence number must exceed last-sequence-number`,
-      `> ${m['last-sequence-number']}`, s['sequence-number'], true);
+    throw IcebergError.mismatch(
+      'CommitConflict',
+      `add-snapshot ${s['snapshot-id']}: sequence number must exceed last-sequence-number`,
+      `> ${m['last-sequence-number']}`,
+      s['sequence-number'],
+      true,
+    );
   }
   m.snapshots.push(s);
   st.added.set(s['snapshot-id'], s);

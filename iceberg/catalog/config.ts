@@ -52,13 +52,27 @@ const ALLOWED: Record<CatalogConfig['type'], readonly string[]> = {
   rest: ['type', 'name', 'uri', 'warehouse', 'token', 'credential', 's3', 'properties', 'timeoutMs'],
 };
 const S3_KEYS: readonly string[] = [
-  'endpoint', 'region', 'forcePathStyle', 'accessKeyId', 'secretAccessKey', 'sessionToken', 'maxAttempts',
-  'multipartThresholdBytes', 'partSizeBytes', 'listPageSize',
+  'endpoint',
+  'region',
+  'forcePathStyle',
+  'accessKeyId',
+  'secretAccessKey',
+  'sessionToken',
+  'maxAttempts',
+  'multipartThresholdBytes',
+  'partSizeBytes',
+  'listPageSize',
 ];
 
 // The found value is quoted back, redacted: a mistyped `uri` still holds the real password.
 const bad = (key: string, expected: string, found: unknown): IcebergError =>
-  IcebergError.mismatch('DataInvalid', `catalog config "${key}"`, expected, found === undefined ? 'nothing' : redactSecrets(JSON.stringify(found) ?? String(found)), false);
+  IcebergError.mismatch(
+    'DataInvalid',
+    `catalog config "${key}"`,
+    expected,
+    found === undefined ? 'nothing' : redactSecrets(JSON.stringify(found) ?? String(found)),
+    false,
+  );
 
 const str = (o: Record<string, unknown>, key: string, required: boolean): string | undefined => {
   const v = o[key];
@@ -89,8 +103,13 @@ export function validateCatalogConfig(raw: unknown): CatalogConfig {
   if (type === 'sql') {
     str(o, 'name', true);
     const warehouse = str(o, 'warehouse', true)!;
-    try { schemeOf(warehouse); } catch { throw bad('warehouse', 'a location like s3://bucket/prefix or file:///abs/path', warehouse); }
-    if (!/^(sqlite|postgres(ql)?)(\+[a-z0-9]+)?:\/\//.test(uri)) throw bad('uri', 'sqlite:///path or postgresql://user:pass@host:port/db', uri);
+    try {
+      schemeOf(warehouse);
+    } catch {
+      throw bad('warehouse', 'a location like s3://bucket/prefix or file:///abs/path', warehouse);
+    }
+    if (!/^(sqlite|postgres(ql)?)(\+[a-z0-9]+)?:\/\//.test(uri))
+      throw bad('uri', 'sqlite:///path or postgresql://user:pass@host:port/db', uri);
     if (o['busyTimeoutMs'] !== undefined && (typeof o['busyTimeoutMs'] !== 'number' || o['busyTimeoutMs'] < 0)) {
       throw bad('busyTimeoutMs', 'a non-negative number', o['busyTimeoutMs']);
     }
@@ -100,8 +119,10 @@ export function validateCatalogConfig(raw: unknown): CatalogConfig {
     str(o, 'warehouse', false);
     str(o, 'token', false);
     str(o, 'credential', false);
-    if (o['token'] !== undefined && o['credential'] !== undefined) throw bad('credential', 'either "token" or "credential", not both', 'both');
-    if (o['timeoutMs'] !== undefined && (typeof o['timeoutMs'] !== 'number' || o['timeoutMs'] <= 0)) throw bad('timeoutMs', 'a positive number', o['timeoutMs']);
+    if (o['token'] !== undefined && o['credential'] !== undefined)
+      throw bad('credential', 'either "token" or "credential", not both', 'both');
+    if (o['timeoutMs'] !== undefined && (typeof o['timeoutMs'] !== 'number' || o['timeoutMs'] <= 0))
+      throw bad('timeoutMs', 'a positive number', o['timeoutMs']);
   }
   return o as unknown as CatalogConfig;
 }
@@ -140,18 +161,31 @@ export async function catalogFromConfig(raw: unknown): Promise<{ catalog: Catalo
       await catalog.init();
     } catch (e) {
       await catalog.close().catch(() => undefined);
-      throw new IcebergError('Io', redactSecrets(`catalog config "uri" ${cfg.uri}: cannot open the catalog: ${(e as Error).message}`, secrets), { cause: redactError(e, secrets) });
+      throw new IcebergError(
+        'Io',
+        redactSecrets(`catalog config "uri" ${cfg.uri}: cannot open the catalog: ${(e as Error).message}`, secrets),
+        { cause: redactError(e, secrets) },
+      );
     }
     return { catalog, io };
   }
   const catalog = new RestCatalog({
-    uri: cfg.uri, name: cfg.name, warehouse: cfg.warehouse, token: cfg.token, credential: cfg.credential,
-    timeoutMs: cfg.timeoutMs, properties: cfg.properties,
+    uri: cfg.uri,
+    name: cfg.name,
+    warehouse: cfg.warehouse,
+    token: cfg.token,
+    credential: cfg.credential,
+    timeoutMs: cfg.timeoutMs,
+    properties: cfg.properties,
   });
   try {
     await catalog.init();
   } catch (e) {
-    throw new IcebergError('Io', redactSecrets(`catalog config "uri" ${cfg.uri}: cannot reach the REST catalog: ${(e as Error).message}`, secrets), { cause: redactError(e, secrets) });
+    throw new IcebergError(
+      'Io',
+      redactSecrets(`catalog config "uri" ${cfg.uri}: cannot reach the REST catalog: ${(e as Error).message}`, secrets),
+      { cause: redactError(e, secrets) },
+    );
   }
   const io = new ResolvingFileIO({ s3: cfg.s3, properties: { ...catalog.properties, ...(cfg.properties ?? {}) } });
   return { catalog, io };

@@ -14,12 +14,12 @@ import type { TableIdentifier } from '../spec/types';
 import { identToString, type Catalog } from './catalog';
 
 /** Comparable form of a location: no trailing slash, `s3a://`/`s3n://` read as `s3://`. */
-export const normalizeLocation = (location: string): string =>
-  location.replace(/\/+$/, '').replace(/^s3[an]:\/\//i, 's3://');
+export const normalizeLocation = (location: string): string => location.replace(/\/+$/, '').replace(/^s3[an]:\/\//i, 's3://');
 
 /** True if `inner` is `outer` or lies under it (path-wise: `t` does not contain `t2`). */
 export function locationContains(outer: string, inner: string): boolean {
-  const o = normalizeLocation(outer), i = normalizeLocation(inner);
+  const o = normalizeLocation(outer),
+    i = normalizeLocation(inner);
   return i === o || i.startsWith(`${o}/`);
 }
 
@@ -51,7 +51,11 @@ export async function listAllTables(catalog: Catalog): Promise<TableIdentifier[]
   return out;
 }
 
-export interface TableLocation { id: TableIdentifier; name: string; location: string }
+export interface TableLocation {
+  id: TableIdentifier;
+  name: string;
+  location: string;
+}
 
 /**
  * The location of every table of the catalog (but `exclude`), loaded a few at a time. A table
@@ -59,7 +63,10 @@ export interface TableLocation { id: TableIdentifier; name: string; location: st
  * is unknown, so nothing may be assumed about it), except when only its metadata.json is missing
  * and the catalog named it: then its location is the folder above `metadata/`.
  */
-export async function tableLocations(catalog: Catalog, opts: { exclude?: TableIdentifier; concurrency?: number } = {}): Promise<TableLocation[]> {
+export async function tableLocations(
+  catalog: Catalog,
+  opts: { exclude?: TableIdentifier; concurrency?: number } = {},
+): Promise<TableLocation[]> {
   const skip = opts.exclude ? identToString(opts.exclude) : undefined;
   const ids = (await listAllTables(catalog)).filter((id) => identToString(id) !== skip);
   const out = await mapConcurrent(ids, opts.concurrency ?? 8, async (id): Promise<TableLocation | undefined> => {
@@ -78,7 +85,9 @@ export async function tableLocations(catalog: Catalog, opts: { exclude?: TableId
   return out.filter((x): x is TableLocation => x !== undefined);
 }
 
-export interface Overlap extends TableLocation { relation: 'same' | 'contains' | 'inside' }
+export interface Overlap extends TableLocation {
+  relation: 'same' | 'contains' | 'inside';
+}
 
 /**
  * Tables (but `exclude`) whose location equals `location`, lies inside it (`contains`: the new

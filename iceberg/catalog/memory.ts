@@ -22,7 +22,11 @@ export class MemoryCatalog implements Catalog {
   beforeCommit?: (id: TableIdentifier, attempt: { requirements: TableRequirement[]; updates: TableUpdate[] }) => Promise<void> | void;
   commits = 0;
 
-  constructor(readonly name: string, private readonly io: FileIO, private readonly now: () => bigint = () => BigInt(Date.now())) {}
+  constructor(
+    readonly name: string,
+    private readonly io: FileIO,
+    private readonly now: () => bigint = () => BigInt(Date.now()),
+  ) {}
 
   /** Direct children of `parent`, including levels that exist only as a prefix of a deeper namespace (the SQL catalog's rule). */
   async listNamespaces(parent: string[] = []): Promise<string[][]> {
@@ -36,18 +40,21 @@ export class MemoryCatalog implements Catalog {
   }
   async createNamespace(namespace: string[], properties: Record<string, string> = {}): Promise<void> {
     const k = namespace.join('\u0000');
-    if (this.namespaces.has(k)) throw new IcebergError('AlreadyExists', `namespace ${namespace.join('.')} already exists`, { retryable: false });
+    if (this.namespaces.has(k))
+      throw new IcebergError('AlreadyExists', `namespace ${namespace.join('.')} already exists`, { retryable: false });
     this.namespaces.set(k, { ...properties });
   }
   async namespaceExists(namespace: string[]): Promise<boolean> {
     return this.namespaces.has(namespace.join('\u0000'));
   }
   async dropNamespace(namespace: string[]): Promise<void> {
-    if ((await this.listTables(namespace)).length > 0) throw new IcebergError('DataInvalid', `namespace ${namespace.join('.')} is not empty`, { retryable: false });
+    if ((await this.listTables(namespace)).length > 0)
+      throw new IcebergError('DataInvalid', `namespace ${namespace.join('.')} is not empty`, { retryable: false });
     this.namespaces.delete(namespace.join('\u0000'));
   }
   async listTables(namespace: string[]): Promise<TableIdentifier[]> {
-    return [...this.tables.values()].map((t) => t.identifier)
+    return [...this.tables.values()]
+      .map((t) => t.identifier)
       .filter((id) => id.namespace.length === namespace.length && id.namespace.every((p, i) => p === namespace[i]));
   }
   async tableExists(id: TableIdentifier): Promise<boolean> {
@@ -60,8 +67,10 @@ export class MemoryCatalog implements Catalog {
     return { identifier: id, metadataLocation, metadata };
   }
   async createTable(id: TableIdentifier, metadata: TableMetadata): Promise<LoadedTable> {
-    if (!(await this.namespaceExists(id.namespace))) throw new IcebergError('NotFound', `namespace ${id.namespace.join('.')} does not exist`, { retryable: false });
-    if (this.tables.has(identToString(id))) throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false });
+    if (!(await this.namespaceExists(id.namespace)))
+      throw new IcebergError('NotFound', `namespace ${id.namespace.join('.')} does not exist`, { retryable: false });
+    if (this.tables.has(identToString(id)))
+      throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false });
     const staged = stageTable(id, undefined, [{ type: 'assert-create' }], [], { nowMs: this.now(), initial: metadata });
     await writeStagedMetadata(this.io, staged);
     const { metadataLocation } = staged;
@@ -72,7 +81,9 @@ export class MemoryCatalog implements Catalog {
     const t = this.tables.get(identToString(id));
     if (!t) throw new IcebergError('NotFound', `table ${identToString(id)} does not exist`, { retryable: false });
     if (!(await this.io.exists(t.metadataLocation))) {
-      throw new IcebergError('NotFound', `table ${identToString(id)}: metadata file ${t.metadataLocation} is missing`, { retryable: false });
+      throw new IcebergError('NotFound', `table ${identToString(id)}: metadata file ${t.metadataLocation} is missing`, {
+        retryable: false,
+      });
     }
     return { identifier: id, metadataLocation: t.metadataLocation, metadata: t.metadata };
   }
@@ -89,7 +100,13 @@ export class MemoryCatalog implements Catalog {
     const cur = this.tables.get(identToString(id));
     if (!cur || cur.metadataLocation !== staged.baseMetadataLocation) {
       await discardStagedMetadata(this.io, staged);
-      throw IcebergError.mismatch('CommitConflict', `commit ${identToString(id)}: metadata location`, staged.baseMetadataLocation, cur?.metadataLocation, true);
+      throw IcebergError.mismatch(
+        'CommitConflict',
+        `commit ${identToString(id)}: metadata location`,
+        staged.baseMetadataLocation,
+        cur?.metadataLocation,
+        true,
+      );
     }
     const { metadataLocation, metadata } = staged;
     this.tables.set(identToString(id), { identifier: id, metadataLocation, metadata });

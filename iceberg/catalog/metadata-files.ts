@@ -21,7 +21,10 @@ import type { MetadataLogEntry, TableMetadata } from '../spec/types';
 
 /** Table properties the catalogs honour when writing metadata files: spec/table-properties.ts. */
 export {
-  METADATA_PREVIOUS_VERSIONS_MAX, METADATA_DELETE_AFTER_COMMIT, WRITE_METADATA_PATH, DEFAULT_PREVIOUS_VERSIONS_MAX,
+  METADATA_PREVIOUS_VERSIONS_MAX,
+  METADATA_DELETE_AFTER_COMMIT,
+  WRITE_METADATA_PATH,
+  DEFAULT_PREVIOUS_VERSIONS_MAX,
 } from '../spec/table-properties';
 
 /** Builds the location of metadata file `version` (honours `write.metadata.path`). */
@@ -46,7 +49,8 @@ export function previousVersionsMax(m: TableMetadata): number {
  * Returns the new metadata and the entries that fell off the log.
  */
 export function withPreviousMetadata(
-  next: TableMetadata, previous: { location: string; lastUpdatedMs: bigint },
+  next: TableMetadata,
+  previous: { location: string; lastUpdatedMs: bigint },
 ): { metadata: TableMetadata; dropped: MetadataLogEntry[] } {
   const max = previousVersionsMax(next);
   const log = [...next['metadata-log'], { 'timestamp-ms': previous.lastUpdatedMs, 'metadata-file': previous.location }];
@@ -68,7 +72,12 @@ const deleteAfterCommit = (m: TableMetadata): boolean => {
  * `write.metadata.delete-after-commit.enabled` is true (Java's deleteRemovedMetadataFiles).
  * Never a file the new metadata still names. Best effort; returns what it deleted.
  */
-export async function deleteRemovedMetadataFiles(io: FileIO, committed: TableMetadata, committedLocation: string, dropped: MetadataLogEntry[]): Promise<string[]> {
+export async function deleteRemovedMetadataFiles(
+  io: FileIO,
+  committed: TableMetadata,
+  committedLocation: string,
+  dropped: MetadataLogEntry[],
+): Promise<string[]> {
   if (dropped.length === 0 || !deleteAfterCommit(committed)) return [];
   const keep = new Set([committedLocation, ...committed['metadata-log'].map((e) => e['metadata-file'])]);
   const gone: string[] = [];

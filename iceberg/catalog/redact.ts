@@ -18,7 +18,8 @@ export const MIN_FREE_TEXT_SECRET_LENGTH = 6;
 // an unescaped '@' exist in the wild).
 const URI_USERINFO = /([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@]*):([^\s/?#]*)@/gi;
 // password=... in query strings and libpq-style DSNs; token/secret/credential keys likewise.
-const KEY_VALUE = /\b(password|passwd|pwd|sslpassword|secret|client_secret|secret_access_key|token|access_token|credential)=([^&\s'",;]+)/gi;
+const KEY_VALUE =
+  /\b(password|passwd|pwd|sslpassword|secret|client_secret|secret_access_key|token|access_token|credential)=([^&\s'",;]+)/gi;
 // A bearer token in a header that was echoed into a message.
 const BEARER = /\b(Bearer)\s+[A-Za-z0-9._~+/=-]+/g;
 
@@ -46,7 +47,12 @@ export function uriPassword(uri: string): string | undefined {
 }
 
 /** Every secret a catalog config holds (URI password raw and decoded, token, credential, S3 secret). */
-export function configSecrets(cfg: { uri?: string; token?: string; credential?: string; s3?: { secretAccessKey?: string; sessionToken?: string } }): string[] {
+export function configSecrets(cfg: {
+  uri?: string;
+  token?: string;
+  credential?: string;
+  s3?: { secretAccessKey?: string; sessionToken?: string };
+}): string[] {
   const out: string[] = [];
   if (cfg.uri) {
     const raw = /^[a-z][a-z0-9+.-]*:\/\/[^\s:/?#@]*:([^\s/?#]*)@/i.exec(cfg.uri)?.[1];

@@ -48,10 +48,18 @@ export interface RestCatalogOptions {
 /** Namespace levels in a path segment are joined by the unit separator (0x1F), then %-encoded. */
 export const encodeNamespace = (ns: string[]): string => encodeURIComponent(ns.join('\x1f'));
 
-interface RestErrorBody { error?: { message?: string; type?: string; code?: number } }
+interface RestErrorBody {
+  error?: { message?: string; type?: string; code?: number };
+}
 
 class HttpStatusError extends Error {
-  constructor(readonly status: number, readonly body: RestErrorBody, message: string) { super(message); }
+  constructor(
+    readonly status: number,
+    readonly body: RestErrorBody,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** Extracts `metadata` / `metadata-location` from a LoadTableResult / CommitTableResponse. */
@@ -59,7 +67,9 @@ const parseLoadResult = (id: TableIdentifier, text: string): LoadedTable & { con
   const raw = losslessParse(text) as Record<string, unknown>;
   const metadataLocation = raw['metadata-location'];
   if (typeof metadataLocation !== 'string' || raw['metadata'] === undefined) {
-    throw new IcebergError('DataInvalid', `REST response for ${identToString(id)} lacks "metadata-location" or "metadata"`, { retryable: false });
+    throw new IcebergError('DataInvalid', `REST response for ${identToString(id)} lacks "metadata-location" or "metadata"`, {
+      retryable: false,
+    });
   }
   // Re-stringify the raw (LosslessNumber-preserving) subtree, so the metadata parser decides
   // which fields are 64-bit exactly as it does for files.
@@ -99,7 +109,8 @@ export class RestCatalog implements Catalog {
     this.configured ??= (async () => {
       const q = this.opts.warehouse ? `?warehouse=${encodeURIComponent(this.opts.warehouse)}` : '';
       const res = parseIcebergJson(await this.request('GET', `/v1/config${q}`, 'load catalog config')) as {
-        defaults?: Record<string, string>; overrides?: Record<string, string>;
+        defaults?: Record<string, string>;
+        overrides?: Record<string, string>;
       };
       this.properties = { ...(res.defaults ?? {}), ...(this.opts.properties ?? {}), ...(res.overrides ?? {}) };
       const prefix = this.properties['prefix'];
@@ -135,7 +146,8 @@ export class RestCatalog implements Catalog {
     let res: Response, text: string;
     try {
       res = await this.doFetch(url, {
-        method: 'POST', body: form.toString(),
+        method: 'POST',
+        body: form.toString(),
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
         signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
       });
@@ -144,12 +156,20 @@ export class RestCatalog implements Catalog {
       throw this.redactError(e);
     }
     if (!res.ok) {
-      throw new IcebergError('Io', this.redact(`REST catalog ${this.name}: OAuth2 token request to ${url} failed: HTTP ${res.status}: ${text.slice(0, 300)}`), {
-        retryable: res.status >= 500, context: { status: res.status },
-      });
+      throw new IcebergError(
+        'Io',
+        this.redact(`REST catalog ${this.name}: OAuth2 token request to ${url} failed: HTTP ${res.status}: ${text.slice(0, 300)}`),
+        {
+          retryable: res.status >= 500,
+          context: { status: res.status },
+        },
+      );
     }
     const body = JSON.parse(text) as { access_token?: string; expires_in?: number };
-    if (!body.access_token) throw new IcebergError('Io', this.redact(`REST catalog ${this.name}: OAuth2 response from ${url} has no access_token`), { retryable: false });
+    if (!body.access_token)
+      throw new IcebergError('Io', this.redact(`REST catalog ${this.name}: OAuth2 response from ${url} has no access_token`), {
+        retryable: false,
+      });
     this.bearer = { token: body.access_token, expiresAtMs: Date.now() + (body.expires_in ?? 3600) * 1000 };
     return body.access_token;
   }
@@ -165,7 +185,7 @@ export class RestCatalog implements Catalog {
   /** One HTTP exchange; resolves with the body text for 2xx, throws HttpStatusError otherwise. */
   private async request(method: string, path: string, what: string, body?: unknown): Promise<string> {
     const idempotent = method === 'GET' || method === 'HEAD';
-    const attempts = 1 + (idempotent ? this.opts.readRetries ?? 2 : 0);
+    const attempts = 1 + (idempotent ? (this.opts.readRetries ?? 2) : 0);
     let refreshed = false;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -205,9 +225,17 @@ export class RestCatalog implements Catalog {
     }
     if (res.ok) return text;
     let parsed: RestErrorBody = {};
-    try { parsed = JSON.parse(text) as RestErrorBody; } catch { /* not JSON: keep the text */ }
+    try {
+      parsed = JSON.parse(text) as RestErrorBody;
+    } catch {
+      /* not JSON: keep the text */
+    }
     const msg = parsed.error?.message ?? (text.slice(0, 300) || res.statusText);
-    throw new HttpStatusError(res.status, parsed, this.redact(`${what}: HTTP ${res.status}${parsed.error?.type ? ` ${parsed.error.type}` : ''}: ${msg}`));
+    throw new HttpStatusError(
+      res.status,
+      parsed,
+      this.redact(`${what}: HTTP ${res.status}${parsed.error?.type ? ` ${parsed.error.type}` : ''}: ${msg}`),
+    );
   }
 
   private redact(text: string): string {
@@ -223,13 +251,25 @@ export class RestCatalog implements Catalog {
     if (e instanceof IcebergError) return e;
     if (e instanceof HttpStatusError) {
       const s = e.status;
-      const kind: IcebergErrorKind = s === 404 ? on404 : s === 409 ? 'AlreadyExists' : s === 400 || s === 422 ? 'DataInvalid'
-        : s === 501 || s === 406 ? 'FeatureUnsupported' : 'Io';
+      const kind: IcebergErrorKind =
+        s === 404
+          ? on404
+          : s === 409
+            ? 'AlreadyExists'
+            : s === 400 || s === 422
+              ? 'DataInvalid'
+              : s === 501 || s === 406
+                ? 'FeatureUnsupported'
+                : 'Io';
       return new IcebergError(kind, `REST catalog ${this.name}: ${e.message}`, {
-        retryable: kind === 'Io' && (s >= 500 || s === 429), context: { status: s, type: e.body.error?.type }, cause: e,
+        retryable: kind === 'Io' && (s >= 500 || s === 429),
+        context: { status: s, type: e.body.error?.type },
+        cause: e,
       });
     }
-    return new IcebergError('Io', this.redact(`REST catalog ${this.name}: ${what} failed: ${(e as Error).message}`), { cause: this.redactError(e) });
+    return new IcebergError('Io', this.redact(`REST catalog ${this.name}: ${what} failed: ${(e as Error).message}`), {
+      cause: this.redactError(e),
+    });
   }
 
   private async call(method: string, rel: string, what: string, body?: unknown, on404?: IcebergErrorKind): Promise<string> {
@@ -264,7 +304,9 @@ export class RestCatalog implements Catalog {
     let token: string | undefined;
     do {
       const sep = path.includes('?') ? '&' : '?';
-      const page = parseIcebergJson(await this.call('GET', token ? `${path}${sep}pageToken=${encodeURIComponent(token)}` : path, what)) as Record<string, unknown>;
+      const page = parseIcebergJson(
+        await this.call('GET', token ? `${path}${sep}pageToken=${encodeURIComponent(token)}` : path, what),
+      ) as Record<string, unknown>;
       out.push(...((page[key] as T[] | undefined) ?? []));
       const next = page['next-page-token'];
       token = typeof next === 'string' && next.length > 0 ? next : undefined;
@@ -286,7 +328,9 @@ export class RestCatalog implements Catalog {
   }
 
   async loadNamespaceProperties(namespace: string[]): Promise<Record<string, string>> {
-    const res = parseIcebergJson(await this.call('GET', `/namespaces/${encodeNamespace(namespace)}`, `load namespace ${namespace.join('.')}`)) as {
+    const res = parseIcebergJson(
+      await this.call('GET', `/namespaces/${encodeNamespace(namespace)}`, `load namespace ${namespace.join('.')}`),
+    ) as {
       properties?: Record<string, string>;
     };
     return res.properties ?? {};
@@ -298,7 +342,10 @@ export class RestCatalog implements Catalog {
       await this.call('DELETE', `/namespaces/${encodeNamespace(namespace)}`, `drop namespace ${namespace.join('.')}`);
     } catch (e) {
       if (e instanceof IcebergError && e.context['status'] === 409) {
-        throw new IcebergError('DataInvalid', `cannot drop namespace ${namespace.join('.')}: it is not empty (${e.message})`, { retryable: false, cause: e });
+        throw new IcebergError('DataInvalid', `cannot drop namespace ${namespace.join('.')}: it is not empty (${e.message})`, {
+          retryable: false,
+          cause: e,
+        });
       }
       throw e;
     }
@@ -308,7 +355,10 @@ export class RestCatalog implements Catalog {
 
   async listTables(namespace: string[]): Promise<TableIdentifier[]> {
     const ids = await this.paged<{ namespace: string[]; name: string }>(
-      `/namespaces/${encodeNamespace(namespace)}/tables`, 'identifiers', `list tables in ${namespace.join('.')}`);
+      `/namespaces/${encodeNamespace(namespace)}/tables`,
+      'identifiers',
+      `list tables in ${namespace.join('.')}`,
+    );
     return ids.map((i) => ({ namespace: i.namespace, name: i.name }));
   }
 
@@ -364,17 +414,29 @@ export class RestCatalog implements Catalog {
     let text: string;
     try {
       text = await this.request('POST', this.url(this.tablePath(id)), what, {
-        identifier: { namespace: id.namespace, name: id.name }, requirements, updates,
+        identifier: { namespace: id.namespace, name: id.name },
+        requirements,
+        updates,
       });
     } catch (e) {
       if (e instanceof HttpStatusError) {
         if (e.status === 409) {
-          throw new IcebergError('CommitConflict', `REST catalog ${this.name}: ${e.message}`, { retryable: true, context: { status: 409 }, cause: e });
+          throw new IcebergError('CommitConflict', `REST catalog ${this.name}: ${e.message}`, {
+            retryable: true,
+            context: { status: 409 },
+            cause: e,
+          });
         }
         if (e.status >= 500) {
-          throw new IcebergError('CommitStateUnknown', `REST catalog ${this.name}: ${e.message}; the commit may or may not have been applied`, {
-            retryable: false, context: { status: e.status }, cause: e,
-          });
+          throw new IcebergError(
+            'CommitStateUnknown',
+            `REST catalog ${this.name}: ${e.message}; the commit may or may not have been applied`,
+            {
+              retryable: false,
+              context: { status: e.status },
+              cause: e,
+            },
+          );
         }
         throw this.mapError(e, what);
       }
@@ -384,9 +446,14 @@ export class RestCatalog implements Catalog {
         throw new IcebergError('Io', `REST catalog ${this.name}: ${what}: cannot connect (${cause.code})`, { retryable: true, cause: e });
       }
       // Connection reset, timeout: the request may have reached the server.
-      throw new IcebergError('CommitStateUnknown', this.redact(`REST catalog ${this.name}: ${what}: ${(e as Error).message}; the commit may or may not have been applied`), {
-        retryable: false, cause: this.redactError(e),
-      });
+      throw new IcebergError(
+        'CommitStateUnknown',
+        this.redact(`REST catalog ${this.name}: ${what}: ${(e as Error).message}; the commit may or may not have been applied`),
+        {
+          retryable: false,
+          cause: this.redactError(e),
+        },
+      );
     }
     return this.loaded(id, text);
   }

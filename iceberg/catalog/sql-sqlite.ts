@@ -17,7 +17,8 @@ export interface SqliteOptions {
 
 const sqliteCode = (e: unknown): string | undefined =>
   (e as { code?: unknown }).code !== undefined && typeof (e as { code?: unknown }).code === 'string'
-    ? (e as { code: string }).code : undefined;
+    ? (e as { code: string }).code
+    : undefined;
 
 export class SqliteDialect implements SqlDialect {
   readonly kind = 'sqlite' as const;
@@ -96,6 +97,8 @@ export class SqliteDialect implements SqlDialect {
   }
 
   async close(): Promise<void> {
-    await this.serialized(() => { if (this.db.open) this.db.close(); });
+    await this.serialized(() => {
+      if (this.db.open) this.db.close();
+    });
   }
 }

@@ -33,7 +33,11 @@ export interface SqlCatalogOptions {
 }
 
 export {
-  METADATA_PREVIOUS_VERSIONS_MAX, METADATA_DELETE_AFTER_COMMIT, WRITE_METADATA_PATH, newMetadataLocation, withPreviousMetadata,
+  METADATA_PREVIOUS_VERSIONS_MAX,
+  METADATA_DELETE_AFTER_COMMIT,
+  WRITE_METADATA_PATH,
+  newMetadataLocation,
+  withPreviousMetadata,
 } from './metadata-files';
 
 const NAMESPACE_MINIMAL_PROPERTIES = { exists: 'true' };
@@ -100,14 +104,18 @@ export class SqlCatalog implements Catalog {
     }
     const cols = await this.db.columns('iceberg_tables');
     if (cols.length === 0) {
-      throw new IcebergError('NotFound', `catalog table iceberg_tables does not exist in the ${this.db.kind} database (initTables=false)`, { retryable: false });
+      throw new IcebergError('NotFound', `catalog table iceberg_tables does not exist in the ${this.db.kind} database (initTables=false)`, {
+        retryable: false,
+      });
     }
     this.hasIcebergType = cols.includes('iceberg_type');
   }
 
   private dbError(e: unknown, what: string): IcebergError {
     if (e instanceof IcebergError) return e;
-    return new IcebergError('Io', `${this.db.kind} catalog "${this.name}": ${what} failed: ${this.redact((e as Error).message)}`, { cause: this.redactError(e) });
+    return new IcebergError('Io', `${this.db.kind} catalog "${this.name}": ${what} failed: ${this.redact((e as Error).message)}`, {
+      cause: this.redactError(e),
+    });
   }
 
   /** Driver messages never reach a log with the connection's password in them. */
@@ -177,7 +185,8 @@ export class SqlCatalog implements Catalog {
         }
       });
     } catch (e) {
-      if (this.db.isUniqueViolation(e)) throw new IcebergError('AlreadyExists', `namespace ${ns} already exists`, { retryable: false, cause: this.redactError(e) });
+      if (this.db.isUniqueViolation(e))
+        throw new IcebergError('AlreadyExists', `namespace ${ns} already exists`, { retryable: false, cause: this.redactError(e) });
       throw this.dbError(e, `create namespace ${ns}`);
     }
   }
@@ -204,8 +213,13 @@ export class SqlCatalog implements Catalog {
     const tables = await this.listTables(namespace);
     const children = all.filter((s) => s.startsWith(`${ns}.`));
     if (tables.length > 0 || children.length > 0) {
-      throw IcebergError.mismatch('DataInvalid', `cannot drop namespace ${ns}: it is not empty`,
-        'no tables and no child namespaces', `${tables.length} table(s), ${children.length} child namespace(s)`, false);
+      throw IcebergError.mismatch(
+        'DataInvalid',
+        `cannot drop namespace ${ns}: it is not empty`,
+        'no tables and no child namespaces',
+        `${tables.length} table(s), ${children.length} child namespace(s)`,
+        false,
+      );
     }
     try {
       await this.db.execute('DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?', [this.name, ns]);
@@ -254,7 +268,11 @@ export class SqlCatalog implements Catalog {
     const nsLocation = props['location'];
     if (nsLocation) return `${nsLocation.replace(/\/+$/, '')}/${id.name}`;
     if (!this.warehouse) {
-      throw new IcebergError('DataInvalid', `catalog "${this.name}" has no warehouse and namespace ${ns} no "location": cannot place table ${id.name}`, { retryable: false });
+      throw new IcebergError(
+        'DataInvalid',
+        `catalog "${this.name}" has no warehouse and namespace ${ns} no "location": cannot place table ${id.name}`,
+        { retryable: false },
+      );
     }
     return `${this.warehouse}/${ns}.db/${id.name}`;
   }
@@ -266,7 +284,9 @@ export class SqlCatalog implements Catalog {
     } catch (e) {
       if (isIcebergError(e, 'NotFound')) {
         throw new IcebergError('NotFound', `table ${identToString(id)}: its current metadata file ${location} is missing`, {
-          retryable: false, context: { metadataLocation: location }, cause: e,
+          retryable: false,
+          context: { metadataLocation: location },
+          cause: e,
         });
       }
       throw e;
@@ -309,7 +329,10 @@ export class SqlCatalog implements Catalog {
     } catch (e) {
       if (this.db.isUniqueViolation(e)) {
         await discardStagedMetadata(this.io, staged);
-        throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, { retryable: false, cause: this.redactError(e) });
+        throw new IcebergError('AlreadyExists', `table ${identToString(id)} already exists`, {
+          retryable: false,
+          cause: this.redactError(e),
+        });
       }
       if (this.db.isDefiniteFailure(e)) await discardStagedMetadata(this.io, staged);
       throw this.dbError(e, `create table ${identToString(id)}`);
@@ -342,7 +365,8 @@ export class SqlCatalog implements Catalog {
     } catch (e) {
       throw this.dbError(e, `drop table ${identToString(id)}`);
     }
-    if (n === 0) throw new IcebergError('NotFound', `table ${identToString(id)} does not exist in catalog "${this.name}"`, { retryable: false });
+    if (n === 0)
+      throw new IcebergError('NotFound', `table ${identToString(id)} does not exist in catalog "${this.name}"`, { retryable: false });
     if (loaded) {
       const files = new Set<string>([
         loaded.metadataLocation,
@@ -381,17 +405,31 @@ export class SqlCatalog implements Catalog {
     } catch (e) {
       if (this.db.isDefiniteFailure(e)) {
         await discardStagedMetadata(this.io, staged);
-        throw new IcebergError('Io', `commit to ${identToString(id)} failed before the swap: ${this.redact((e as Error).message)}`, { retryable: true, cause: this.redactError(e) });
+        throw new IcebergError('Io', `commit to ${identToString(id)} failed before the swap: ${this.redact((e as Error).message)}`, {
+          retryable: true,
+          cause: this.redactError(e),
+        });
       }
-      throw new IcebergError('CommitStateUnknown', `commit to ${identToString(id)}: the catalog update may or may not have been applied: ${this.redact((e as Error).message)}`, {
-        retryable: false, context: { metadataLocation: newLocation, baseMetadataLocation: baseLocation }, cause: this.redactError(e),
-      });
+      throw new IcebergError(
+        'CommitStateUnknown',
+        `commit to ${identToString(id)}: the catalog update may or may not have been applied: ${this.redact((e as Error).message)}`,
+        {
+          retryable: false,
+          context: { metadataLocation: newLocation, baseMetadataLocation: baseLocation },
+          cause: this.redactError(e),
+        },
+      );
     }
     if (swapped === 0) {
       await discardStagedMetadata(this.io, staged);
       const now = await this.tableRow(id).catch(() => undefined);
-      throw IcebergError.mismatch('CommitConflict', `commit to ${identToString(id)} lost a race: table metadata_location changed`,
-        baseLocation, now?.metadata_location ?? 'table dropped', true);
+      throw IcebergError.mismatch(
+        'CommitConflict',
+        `commit to ${identToString(id)} lost a race: table metadata_location changed`,
+        baseLocation,
+        now?.metadata_location ?? 'table dropped',
+        true,
+      );
     }
     // Best effort, after the swap: a failed delete leaves an orphan, never a broken table.
     await cleanUpAfterCommit(this.io, staged);

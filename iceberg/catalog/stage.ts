@@ -68,21 +68,38 @@ export function stageTable(
   checkRequirements(current?.metadata, requirements); // 'NotFound' for a missing table unless assert-create
   if (!current) {
     if (!opts.initial) {
-      throw new IcebergError('NotFound', `table ${identToString(identifier)} does not exist; create it with createTable`, { retryable: false });
+      throw new IcebergError('NotFound', `table ${identToString(identifier)} does not exist; create it with createTable`, {
+        retryable: false,
+      });
     }
     const metadata = applyUpdates(opts.initial, updates, opts.nowMs);
     return {
-      identifier, metadata, metadataLocation: newMetadataLocation(metadata, 0), baseMetadataLocation: undefined, changed: true, dropped: [], deleteAfterCommit: false,
+      identifier,
+      metadata,
+      metadataLocation: newMetadataLocation(metadata, 0),
+      baseMetadataLocation: undefined,
+      changed: true,
+      dropped: [],
+      deleteAfterCommit: false,
     };
   }
   const base = current.metadata;
   const applied = applyUpdates(base, updates, opts.nowMs);
   if (applied === base) {
     return {
-      identifier, metadata: base, metadataLocation: current.metadataLocation, baseMetadataLocation: current.metadataLocation, changed: false, dropped: [], deleteAfterCommit: false,
+      identifier,
+      metadata: base,
+      metadataLocation: current.metadataLocation,
+      baseMetadataLocation: current.metadataLocation,
+      changed: false,
+      dropped: [],
+      deleteAfterCommit: false,
     };
   }
-  const { metadata, dropped } = withPreviousMetadata(applied, { location: current.metadataLocation, lastUpdatedMs: base['last-updated-ms'] });
+  const { metadata, dropped } = withPreviousMetadata(applied, {
+    location: current.metadataLocation,
+    lastUpdatedMs: base['last-updated-ms'],
+  });
   return {
     identifier,
     metadata,

@@ -6,7 +6,10 @@
 import { IcebergError } from '../errors';
 import type { FileIO, FileInfo } from './file-io';
 
-interface Stored { data: Uint8Array; lastModified: number }
+interface Stored {
+  data: Uint8Array;
+  lastModified: number;
+}
 
 export class MemoryFileIO implements FileIO {
   /** Counters tests use to assert what a commit wrote or deleted. */

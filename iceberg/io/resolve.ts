@@ -66,13 +66,25 @@ export class ResolvingFileIO implements FileIO {
     return io;
   }
 
-  read(location: string): Promise<Uint8Array> { return this.io(location).read(location); }
+  read(location: string): Promise<Uint8Array> {
+    return this.io(location).read(location);
+  }
   readRange(location: string, offset: number, length: number): Promise<Uint8Array> {
     return this.io(location).readRange(location, offset, length);
   }
-  write(location: string, data: Uint8Array): Promise<void> { return this.io(location).write(location, data); }
-  delete(location: string): Promise<void> { return this.io(location).delete(location); }
-  exists(location: string): Promise<boolean> { return this.io(location).exists(location); }
-  stat(location: string): Promise<FileInfo> { return this.io(location).stat(location); }
-  list(prefix: string): AsyncIterable<FileInfo> { return this.io(prefix).list(prefix); }
+  write(location: string, data: Uint8Array): Promise<void> {
+    return this.io(location).write(location, data);
+  }
+  delete(location: string): Promise<void> {
+    return this.io(location).delete(location);
+  }
+  exists(location: string): Promise<boolean> {
+    return this.io(location).exists(location);
+  }
+  stat(location: string): Promise<FileInfo> {
+    return this.io(location).stat(location);
+  }
+  list(prefix: string): AsyncIterable<FileInfo> {
+    return this.io(prefix).list(prefix);
+  }
 }

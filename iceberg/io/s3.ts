@@ -4,7 +4,12 @@
  * IcebergError 'NotFound' (404 / NoSuchKey) or 'Io' (retryable) so callers never see SDK types.
  */
 import {
-  DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
 } from '@aws-sdk/client-s3';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -56,7 +61,12 @@ export const parseS3Location = (location: string): { bucket: string; key: string
   return { bucket: m[1]!, key: m[2]! };
 };
 
-interface SdkError { name?: string; Code?: string; $metadata?: { httpStatusCode?: number }; message?: string }
+interface SdkError {
+  name?: string;
+  Code?: string;
+  $metadata?: { httpStatusCode?: number };
+  message?: string;
+}
 
 const mapError = (e: unknown, op: string, location: string): IcebergError => {
   if (e instanceof IcebergError) return e;
@@ -65,14 +75,22 @@ const mapError = (e: unknown, op: string, location: string): IcebergError => {
   const name = err.name ?? err.Code;
   if (status === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchBucket') {
     return new IcebergError('NotFound', `${op} ${location}: not found (${name ?? status})`, {
-      retryable: false, context: { location, status, name }, cause: e,
+      retryable: false,
+      context: { location, status, name },
+      cause: e,
     });
   }
   // 4xx other than throttling cannot be fixed by retrying the same request.
   const retryable = status === undefined || status >= 500 || status === 429 || status === 408;
-  return new IcebergError('Io', `${op} ${location} failed: ${name ?? 'error'}${status ? ` (HTTP ${status})` : ''}: ${err.message ?? String(e)}`, {
-    retryable, context: { location, status, name }, cause: e,
-  });
+  return new IcebergError(
+    'Io',
+    `${op} ${location} failed: ${name ?? 'error'}${status ? ` (HTTP ${status})` : ''}: ${err.message ?? String(e)}`,
+    {
+      retryable,
+      context: { location, status, name },
+      cause: e,
+    },
+  );
 };
 
 export class S3FileIO implements FileIO {
@@ -91,7 +109,8 @@ export class S3FileIO implements FileIO {
     if (opts.forcePathStyle !== undefined) config.forcePathStyle = opts.forcePathStyle;
     if (opts.accessKeyId && opts.secretAccessKey) {
       config.credentials = {
-        accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey,
+        accessKeyId: opts.accessKeyId,
+        secretAccessKey: opts.secretAccessKey,
         ...(opts.sessionToken ? { sessionToken: opts.sessionToken } : {}),
       };
     }
@@ -116,15 +135,25 @@ export class S3FileIO implements FileIO {
     if (length === 0) return new Uint8Array(0);
     const { bucket, key } = parseS3Location(location);
     try {
-      const res = await this.client.send(new GetObjectCommand({
-        Bucket: bucket, Key: key, Range: `bytes=${offset}-${offset + length - 1}`,
-      }));
+      const res = await this.client.send(
+        new GetObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Range: `bytes=${offset}-${offset + length - 1}`,
+        }),
+      );
       if (!res.Body) throw new IcebergError('Io', `readRange ${location}: response has no body`);
       const bytes = await res.Body.transformToByteArray();
       // A store that ignores Range returns the whole object (200): slice rather than misread.
       if (res.ContentRange === undefined && bytes.length > length) return bytes.subarray(offset, offset + length);
       if (bytes.length !== length) {
-        throw IcebergError.mismatch('Io', `readRange ${location} at ${offset}: short read`, `${length} bytes`, `${bytes.length} bytes`, false);
+        throw IcebergError.mismatch(
+          'Io',
+          `readRange ${location} at ${offset}: short read`,
+          `${length} bytes`,
+          `${bytes.length} bytes`,
+          false,
+        );
       }
       return bytes;
     } catch (e) {
@@ -196,9 +225,14 @@ export class S3FileIO implements FileIO {
     do {
       let res;
       try {
-        res = await this.client.send(new ListObjectsV2Command({
-          Bucket: bucket, Prefix: dirKey, ContinuationToken: token, MaxKeys: this.listPageSize,
-        }));
+        res = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: bucket,
+            Prefix: dirKey,
+            ContinuationToken: token,
+            MaxKeys: this.listPageSize,
+          }),
+        );
       } catch (e) {
         throw mapError(e, 'list', prefix);
       }

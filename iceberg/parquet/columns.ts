@@ -31,8 +31,17 @@ type Get = (i: number) => unknown;
 const STRING_CHUNK = 65536;
 
 function bad(path: string, expected: string, v: unknown): IcebergError {
-  const shown = typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? `Uint8Array(${v.length})` : typeof v === 'object' ? Object.prototype.toString.call(v) : JSON.stringify(v);
-  return new IcebergError('DataInvalid', `column ${path}: expected ${expected}, found ${shown}`, { context: { column: path, expected, found: shown } });
+  const shown =
+    typeof v === 'bigint'
+      ? `${v}n`
+      : v instanceof Uint8Array
+        ? `Uint8Array(${v.length})`
+        : typeof v === 'object'
+          ? Object.prototype.toString.call(v)
+          : JSON.stringify(v);
+  return new IcebergError('DataInvalid', `column ${path}: expected ${expected}, found ${shown}`, {
+    context: { column: path, expected, found: shown },
+  });
 }
 
 class Validity {
@@ -50,7 +59,8 @@ class Validity {
 /** Resolves null/required for slot i: returns the value, or null (already recorded), or PARENT_NULL. */
 function nullCheck(v: unknown, i: number, nullable: boolean, validity: Validity, path: string): unknown {
   if (v === null || v === undefined) {
-    if (!nullable) throw new IcebergError('DataInvalid', `column ${path}: required, found null at row ${i}`, { context: { column: path, row: i } });
+    if (!nullable)
+      throw new IcebergError('DataInvalid', `column ${path}: required, found null at row ${i}`, { context: { column: path, row: i } });
     validity.setNull(i);
     return null;
   }
@@ -108,7 +118,8 @@ function buildInt32(c: PrimitiveColumn, type: 'int' | 'date'): arrow.Data {
   for (let i = 0; i < length; i++) {
     const v = nullCheck(get(i), i, nullable, validity, path);
     if (v === null || v === PARENT_NULL) continue;
-    if (typeof v !== 'number' || (v | 0) !== v) throw bad(path, `a 32-bit integer number${type === 'date' ? ' (days since 1970-01-01)' : ''}`, v);
+    if (typeof v !== 'number' || (v | 0) !== v)
+      throw bad(path, `a 32-bit integer number${type === 'date' ? ' (days since 1970-01-01)' : ''}`, v);
     data[i] = v;
   }
   return finish(c, { data });
@@ -168,7 +179,8 @@ function buildString(c: PrimitiveColumn): arrow.Data {
       const str = strs[i - c0]!;
       // An unpaired surrogate has no UTF-8 form: encoding would silently write U+FFFD instead
       // (and two halves in neighbouring values would pair up in `joined`, shifting every offset).
-      if (!ascii && !(str as string & { isWellFormed(): boolean }).isWellFormed()) throw bad(path, 'a Unicode string (no unpaired surrogates)', str);
+      if (!ascii && !(str as string & { isWellFormed(): boolean }).isWellFormed())
+        throw bad(path, 'a Unicode string (no unpaired surrogates)', str);
       pos += ascii ? str.length : Buffer.byteLength(str, 'utf8');
       valueOffsets[i + 1] = pos;
     }
@@ -228,14 +240,22 @@ function buildFixedWidth(c: PrimitiveColumn, type: PrimitiveType, width: number)
     const v = nullCheck(get(i), i, nullable, validity, path);
     if (v === null || v === PARENT_NULL) continue;
     const bytes = type === 'uuid' && typeof v === 'string' ? uuidToBytes(v) : v;
-    if (!(bytes instanceof Uint8Array) || bytes.length !== width) throw bad(path, `${width} bytes${type === 'uuid' ? ' or a UUID string' : ''}`, v);
+    if (!(bytes instanceof Uint8Array) || bytes.length !== width)
+      throw bad(path, `${width} bytes${type === 'uuid' ? ' or a UUID string' : ''}`, v);
     data.set(bytes, i * width);
   }
   return finish(c, { data });
 }
 
 /** Dispatches a primitive column to the builder of its type family. */
-function buildPrimitive(type: PrimitiveType, arrowType: arrow.DataType, get: Get, length: number, nullable: boolean, path: string): arrow.Data {
+function buildPrimitive(
+  type: PrimitiveType,
+  arrowType: arrow.DataType,
+  get: Get,
+  length: number,
+  nullable: boolean,
+  path: string,
+): arrow.Data {
   const c: PrimitiveColumn = { arrowType, get, length, nullable, path, validity: new Validity(length) };
   switch (type) {
     case 'boolean':
@@ -275,7 +295,14 @@ function mapEntries(v: unknown, path: string): Array<[unknown, unknown]> {
 }
 
 /** Builds one Arrow Data for `type` from `get(0..length-1)`. */
-export function buildData(type: IcebergType, arrowType: arrow.DataType, get: Get, length: number, nullable: boolean, path: string): arrow.Data {
+export function buildData(
+  type: IcebergType,
+  arrowType: arrow.DataType,
+  get: Get,
+  length: number,
+  nullable: boolean,
+  path: string,
+): arrow.Data {
   if (typeof type === 'string') return buildPrimitive(type, arrowType, get, length, nullable, path);
   const validity = new Validity(length);
   switch (type.type) {
@@ -283,7 +310,8 @@ export function buildData(type: IcebergType, arrowType: arrow.DataType, get: Get
       const vals: unknown[] = new Array(length);
       for (let i = 0; i < length; i++) {
         const v = nullCheck(get(i), i, nullable, validity, path);
-        if (v !== null && v !== PARENT_NULL && (typeof v !== 'object' || v instanceof Uint8Array || Array.isArray(v))) throw bad(path, 'an object', v);
+        if (v !== null && v !== PARENT_NULL && (typeof v !== 'object' || v instanceof Uint8Array || Array.isArray(v)))
+          throw bad(path, 'an object', v);
         vals[i] = v;
       }
       const children = type.fields.map((f, k) => {
@@ -294,7 +322,13 @@ export function buildData(type: IcebergType, arrowType: arrow.DataType, get: Get
         };
         return buildData(f.type, childType, childGet, length, !f.required, `${path}.${f.name}`);
       });
-      return arrow.makeData({ type: arrowType as arrow.Struct, length, nullCount: validity.nullCount, nullBitmap: validity.nullCount > 0 ? validity.bitmap : null, children });
+      return arrow.makeData({
+        type: arrowType as arrow.Struct,
+        length,
+        nullCount: validity.nullCount,
+        nullBitmap: validity.nullCount > 0 ? validity.bitmap : null,
+        children,
+      });
     }
     case 'list': {
       const valueOffsets = new Int32Array(length + 1);
@@ -309,7 +343,14 @@ export function buildData(type: IcebergType, arrowType: arrow.DataType, get: Get
       }
       const childField = (arrowType as arrow.List).children[0]!;
       const child = buildData(type.element, childField.type, (i) => flat[i], flat.length, !type['element-required'], `${path}.element`);
-      return arrow.makeData({ type: arrowType as arrow.List, length, nullCount: validity.nullCount, nullBitmap: validity.nullCount > 0 ? validity.bitmap : null, valueOffsets, child });
+      return arrow.makeData({
+        type: arrowType as arrow.List,
+        length,
+        nullCount: validity.nullCount,
+        nullBitmap: validity.nullCount > 0 ? validity.bitmap : null,
+        valueOffsets,
+        child,
+      });
     }
     case 'map': {
       const valueOffsets = new Int32Array(length + 1);
@@ -330,12 +371,25 @@ export function buildData(type: IcebergType, arrowType: arrow.DataType, get: Get
       const keyData = buildData(type.key, entriesType.children[0]!.type, (i) => keys[i], n, false, `${path}.key`);
       const valueData = buildData(type.value, entriesType.children[1]!.type, (i) => values[i], n, !type['value-required'], `${path}.value`);
       const entries = arrow.makeData({ type: entriesType, length: n, nullCount: 0, children: [keyData, valueData] });
-      return arrow.makeData({ type: arrowType as arrow.Map_, length, nullCount: validity.nullCount, nullBitmap: validity.nullCount > 0 ? validity.bitmap : null, valueOffsets, child: entries });
+      return arrow.makeData({
+        type: arrowType as arrow.Map_,
+        length,
+        nullCount: validity.nullCount,
+        nullBitmap: validity.nullCount > 0 ? validity.bitmap : null,
+        valueOffsets,
+        child: entries,
+      });
     }
   }
 }
 
-function batchFrom(schema: Schema, arrowSchema: arrow.Schema, numRows: number, getterFor: (f: NestedField) => Get, direct?: (f: NestedField, arrowType: arrow.DataType) => arrow.Data | undefined): arrow.RecordBatch {
+function batchFrom(
+  schema: Schema,
+  arrowSchema: arrow.Schema,
+  numRows: number,
+  getterFor: (f: NestedField) => Get,
+  direct?: (f: NestedField, arrowType: arrow.DataType) => arrow.Data | undefined,
+): arrow.RecordBatch {
   const children = schema.fields.map((f, k) => {
     const arrowType = arrowSchema.fields[k]!.type;
     return direct?.(f, arrowType) ?? buildData(f.type, arrowType, getterFor(f), numRows, !f.required, f.name);
@@ -353,9 +407,16 @@ export function rowsToRecordBatch(schema: Schema, rows: readonly Row[], arrowSch
 }
 
 const TYPED_COLUMNS: Partial<Record<PrimitiveType, new (n: number) => ArrayLike<unknown>>> = {
-  int: Int32Array, date: Int32Array, float: Float32Array, double: Float64Array,
-  long: BigInt64Array, time: BigInt64Array, timestamp: BigInt64Array, timestamptz: BigInt64Array,
-  timestamp_ns: BigInt64Array, timestamptz_ns: BigInt64Array,
+  int: Int32Array,
+  date: Int32Array,
+  float: Float32Array,
+  double: Float64Array,
+  long: BigInt64Array,
+  time: BigInt64Array,
+  timestamp: BigInt64Array,
+  timestamptz: BigInt64Array,
+  timestamp_ns: BigInt64Array,
+  timestamptz_ns: BigInt64Array,
 };
 
 /**
@@ -363,7 +424,12 @@ const TYPED_COLUMNS: Partial<Record<PrimitiveType, new (n: number) => ArrayLike<
  * values, so it becomes the Arrow values buffer by one copy instead of a checked loop per value
  * (a copy: the caller may reuse its array).
  */
-function typedColumnData(type: IcebergType, arrowType: arrow.DataType, col: ArrayLike<unknown> | undefined, numRows: number): arrow.Data | undefined {
+function typedColumnData(
+  type: IcebergType,
+  arrowType: arrow.DataType,
+  col: ArrayLike<unknown> | undefined,
+  numRows: number,
+): arrow.Data | undefined {
   if (typeof type !== 'string' || col === undefined) return undefined;
   const ctor = TYPED_COLUMNS[type];
   if (ctor === undefined || !(col instanceof ctor)) return undefined;
@@ -375,12 +441,23 @@ function typedColumnData(type: IcebergType, arrowType: arrow.DataType, col: Arra
  * Columnar input (the fast path): one array per top-level field, all of length `numRows`.
  * A missing column is all-null (and fails if the field is required).
  */
-export function columnsToRecordBatch(schema: Schema, columns: Columns, numRows: number, arrowSchema = icebergToArrowSchema(schema)): arrow.RecordBatch {
+export function columnsToRecordBatch(
+  schema: Schema,
+  columns: Columns,
+  numRows: number,
+  arrowSchema = icebergToArrowSchema(schema),
+): arrow.RecordBatch {
   for (const [name, col] of Object.entries(columns)) {
     if (col.length !== numRows) throw IcebergError.mismatch('DataInvalid', `column ${name} length`, numRows, col.length);
   }
-  return batchFrom(schema, arrowSchema, numRows, (f) => {
-    const col = columns[f.name];
-    return col === undefined ? () => null : (i) => col[i];
-  }, (f, arrowType) => typedColumnData(f.type, arrowType, columns[f.name], numRows));
+  return batchFrom(
+    schema,
+    arrowSchema,
+    numRows,
+    (f) => {
+      const col = columns[f.name];
+      return col === undefined ? () => null : (i) => col[i];
+    },
+    (f, arrowType) => typedColumnData(f.type, arrowType, columns[f.name], numRows),
+  );
 }

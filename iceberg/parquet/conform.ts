@@ -43,8 +43,14 @@ function conformData(type: IcebergType, target: arrow.DataType, src: arrow.Data,
       });
       return src.clone(target as never, src.offset, src.length, src.nullCount, src.buffers as never, children);
     }
-    if (type.type === 'list' && (arrow.DataType.isList(s))) {
-      const child = conformData(type.element, (target as arrow.List).children[0]!.type, src.children[0]!, !type['element-required'], `${path}.element`);
+    if (type.type === 'list' && arrow.DataType.isList(s)) {
+      const child = conformData(
+        type.element,
+        (target as arrow.List).children[0]!.type,
+        src.children[0]!,
+        !type['element-required'],
+        `${path}.element`,
+      );
       return src.clone(target as never, src.offset, src.length, src.nullCount, src.buffers as never, [child]);
     }
     if (type.type === 'map' && arrow.DataType.isMap(s)) {
@@ -59,7 +65,8 @@ function conformData(type: IcebergType, target: arrow.DataType, src: arrow.Data,
   }
   // timestamps first: 'UTC' and '+00:00' are the same zone to Iceberg (any zone means timestamptz)
   if (arrow.DataType.isTimestamp(target) && arrow.DataType.isTimestamp(s)) {
-    const t = target as arrow.Timestamp, from = s as arrow.Timestamp;
+    const t = target as arrow.Timestamp,
+      from = s as arrow.Timestamp;
     // a finer source unit would need rounding: not a lossless conversion
     if (!t.timezone !== !from.timezone || from.unit > t.unit) throw mismatch(path, target, s);
     if (from.unit === t.unit) return src.clone(target as never);
@@ -87,7 +94,10 @@ function conformData(type: IcebergType, target: arrow.DataType, src: arrow.Data,
     const data = (src.values as Uint8Array).subarray(Number(base), Number(end));
     return src.clone(target as never, src.offset, src.length, src.nullCount, [offsets, data, src.nullBitmap, undefined] as never);
   }
-  if ((type === 'string' || type === 'binary') && (arrow.DataType.isDictionary(s) || arrow.DataType.isUtf8View?.(s) || arrow.DataType.isBinaryView?.(s))) {
+  if (
+    (type === 'string' || type === 'binary') &&
+    (arrow.DataType.isDictionary(s) || arrow.DataType.isUtf8View?.(s) || arrow.DataType.isBinaryView?.(s))
+  ) {
     // decoded through Arrow's own accessors (string -> string, binary -> Uint8Array)
     const vec = arrow.makeVector(src);
     return buildData(type, target, (i) => vec.get(i), src.length, nullable, path);

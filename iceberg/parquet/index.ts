@@ -2,21 +2,53 @@
  * Arrow <-> Parquet for Iceberg data files: schemas with field ids, JS values -> Arrow, column
  * metrics, one-shot and rolling writers, and a row-group-streaming reader.
  */
-export { PARQUET_FIELD_ID_KEY, fieldIdOf, icebergToArrowField, icebergToArrowSchema, icebergToArrowType, leafColumns, type LeafColumn } from './schema';
+export {
+  PARQUET_FIELD_ID_KEY,
+  fieldIdOf,
+  icebergToArrowField,
+  icebergToArrowSchema,
+  icebergToArrowType,
+  leafColumns,
+  type LeafColumn,
+} from './schema';
 export { columnsToRecordBatch, rowsToRecordBatch, buildData, type Columns, type Row } from './columns';
 export { conformBatch } from './conform';
 export {
-  DEFAULT_METRICS_MODE, MetricsCollector, metricsConfigFromProperties, parseMetricsMode,
-  truncateBinaryLower, truncateBinaryUpper, truncateStringLower, truncateStringUpper,
-  type ColumnMetrics, type MetricsConfig, type MetricsMode,
+  DEFAULT_METRICS_MODE,
+  MetricsCollector,
+  metricsConfigFromProperties,
+  parseMetricsMode,
+  truncateBinaryLower,
+  truncateBinaryUpper,
+  truncateStringLower,
+  truncateStringUpper,
+  type ColumnMetrics,
+  type MetricsConfig,
+  type MetricsMode,
 } from './metrics';
 export {
-  arrowByteLength, encodeParquet, highCardinalityColumns, parquetWriteOptionsFromProperties, parseCodec, readFooterFacts, toRecordBatches, writeParquetFile,
-  type DataFileStats, type FooterFacts, type ParquetCodec, type ParquetWriteOptions, type WriteInput, type WrittenParquet,
+  arrowByteLength,
+  encodeParquet,
+  highCardinalityColumns,
+  parquetWriteOptionsFromProperties,
+  parseCodec,
+  readFooterFacts,
+  toRecordBatches,
+  writeParquetFile,
+  type DataFileStats,
+  type FooterFacts,
+  type ParquetCodec,
+  type ParquetWriteOptions,
+  type WriteInput,
+  type WrittenParquet,
 } from './writer';
 export {
-  DEFAULT_TARGET_FILE_SIZE_BYTES, RollingParquetWriter, writeDataFile,
-  type RollingWriterOptions, type WriteDataFileRequest, type WrittenDataFile,
+  DEFAULT_TARGET_FILE_SIZE_BYTES,
+  RollingParquetWriter,
+  writeDataFile,
+  type RollingWriterOptions,
+  type WriteDataFileRequest,
+  type WrittenDataFile,
 } from './rolling-writer';
 export { readParquetBatches, readParquetInfo, readParquetTable, type ParquetFileInfo, type ReadParquetOptions } from './reader';
 export { writePartitionedRows, type PartitionedWriteOptions } from './partitioned-writer';

@@ -15,11 +15,7 @@ import { compareUnsignedBytes, parseDecimalType, toBytes, type PrimitiveValue } 
 import { metricsMaxInferredColumnDefaults, metricsModeColumn, metricsModeDefault } from '../spec/table-properties';
 import type { IcebergType, PrimitiveType, Schema } from '../spec/types';
 
-export type MetricsMode =
-  | { kind: 'none' }
-  | { kind: 'counts' }
-  | { kind: 'truncate'; length: number }
-  | { kind: 'full' };
+export type MetricsMode = { kind: 'none' } | { kind: 'counts' } | { kind: 'truncate'; length: number } | { kind: 'full' };
 
 export const DEFAULT_METRICS_MODE: MetricsMode = { kind: 'truncate', length: 16 };
 /** Iceberg's `write.metadata.metrics.max-inferred-column-defaults` default (spec/table-properties.ts). */
@@ -109,7 +105,9 @@ export function truncateBinaryUpper(b: Uint8Array, length: number): Uint8Array |
 
 // ---------- collection ----------
 /** Per-slot state for a leaf's level entries: 1 live, 0 null because an ancestor is null, 2 not an entry. */
-const LIVE = 1, NULL = 0, ABSENT = 2;
+const LIVE = 1,
+  NULL = 0,
+  ABSENT = 2;
 
 type Bound = number | bigint | boolean | Uint8Array;
 
@@ -148,7 +146,10 @@ function isValid(data: arrow.Data, i: number): boolean {
 export class MetricsCollector {
   private readonly leaves = new Map<number, LeafStats>();
 
-  constructor(private readonly schema: Schema, private readonly config: MetricsConfig = metricsConfigFromProperties(schema)) {}
+  constructor(
+    private readonly schema: Schema,
+    private readonly config: MetricsConfig = metricsConfigFromProperties(schema),
+  ) {}
 
   add(batch: arrow.RecordBatch): void {
     const root = batch.data;
@@ -169,7 +170,16 @@ export class MetricsCollector {
   }
 
   /** Visits slots [start, end) of `data`; `mask` (indexed i - start) and `extra` carry ancestor nulls. */
-  private visit(id: number, type: IcebergType, data: arrow.Data, start: number, end: number, mask: Uint8Array | null, extra: number, repeated: boolean): void {
+  private visit(
+    id: number,
+    type: IcebergType,
+    data: arrow.Data,
+    start: number,
+    end: number,
+    mask: Uint8Array | null,
+    extra: number,
+    repeated: boolean,
+  ): void {
     if (typeof type === 'string') {
       this.visitLeaf(this.leaf(id, type, repeated), data, start, end, mask, extra);
       return;
@@ -188,13 +198,15 @@ export class MetricsCollector {
     }
     // list or map: one level entry per element; a null/empty/ancestor-null slot is one null entry
     const offsets = data.valueOffsets as Int32Array;
-    const cStart = offsets[start]!, cEnd = offsets[end]!;
+    const cStart = offsets[start]!,
+      cEnd = offsets[end]!;
     const childMask = new Uint8Array(cEnd - cStart).fill(ABSENT);
     let childExtra = extra;
     for (let i = start; i < end; i++) {
       const m = mask ? mask[i - start]! : LIVE;
       if (m === ABSENT) continue;
-      const a = offsets[i]!, b = offsets[i + 1]!;
+      const a = offsets[i]!,
+        b = offsets[i + 1]!;
       if (m === NULL || !isValid(data, i) || a === b) childExtra++;
       else childMask.fill(LIVE, a - cStart, b - cStart);
     }
@@ -264,26 +276,41 @@ export class MetricsCollector {
       for (let i = start; i < end; i++) {
         if (ok !== null && ok[i - start] === 0) continue;
         const o = i * 4;
-        const v = BigInt.asIntN(128,
-          (BigInt(words[o + 3]!) << 96n) | (BigInt(words[o + 2]!) << 64n) | (BigInt(words[o + 1]!) << 32n) | BigInt(words[o]!));
+        const v = BigInt.asIntN(
+          128,
+          (BigInt(words[o + 3]!) << 96n) | (BigInt(words[o + 2]!) << 64n) | (BigInt(words[o + 1]!) << 32n) | BigInt(words[o]!),
+        );
         if (s.min === undefined || v < (s.min as bigint)) s.min = v;
         if (s.max === undefined || v > (s.max as bigint)) s.max = v;
       }
       return;
     }
-    const r = t === 'float' || t === 'double'
-      ? floatMinMax(data.values as Float32Array | Float64Array, start, end, ok)
-      : data.values instanceof BigInt64Array
-        ? bigintMinMax(data.values, start, end, ok)
-        : intMinMax(data.values as Int32Array, start, end, ok);
+    const r =
+      t === 'float' || t === 'double'
+        ? floatMinMax(data.values as Float32Array | Float64Array, start, end, ok)
+        : data.values instanceof BigInt64Array
+          ? bigintMinMax(data.values, start, end, ok)
+          : intMinMax(data.values as Int32Array, start, end, ok);
     if (!r) return;
-    if (s.min === undefined || (t === 'float' || t === 'double' ? javaLess(r.min as number, s.min as number) : r.min < (s.min as number | bigint))) s.min = r.min;
-    if (s.max === undefined || (t === 'float' || t === 'double' ? javaLess(s.max as number, r.max as number) : r.max > (s.max as number | bigint))) s.max = r.max;
+    if (
+      s.min === undefined ||
+      (t === 'float' || t === 'double' ? javaLess(r.min as number, s.min as number) : r.min < (s.min as number | bigint))
+    )
+      s.min = r.min;
+    if (
+      s.max === undefined ||
+      (t === 'float' || t === 'double' ? javaLess(s.max as number, r.max as number) : r.max > (s.max as number | bigint))
+    )
+      s.max = r.max;
   }
 
   result(): ColumnMetrics {
     const out: ColumnMetrics = {
-      valueCounts: new Map(), nullValueCounts: new Map(), nanValueCounts: new Map(), lowerBounds: new Map(), upperBounds: new Map(),
+      valueCounts: new Map(),
+      nullValueCounts: new Map(),
+      nanValueCounts: new Map(),
+      lowerBounds: new Map(),
+      upperBounds: new Map(),
     };
     for (const s of [...this.leaves.values()].sort((a, b) => a.fieldId - b.fieldId)) {
       if (s.mode.kind === 'none') continue;
@@ -302,21 +329,33 @@ export class MetricsCollector {
 // Monomorphic loops, one per array kind: a shared loop over a union of typed arrays is several
 // times slower in V8.
 function intMinMax(v: Int32Array, start: number, end: number, ok: Uint8Array | null): { min: number; max: number } | undefined {
-  let min = 0, max = 0, seen = false;
+  let min = 0,
+    max = 0,
+    seen = false;
   for (let i = start; i < end; i++) {
     if (ok !== null && ok[i - start] === 0) continue;
     const x = v[i]!;
-    if (!seen) { min = max = x; seen = true; } else if (x < min) min = x; else if (x > max) max = x;
+    if (!seen) {
+      min = max = x;
+      seen = true;
+    } else if (x < min) min = x;
+    else if (x > max) max = x;
   }
   return seen ? { min, max } : undefined;
 }
 
 function bigintMinMax(v: BigInt64Array, start: number, end: number, ok: Uint8Array | null): { min: bigint; max: bigint } | undefined {
-  let min = 0n, max = 0n, seen = false;
+  let min = 0n,
+    max = 0n,
+    seen = false;
   for (let i = start; i < end; i++) {
     if (ok !== null && ok[i - start] === 0) continue;
     const x = v[i]!;
-    if (!seen) { min = max = x; seen = true; } else if (x < min) min = x; else if (x > max) max = x;
+    if (!seen) {
+      min = max = x;
+      seen = true;
+    } else if (x < min) min = x;
+    else if (x > max) max = x;
   }
   return seen ? { min, max } : undefined;
 }
@@ -326,13 +365,24 @@ function javaLess(a: number, b: number): boolean {
   return a < b || (a === 0 && b === 0 && Object.is(a, -0) && !Object.is(b, -0));
 }
 
-function floatMinMax(v: Float32Array | Float64Array, start: number, end: number, ok: Uint8Array | null): { min: number; max: number } | undefined {
-  let min = 0, max = 0, seen = false;
+function floatMinMax(
+  v: Float32Array | Float64Array,
+  start: number,
+  end: number,
+  ok: Uint8Array | null,
+): { min: number; max: number } | undefined {
+  let min = 0,
+    max = 0,
+    seen = false;
   for (let i = start; i < end; i++) {
     if (ok !== null && ok[i - start] === 0) continue;
     const x = v[i]!;
     if (x !== x) continue; // NaN: counted, never a bound
-    if (!seen) { min = max = x; seen = true; continue; }
+    if (!seen) {
+      min = max = x;
+      seen = true;
+      continue;
+    }
     if (x < min || (x === 0 && min === 0 && Object.is(x, -0))) min = x;
     if (x > max || (x === 0 && max === 0 && Object.is(max, -0))) max = x;
   }
@@ -348,15 +398,34 @@ function countNaNs(v: Float32Array | Float64Array, start: number, end: number, o
   return n;
 }
 
-function byteRangeMinMax(offs: Int32Array | BigInt64Array, bytes: Uint8Array, start: number, end: number, ok: Uint8Array | null): { min: Uint8Array; max: Uint8Array } | undefined {
-  let minA = -1, minB = -1, maxA = -1, maxB = -1;
+function byteRangeMinMax(
+  offs: Int32Array | BigInt64Array,
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  ok: Uint8Array | null,
+): { min: Uint8Array; max: Uint8Array } | undefined {
+  let minA = -1,
+    minB = -1,
+    maxA = -1,
+    maxB = -1;
   const big = offs instanceof BigInt64Array;
   for (let i = start; i < end; i++) {
     if (ok !== null && ok[i - start] === 0) continue;
-    const a = big ? Number(offs[i]!) : (offs[i] as number), b = big ? Number(offs[i + 1]!) : (offs[i + 1] as number);
-    if (minA < 0) { minA = maxA = a; minB = maxB = b; continue; }
-    if (compareRange(bytes, a, b, minA, minB) < 0) { minA = a; minB = b; }
-    else if (compareRange(bytes, a, b, maxA, maxB) > 0) { maxA = a; maxB = b; }
+    const a = big ? Number(offs[i]!) : (offs[i] as number),
+      b = big ? Number(offs[i + 1]!) : (offs[i + 1] as number);
+    if (minA < 0) {
+      minA = maxA = a;
+      minB = maxB = b;
+      continue;
+    }
+    if (compareRange(bytes, a, b, minA, minB) < 0) {
+      minA = a;
+      minB = b;
+    } else if (compareRange(bytes, a, b, maxA, maxB) > 0) {
+      maxA = a;
+      maxB = b;
+    }
   }
   return minA < 0 ? undefined : { min: bytes.slice(minA, minB), max: bytes.slice(maxA, maxB) };
 }
@@ -367,13 +436,14 @@ function compareRange(b: Uint8Array, a0: number, a1: number, c0: number, c1: num
     const d = b[a0 + k]! - b[c0 + k]!;
     if (d !== 0) return d;
   }
-  return (a1 - a0) - (c1 - c0);
+  return a1 - a0 - (c1 - c0);
 }
 
 function encodeBounds(s: LeafStats): { lower?: Uint8Array; upper?: Uint8Array } {
   const limit = s.mode.kind === 'truncate' ? s.mode.length : Infinity;
   if (s.type === 'string') {
-    const lo = utf8.decode(s.min as Uint8Array), hi = utf8.decode(s.max as Uint8Array);
+    const lo = utf8.decode(s.min as Uint8Array),
+      hi = utf8.decode(s.max as Uint8Array);
     if (limit === Infinity) return { lower: toBytes('string', lo), upper: toBytes('string', hi) };
     const upper = truncateStringUpper(hi, limit);
     return { lower: toBytes('string', truncateStringLower(lo, limit)), upper: upper === undefined ? undefined : toBytes('string', upper) };

@@ -16,7 +16,12 @@ export interface PartitionedWriteOptions {
   targetFileSizeBytes?: number;
 }
 
-export async function writePartitionedRows(io: FileIO, metadata: TableMetadata, rows: readonly Row[], opts: PartitionedWriteOptions): Promise<DataFile[]> {
+export async function writePartitionedRows(
+  io: FileIO,
+  metadata: TableMetadata,
+  rows: readonly Row[],
+  opts: PartitionedWriteOptions,
+): Promise<DataFile[]> {
   const schema = currentSchema(metadata);
   const spec = defaultSpec(metadata);
   const groups = new Map<string, { partition: PartitionRecord; rows: Row[] }>();
@@ -33,7 +38,9 @@ export async function writePartitionedRows(io: FileIO, metadata: TableMetadata, 
   for (const { partition, rows: part } of groups.values()) {
     const dir = spec.fields.length ? `${metadata.location}/data/${partitionPath(spec, schema, partition)}` : `${metadata.location}/data`;
     const files = await writeDataFile(io, {
-      ...options, schema, rows: part,
+      ...options,
+      schema,
+      rows: part,
       ...(opts.targetFileSizeBytes === undefined ? {} : { targetFileSizeBytes: opts.targetFileSizeBytes }),
       location: () => `${dir}/${opts.fileName(n++)}`,
     });

@@ -33,10 +33,17 @@ export interface ReadParquetOptions {
  */
 class FileIOBlob implements BlobLike {
   private tail: { offset: number; bytes: Uint8Array } | undefined;
-  constructor(private readonly io: FileIO, private readonly location: string, readonly size: number, private readonly start = 0, private readonly whole?: Uint8Array) {}
+  constructor(
+    private readonly io: FileIO,
+    private readonly location: string,
+    readonly size: number,
+    private readonly start = 0,
+    private readonly whole?: Uint8Array,
+  ) {}
 
   slice(start = 0, end = this.size): { arrayBuffer(): Promise<ArrayBuffer> } {
-    const from = this.start + Math.max(0, start), to = this.start + Math.min(this.size, end);
+    const from = this.start + Math.max(0, start),
+      to = this.start + Math.min(this.size, end);
     return { arrayBuffer: async () => toArrayBuffer(await this.read(from, to)) };
   }
 
@@ -91,7 +98,11 @@ export async function readParquetInfo(io: FileIO, location: string, opts: ReadPa
     return using(file.metadata(), (meta) => {
       const rowGroupRows = meta.rowGroups().map((rg) => using(rg, () => rg.numRows()));
       return using(meta.fileMetadata(), (fm) => ({
-        numRows: fm.numRows(), numRowGroups: rowGroupRows.length, rowGroupRows, createdBy: fm.createdBy(), schema,
+        numRows: fm.numRows(),
+        numRowGroups: rowGroupRows.length,
+        rowGroupRows,
+        createdBy: fm.createdBy(),
+        schema,
       }));
     });
   } finally {

@@ -133,7 +133,7 @@ export class RollingParquetWriter {
     let rest = batch;
     for (;;) {
       const bytes = arrowByteLength(rest.data);
-      const budget = (this.target / this.ratio) - this.bufferedArrowBytes; // Arrow bytes left in this file
+      const budget = this.target / this.ratio - this.bufferedArrowBytes; // Arrow bytes left in this file
       if (bytes <= budget) {
         await this.append(rest, bytes);
         if (bytes === budget) await this.rollFile();

@@ -48,20 +48,34 @@ export function icebergToArrowType(type: IcebergType): arrow.DataType {
 
 function primitiveToArrow(type: PrimitiveType): arrow.DataType {
   switch (type) {
-    case 'boolean': return new arrow.Bool();
-    case 'int': return new arrow.Int32();
-    case 'long': return new arrow.Int64();
-    case 'float': return new arrow.Float32();
-    case 'double': return new arrow.Float64();
-    case 'date': return new arrow.DateDay();
-    case 'time': return new arrow.TimeMicrosecond();
-    case 'timestamp': return new arrow.TimestampMicrosecond();
-    case 'timestamptz': return new arrow.TimestampMicrosecond('UTC');
-    case 'timestamp_ns': return new arrow.TimestampNanosecond();
-    case 'timestamptz_ns': return new arrow.TimestampNanosecond('UTC');
-    case 'string': return new arrow.Utf8();
-    case 'uuid': return new arrow.FixedSizeBinary(16);
-    case 'binary': return new arrow.Binary();
+    case 'boolean':
+      return new arrow.Bool();
+    case 'int':
+      return new arrow.Int32();
+    case 'long':
+      return new arrow.Int64();
+    case 'float':
+      return new arrow.Float32();
+    case 'double':
+      return new arrow.Float64();
+    case 'date':
+      return new arrow.DateDay();
+    case 'time':
+      return new arrow.TimeMicrosecond();
+    case 'timestamp':
+      return new arrow.TimestampMicrosecond();
+    case 'timestamptz':
+      return new arrow.TimestampMicrosecond('UTC');
+    case 'timestamp_ns':
+      return new arrow.TimestampNanosecond();
+    case 'timestamptz_ns':
+      return new arrow.TimestampNanosecond('UTC');
+    case 'string':
+      return new arrow.Utf8();
+    case 'uuid':
+      return new arrow.FixedSizeBinary(16);
+    case 'binary':
+      return new arrow.Binary();
     default: {
       const dec = parseDecimalType(type);
       if (dec) {

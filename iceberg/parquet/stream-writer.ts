@@ -18,8 +18,13 @@ import type { Schema } from '../spec/types';
 import { MetricsCollector, metricsConfigFromProperties } from './metrics';
 import { parquetWasm } from './wasm';
 import {
-  arrowByteLength, highCardinalityColumns, readFooterFacts, writtenParquet, writerProperties,
-  type ParquetWriteOptions, type WrittenParquet,
+  arrowByteLength,
+  highCardinalityColumns,
+  readFooterFacts,
+  writtenParquet,
+  writerProperties,
+  type ParquetWriteOptions,
+  type WrittenParquet,
 } from './writer';
 
 export interface StreamWriterOptions extends ParquetWriteOptions {
@@ -42,14 +47,22 @@ export class ParquetStreamWriter {
   private readonly chunks: Uint8Array[] = [];
   private done = false;
 
-  constructor(private readonly schema: Schema, private readonly arrowSchema: arrow.Schema, private readonly options: StreamWriterOptions = {}) {
+  constructor(
+    private readonly schema: Schema,
+    private readonly arrowSchema: arrow.Schema,
+    private readonly options: StreamWriterOptions = {},
+  ) {
     this.metrics = new MetricsCollector(schema, options.metrics ?? metricsConfigFromProperties(schema));
     this.coalesceRows = options.coalesceRows ?? 65536;
   }
 
-  get numRows(): number { return this.recordCount; }
+  get numRows(): number {
+    return this.recordCount;
+  }
   /** Arrow bytes added so far (what compression works on). */
-  get arrowBytes(): number { return this.arrowBytesIn; }
+  get arrowBytes(): number {
+    return this.arrowBytesIn;
+  }
 
   /** Adds a batch already conformed to `arrowSchema`. */
   async write(batch: arrow.RecordBatch, arrowBytes = arrowByteLength(batch.data)): Promise<void> {
@@ -118,17 +131,31 @@ export class ParquetStreamWriter {
       this.controller!.enqueue(rb);
       // Backpressure: wait until the encoder asked for more (or failed) before adding the next.
       while ((this.controller!.desiredSize ?? 1) <= 0) {
-        await Promise.race([new Promise<void>((r) => { this.pulled = r; }), this.reading]);
+        await Promise.race([
+          new Promise<void>((r) => {
+            this.pulled = r;
+          }),
+          this.reading,
+        ]);
       }
     }
   }
 
   private start(first: arrow.RecordBatch): void {
     const plain = highCardinalityColumns(first);
-    const source = new ReadableStream<WasmRecordBatch>({
-      start: (c) => { this.controller = c; },
-      pull: () => { const p = this.pulled; this.pulled = undefined; p?.(); },
-    }, { highWaterMark: 1 });
+    const source = new ReadableStream<WasmRecordBatch>(
+      {
+        start: (c) => {
+          this.controller = c;
+        },
+        pull: () => {
+          const p = this.pulled;
+          this.pulled = undefined;
+          p?.();
+        },
+      },
+      { highWaterMark: 1 },
+    );
     // transformParquetStream resolves only after it has read the first batch (to learn the
     // schema), so it is awaited inside the reading task, not here. It consumes the properties.
     const out = parquetWasm.transformParquetStream(source, writerProperties(this.options, plain));

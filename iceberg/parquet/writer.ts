@@ -10,7 +10,11 @@
 import * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
 import {
-  PARQUET_COMPRESSION, parquetCompressionCodec, parquetDictSizeBytes, parquetPageSizeBytes, parquetRowGroupSizeBytes,
+  PARQUET_COMPRESSION,
+  parquetCompressionCodec,
+  parquetDictSizeBytes,
+  parquetPageSizeBytes,
+  parquetRowGroupSizeBytes,
 } from '../spec/table-properties';
 import { DataFileContent, type DataFile, type Schema } from '../spec/types';
 import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
@@ -123,8 +127,10 @@ export function arrowByteLength(data: arrow.Data, from = 0, to = data.length): n
   const offsets = data.valueOffsets as Int32Array | BigInt64Array | undefined;
   if (offsets) {
     bytes += (n + 1) * offsets.BYTES_PER_ELEMENT;
-    const a = Number(offsets[from]!), b = Number(offsets[to]!);
-    if (data.children.length > 0) for (const c of data.children) bytes += arrowByteLength(c, a, b); // list, map
+    const a = Number(offsets[from]!),
+      b = Number(offsets[to]!);
+    if (data.children.length > 0)
+      for (const c of data.children) bytes += arrowByteLength(c, a, b); // list, map
     else bytes += b - a; // string, binary
     return bytes;
   }
@@ -139,10 +145,7 @@ export function arrowByteLength(data: arrow.Data, from = 0, to = data.length): n
 
 /** Input for one file: Arrow (any layout conformBatch accepts), row objects or columns. */
 export type WriteInput =
-  | { batches: readonly arrow.RecordBatch[] }
-  | { table: arrow.Table }
-  | { rows: readonly Row[] }
-  | { columns: Columns; numRows: number };
+  { batches: readonly arrow.RecordBatch[] } | { table: arrow.Table } | { rows: readonly Row[] } | { columns: Columns; numRows: number };
 
 export function toRecordBatches(schema: Schema, input: WriteInput, arrowSchema = icebergToArrowSchema(schema)): arrow.RecordBatch[] {
   if ('rows' in input) return [rowsToRecordBatch(schema, input.rows, arrowSchema)];
@@ -156,12 +159,16 @@ export function toRecordBatches(schema: Schema, input: WriteInput, arrowSchema =
  * its DataFile facts. Pure CPU + wasm memory; no I/O.
  */
 export async function encodeParquet(
-  schema: Schema, arrowSchema: arrow.Schema, batches: readonly arrow.RecordBatch[], options: ParquetWriteOptions = {},
+  schema: Schema,
+  arrowSchema: arrow.Schema,
+  batches: readonly arrow.RecordBatch[],
+  options: ParquetWriteOptions = {},
 ): Promise<WrittenParquet> {
   // One-shot: measured no faster streamed (ParquetStreamWriter), so only the rolling writer,
   // whose files can be large, pays for the stream plumbing.
   const metrics = new MetricsCollector(schema, options.metrics ?? metricsConfigFromProperties(schema));
-  let recordCount = 0, arrowBytes = 0;
+  let recordCount = 0,
+    arrowBytes = 0;
   for (const b of batches) {
     metrics.add(b);
     recordCount += b.numRows;
@@ -179,7 +186,13 @@ export async function encodeParquet(
 }
 
 /** A finished file's bytes plus its DataFile facts (metrics from JS, sizes from the footer). */
-export function writtenParquet(bytes: Uint8Array, arrowBytes: number, recordCount: number, footer: FooterFacts, m: ColumnMetrics): WrittenParquet {
+export function writtenParquet(
+  bytes: Uint8Array,
+  arrowBytes: number,
+  recordCount: number,
+  footer: FooterFacts,
+  m: ColumnMetrics,
+): WrittenParquet {
   return {
     bytes,
     arrowBytes,

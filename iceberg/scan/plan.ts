@@ -12,8 +12,16 @@ import { currentSchema, currentSnapshot, snapshotById, specById } from '../spec/
 import { partitionType } from '../spec/partition';
 import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from './parallel';
 import {
-  type DataFile, type FieldSummary, ManifestContent, type ManifestFile, type LoadedTable, type PartitionRecord,
-  type PartitionValue, type PrimitiveType, type Snapshot, type TableMetadata,
+  type DataFile,
+  type FieldSummary,
+  ManifestContent,
+  type ManifestFile,
+  type LoadedTable,
+  type PartitionRecord,
+  type PartitionValue,
+  type PrimitiveType,
+  type Snapshot,
+  type TableMetadata,
 } from '../spec/types';
 
 export type PartitionPredicate =
@@ -49,13 +57,26 @@ const cmp = (t: PrimitiveType, a: PartitionValue, b: PartitionValue): number => 
 /** Exact evaluation on a file's partition (null compares false, as SQL). */
 function matchValue(p: PartitionPredicate, t: PrimitiveType, v: PartitionValue): boolean {
   switch (p.op) {
-    case 'is-null': return v === null;
-    case 'not-null': return v !== null;
-    case 'in': return v !== null && p.values.some((x) => x !== null && cmp(t, v, x) === 0);
+    case 'is-null':
+      return v === null;
+    case 'not-null':
+      return v !== null;
+    case 'in':
+      return v !== null && p.values.some((x) => x !== null && cmp(t, v, x) === 0);
     default: {
       if (v === null || p.value === null) return false;
       const c = cmp(t, v, p.value);
-      return p.op === '=' ? c === 0 : p.op === '!=' ? c !== 0 : p.op === '<' ? c < 0 : p.op === '<=' ? c <= 0 : p.op === '>' ? c > 0 : c >= 0;
+      return p.op === '='
+        ? c === 0
+        : p.op === '!='
+          ? c !== 0
+          : p.op === '<'
+            ? c < 0
+            : p.op === '<='
+              ? c <= 0
+              : p.op === '>'
+                ? c > 0
+                : c >= 0;
     }
   }
 }
@@ -68,15 +89,22 @@ function mightMatch(p: PartitionPredicate, t: PrimitiveType, s: FieldSummary): b
     // spec: bounds are null when every value is null or NaN; without nulls/NaNs they are just unknown
     return !(s.containsNull || s.containsNan === true);
   }
-  const lo = fromBytes(t, s.lowerBound) as PartitionValue, hi = fromBytes(t, s.upperBound) as PartitionValue;
+  const lo = fromBytes(t, s.lowerBound) as PartitionValue,
+    hi = fromBytes(t, s.upperBound) as PartitionValue;
   const inRange = (v: PartitionValue): boolean => v !== null && cmp(t, lo, v) <= 0 && cmp(t, v, hi) <= 0;
   switch (p.op) {
-    case 'in': return p.values.some(inRange);
-    case '=': return inRange(p.value);
-    case '<': return p.value !== null && cmp(t, lo, p.value) < 0;
-    case '<=': return p.value !== null && cmp(t, lo, p.value) <= 0;
-    case '>': return p.value !== null && cmp(t, hi, p.value) > 0;
-    case '>=': return p.value !== null && cmp(t, hi, p.value) >= 0;
+    case 'in':
+      return p.values.some(inRange);
+    case '=':
+      return inRange(p.value);
+    case '<':
+      return p.value !== null && cmp(t, lo, p.value) < 0;
+    case '<=':
+      return p.value !== null && cmp(t, lo, p.value) <= 0;
+    case '>':
+      return p.value !== null && cmp(t, hi, p.value) > 0;
+    case '>=':
+      return p.value !== null && cmp(t, hi, p.value) >= 0;
   }
 }
 
@@ -94,7 +122,13 @@ export async function planTasks(table: TableMetadata | LoadedTable, io: FileIO, 
   // Returning data files without applying row-level deletes would silently resurrect deleted rows.
   const deletes = all.filter((x) => x.content === ManifestContent.Deletes && x.addedFilesCount + x.existingFilesCount > 0);
   if (deletes.length > 0) {
-    throw IcebergError.mismatch('FeatureUnsupported', `scan of snapshot ${snap['snapshot-id']}: live delete manifests`, 0, deletes.length, false);
+    throw IcebergError.mismatch(
+      'FeatureUnsupported',
+      `scan of snapshot ${snap['snapshot-id']}: live delete manifests`,
+      0,
+      deletes.length,
+      false,
+    );
   }
   const manifests = all.filter((x) => x.content === ManifestContent.Data);
   const filter = opts.partitionFilter;
@@ -132,7 +166,13 @@ export async function planTasks(table: TableMetadata | LoadedTable, io: FileIO, 
     });
   };
   const perManifest = await mapConcurrent(manifests.filter(keepManifest), MANIFEST_READ_CONCURRENCY, async (mf) =>
-    (await readManifest(io, mf)).filter((e) => keepFile(e.dataFile))
-      .map((e): FileScanTask => ({ file: e.dataFile, dataSequenceNumber: e.sequenceNumber ?? 0n, snapshotId: e.snapshotId ?? mf.addedSnapshotId })));
+    (await readManifest(io, mf))
+      .filter((e) => keepFile(e.dataFile))
+      .map((e): FileScanTask => ({
+        file: e.dataFile,
+        dataSequenceNumber: e.sequenceNumber ?? 0n,
+        snapshotId: e.snapshotId ?? mf.addedSnapshotId,
+      })),
+  );
   return perManifest.flat();
 }

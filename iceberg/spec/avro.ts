@@ -19,7 +19,11 @@ import { parseDecimalType, parseFixedType } from './conversions';
 /** avsc long that is a bigint in JS (avsc hands us / expects 8 little-endian bytes). */
 export const LONG = avro.types.LongType.__with({
   fromBuffer: (buf: Buffer) => buf.readBigInt64LE(0),
-  toBuffer: (n: bigint) => { const b = Buffer.alloc(8); b.writeBigInt64LE(n, 0); return b; },
+  toBuffer: (n: bigint) => {
+    const b = Buffer.alloc(8);
+    b.writeBigInt64LE(n, 0);
+    return b;
+  },
   fromJSON: (v: unknown) => BigInt(v as number),
   toJSON: (n: bigint) => Number(n),
   isValid: (n: unknown) => typeof n === 'bigint' && n >= -(1n << 63n) && n < 1n << 63n,
@@ -30,7 +34,8 @@ export const LONG = avro.types.LongType.__with({
 const typeOpts = (): Record<string, unknown> => ({
   registry: { long: LONG },
   wrapUnions: false,
-  typeHook: (s: unknown) => (s === 'long' || (typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'long') ? LONG : undefined),
+  typeHook: (s: unknown) =>
+    s === 'long' || (typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'long') ? LONG : undefined,
 });
 const typeCache = new Map<string, avro.Type>();
 /** Builds (and caches: avsc compiles code per type) an avsc type with bigint longs. Logical types stay raw. */
@@ -46,7 +51,8 @@ export const avroType = (schema: unknown): avro.Type => {
 
 const MAGIC = Buffer.from([0x4f, 0x62, 0x6a, 0x01]); // "Obj" 1
 const HEADER = avro.Type.forSchema({
-  type: 'record', name: 'org.apache.avro.file.Header',
+  type: 'record',
+  name: 'org.apache.avro.file.Header',
   fields: [
     { name: 'magic', type: { type: 'fixed', name: 'Magic', size: 4 } },
     { name: 'meta', type: { type: 'map', values: 'bytes' } },
@@ -58,7 +64,12 @@ const LONG_PLAIN = avro.Type.forSchema('long');
 export type AvroCodec = 'null' | 'deflate';
 
 /** Writes an object container file: `records` encoded with `schema`, `metadata` in the header. */
-export function writeAvroFile(schema: object, records: unknown[], metadata: Record<string, string>, codec: AvroCodec = 'deflate'): Uint8Array {
+export function writeAvroFile(
+  schema: object,
+  records: unknown[],
+  metadata: Record<string, string>,
+  codec: AvroCodec = 'deflate',
+): Uint8Array {
   const type = avroType(schema);
   const meta: Record<string, Buffer> = {};
   for (const [k, v] of Object.entries(metadata)) meta[k] = Buffer.from(v, 'utf8');
@@ -69,13 +80,15 @@ export function writeAvroFile(schema: object, records: unknown[], metadata: Reco
   const BLOCK_RECORDS = 4096; // bounded block size keeps memory flat for big manifests
   for (let i = 0; i < records.length; i += BLOCK_RECORDS) {
     const chunk = records.slice(i, i + BLOCK_RECORDS);
-    const body = Buffer.concat(chunk.map((r, j) => {
-      try {
-        return type.toBuffer(r);
-      } catch (e) {
-        throw new IcebergError('DataInvalid', `record ${i + j} does not match the Avro schema: ${(e as Error).message}`, { cause: e });
-      }
-    }));
+    const body = Buffer.concat(
+      chunk.map((r, j) => {
+        try {
+          return type.toBuffer(r);
+        } catch (e) {
+          throw new IcebergError('DataInvalid', `record ${i + j} does not match the Avro schema: ${(e as Error).message}`, { cause: e });
+        }
+      }),
+    );
     const data = codec === 'deflate' ? deflateRawSync(body) : body;
     parts.push(LONG_PLAIN.toBuffer(chunk.length), LONG_PLAIN.toBuffer(data.length), data, sync);
   }
@@ -94,7 +107,10 @@ export interface AvroFile {
 export function readAvroFile(bytes: Uint8Array, location = '<buffer>'): AvroFile {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buf.length < 4 || !buf.subarray(0, 4).equals(MAGIC)) {
-    throw new IcebergError('DataInvalid', `${location}: not an Avro container file: expected magic "Obj\\x01", found ${JSON.stringify(buf.subarray(0, 4).toString('latin1'))}`);
+    throw new IcebergError(
+      'DataInvalid',
+      `${location}: not an Avro container file: expected magic "Obj\\x01", found ${JSON.stringify(buf.subarray(0, 4).toString('latin1'))}`,
+    );
   }
   const head = HEADER.decode(buf, 0);
   if (head.offset < 0) throw new IcebergError('DataInvalid', `${location}: truncated Avro header`);
@@ -125,7 +141,8 @@ export function readAvroFile(bytes: Uint8Array, location = '<buffer>'): AvroFile
       records.push(r.value);
       off = r.offset;
     }
-    if (!buf.subarray(end, end + 16).equals(header.sync)) throw new IcebergError('DataInvalid', `${location}: Avro sync marker mismatch at ${end}`);
+    if (!buf.subarray(end, end + 16).equals(header.sync))
+      throw new IcebergError('DataInvalid', `${location}: Avro sync marker mismatch at ${end}`);
     pos = end + 16;
   }
   return { schema, metadata, records };
@@ -133,12 +150,20 @@ export function readAvroFile(bytes: Uint8Array, location = '<buffer>'): AvroFile
 
 // ---------- schema JSON helpers ----------
 export type AvroSchemaJson = string | AvroSchemaObject | AvroSchemaJson[];
-export interface AvroSchemaObject { type: string; [k: string]: unknown }
-export interface AvroFieldJson { name: string; type: AvroSchemaJson; 'field-id'?: number; default?: unknown; doc?: string }
+export interface AvroSchemaObject {
+  type: string;
+  [k: string]: unknown;
+}
+export interface AvroFieldJson {
+  name: string;
+  type: AvroSchemaJson;
+  'field-id'?: number;
+  default?: unknown;
+  doc?: string;
+}
 
 /** `["null", T]` -> T; anything else unchanged. */
-export const unwrapOptional = (s: AvroSchemaJson): AvroSchemaJson =>
-  Array.isArray(s) ? (s.find((x) => x !== 'null') ?? 'null') : s;
+export const unwrapOptional = (s: AvroSchemaJson): AvroSchemaJson => (Array.isArray(s) ? (s.find((x) => x !== 'null') ?? 'null') : s);
 
 /** Field-id -> Avro field name for one record schema (writers disagree on names, never on ids). */
 export function fieldNamesById(record: AvroSchemaJson): Map<number, string> {
@@ -181,26 +206,47 @@ export function avroSafeName(name: string): string {
 /** Avro schema for an Iceberg primitive, with the logical types Java writes. */
 export function primitiveToAvro(t: PrimitiveType): AvroSchemaJson {
   switch (t) {
-    case 'boolean': return 'boolean';
-    case 'int': return 'int';
-    case 'long': return 'long';
-    case 'float': return 'float';
-    case 'double': return 'double';
-    case 'date': return { type: 'int', logicalType: 'date' };
-    case 'time': return { type: 'long', logicalType: 'time-micros' };
-    case 'timestamp': return { type: 'long', logicalType: 'timestamp-micros', 'adjust-to-utc': false };
-    case 'timestamptz': return { type: 'long', logicalType: 'timestamp-micros', 'adjust-to-utc': true };
-    case 'timestamp_ns': return { type: 'long', logicalType: 'timestamp-nanos', 'adjust-to-utc': false };
-    case 'timestamptz_ns': return { type: 'long', logicalType: 'timestamp-nanos', 'adjust-to-utc': true };
-    case 'string': return 'string';
-    case 'uuid': return { type: 'fixed', name: 'uuid_fixed', size: 16, logicalType: 'uuid' };
-    case 'binary': return 'bytes';
+    case 'boolean':
+      return 'boolean';
+    case 'int':
+      return 'int';
+    case 'long':
+      return 'long';
+    case 'float':
+      return 'float';
+    case 'double':
+      return 'double';
+    case 'date':
+      return { type: 'int', logicalType: 'date' };
+    case 'time':
+      return { type: 'long', logicalType: 'time-micros' };
+    case 'timestamp':
+      return { type: 'long', logicalType: 'timestamp-micros', 'adjust-to-utc': false };
+    case 'timestamptz':
+      return { type: 'long', logicalType: 'timestamp-micros', 'adjust-to-utc': true };
+    case 'timestamp_ns':
+      return { type: 'long', logicalType: 'timestamp-nanos', 'adjust-to-utc': false };
+    case 'timestamptz_ns':
+      return { type: 'long', logicalType: 'timestamp-nanos', 'adjust-to-utc': true };
+    case 'string':
+      return 'string';
+    case 'uuid':
+      return { type: 'fixed', name: 'uuid_fixed', size: 16, logicalType: 'uuid' };
+    case 'binary':
+      return 'bytes';
     default: {
       const dec = parseDecimalType(t);
       if (dec) {
         // Java: fixed of the minimum size holding the precision, named decimal_P_S
         const size = decimalRequiredBytes(dec.precision);
-        return { type: 'fixed', name: `decimal_${dec.precision}_${dec.scale}`, size, logicalType: 'decimal', precision: dec.precision, scale: dec.scale };
+        return {
+          type: 'fixed',
+          name: `decimal_${dec.precision}_${dec.scale}`,
+          size,
+          logicalType: 'decimal',
+          precision: dec.precision,
+          scale: dec.scale,
+        };
       }
       const len = parseFixedType(t);
       if (len !== undefined) return { type: 'fixed', name: `fixed_${len}`, size: len };
@@ -219,7 +265,8 @@ export function decimalRequiredBytes(precision: number): number {
 /** An Iceberg struct field list as an Avro record (optional fields are ["null", T] unions). */
 export function structToAvro(name: string, fields: NestedField[]): AvroSchemaObject {
   return {
-    type: 'record', name,
+    type: 'record',
+    name,
     fields: fields.map((f) => {
       const t = typeToAvro(f.type, `r${f.id}`);
       return f.required

@@ -36,7 +36,8 @@ const utf8Encoder = new TextEncoder();
 const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
 
 function invalid(type: PrimitiveType, expected: string, value: unknown): IcebergError {
-  const shown = typeof value === 'bigint' ? `${value}n` : value instanceof Uint8Array ? `Uint8Array(${value.length})` : JSON.stringify(value);
+  const shown =
+    typeof value === 'bigint' ? `${value}n` : value instanceof Uint8Array ? `Uint8Array(${value.length})` : JSON.stringify(value);
   return new IcebergError('DataInvalid', `${type} value: expected ${expected}, found ${shown}`, {
     context: { type, expected, found: shown },
   });
@@ -251,10 +252,12 @@ export function compareUnsignedBytes(a: Uint8Array, b: Uint8Array): number {
 export function compareStrings(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i), y = b.charCodeAt(i);
+    const x = a.charCodeAt(i),
+      y = b.charCodeAt(i);
     if (x === y) continue;
     // only differing surrogates need care: a surrogate (a code point >= U+10000) sorts after any BMP char
-    const xs = x >= 0xd800 && x <= 0xdfff, ys = y >= 0xd800 && y <= 0xdfff;
+    const xs = x >= 0xd800 && x <= 0xdfff,
+      ys = y >= 0xd800 && y <= 0xdfff;
     if (xs !== ys) return xs ? 1 : -1;
     return x < y ? -1 : 1;
   }
@@ -265,10 +268,12 @@ export function compareStrings(a: string, b: string): number {
 function compareFloating(a: number, b: number): number {
   if (a < b) return -1;
   if (a > b) return 1;
-  const an = Number.isNaN(a), bn = Number.isNaN(b);
+  const an = Number.isNaN(a),
+    bn = Number.isNaN(b);
   if (an || bn) return an === bn ? 0 : an ? 1 : -1;
   if (a === 0 && b === 0) {
-    const an0 = Object.is(a, -0), bn0 = Object.is(b, -0);
+    const an0 = Object.is(a, -0),
+      bn0 = Object.is(b, -0);
     return an0 === bn0 ? 0 : an0 ? -1 : 1;
   }
   return 0;
@@ -296,13 +301,15 @@ export function compareValues(type: PrimitiveType, a: PrimitiveValue, b: Primiti
     case 'timestamptz':
     case 'timestamp_ns':
     case 'timestamptz_ns': {
-      const x = asBigInt(type, a), y = asBigInt(type, b);
+      const x = asBigInt(type, a),
+        y = asBigInt(type, b);
       return x < y ? -1 : x > y ? 1 : 0;
     }
     default: {
       const dec = parseDecimalType(type);
       if (dec) {
-        const x = decimalUnscaled(type, a, dec.scale), y = decimalUnscaled(type, b, dec.scale);
+        const x = decimalUnscaled(type, a, dec.scale),
+          y = decimalUnscaled(type, b, dec.scale);
         return x < y ? -1 : x > y ? 1 : 0;
       }
       if (parseFixedType(type) !== undefined) return compareUnsignedBytes(a as Uint8Array, b as Uint8Array);

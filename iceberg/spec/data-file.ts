@@ -7,7 +7,12 @@ import { IcebergError } from '../errors';
 import type { DataFile, DataFileContent, FileFormat, PartitionRecord, PartitionValue } from './types';
 
 export type WirePartitionValue =
-  | null | boolean | number | string | { $bigint: string } | { $bytes: string }
+  | null
+  | boolean
+  | number
+  | string
+  | { $bigint: string }
+  | { $bytes: string }
   /** float/double values JSON cannot hold: NaN, Infinity, -Infinity, -0 */
   | { $float: string };
 
@@ -86,8 +91,16 @@ export function dataFileToWire(df: DataFile): DataFileWire {
 
 export function dataFileFromWire(input: DataFileWire | Record<string, unknown>): DataFile {
   const w = input as DataFileWire;
-  if (typeof w.filePath !== 'string' || typeof w.recordCount !== 'number' || typeof w.fileSizeInBytes !== 'number' || typeof w.partition !== 'object') {
-    throw new IcebergError('DataInvalid', `wire data file: expected filePath, recordCount, fileSizeInBytes and partition, found keys ${Object.keys(input).join(',')}`);
+  if (
+    typeof w.filePath !== 'string' ||
+    typeof w.recordCount !== 'number' ||
+    typeof w.fileSizeInBytes !== 'number' ||
+    typeof w.partition !== 'object'
+  ) {
+    throw new IcebergError(
+      'DataInvalid',
+      `wire data file: expected filePath, recordCount, fileSizeInBytes and partition, found keys ${Object.keys(input).join(',')}`,
+    );
   }
   const partition: PartitionRecord = {};
   for (const [k, v] of Object.entries(w.partition)) partition[k] = valueFromWire(v, k);

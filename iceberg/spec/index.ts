@@ -1,23 +1,59 @@
 export * from './types';
 export {
-  LONG_KEYS, MAIN_BRANCH, PARTITION_FIELD_ID_START, parseIcebergJson, stringifyIcebergJson, parseTableMetadata,
-  serializeTableMetadata, metadataFileLocation, parseMetadataVersion, assignFreshSchemaIds, newTableMetadata,
-  currentSchema, schemaById, defaultSpec, specById, snapshotById, currentSnapshot, ancestors,
+  LONG_KEYS,
+  MAIN_BRANCH,
+  PARTITION_FIELD_ID_START,
+  parseIcebergJson,
+  stringifyIcebergJson,
+  parseTableMetadata,
+  serializeTableMetadata,
+  metadataFileLocation,
+  parseMetadataVersion,
+  assignFreshSchemaIds,
+  newTableMetadata,
+  currentSchema,
+  schemaById,
+  defaultSpec,
+  specById,
+  snapshotById,
+  currentSnapshot,
+  ancestors,
 } from './metadata';
 export type { NewTableMetadataArgs } from './metadata';
 export { findField, fieldById } from './schema';
 export {
-  parseTransform, transformResultType, toPartitionValue, bucketHash, applyTransform, partitionType, partitionRecord,
-  partitionKey, partitionHumanString, partitionPath,
+  parseTransform,
+  transformResultType,
+  toPartitionValue,
+  bucketHash,
+  applyTransform,
+  partitionType,
+  partitionRecord,
+  partitionKey,
+  partitionHumanString,
+  partitionPath,
 } from './partition';
 export type { ParsedTransform } from './partition';
 export { murmur3x86_32 } from './murmur3';
 export {
-  UNASSIGNED_SEQ, partitionAvroSchema, manifestEntrySchema, encodeManifest, writeManifest, decodeManifest,
-  inheritFromManifest, readManifest,
+  UNASSIGNED_SEQ,
+  partitionAvroSchema,
+  manifestEntrySchema,
+  encodeManifest,
+  writeManifest,
+  decodeManifest,
+  inheritFromManifest,
+  readManifest,
 } from './manifest';
 export type { ManifestWriteArgs, DecodedManifest } from './manifest';
-export { MANIFEST_LIST_SCHEMA, assignSequenceNumbers, encodeManifestList, writeManifestList, decodeManifestList, readManifestList } from './manifest-list';
+export {
+  MANIFEST_LIST_SCHEMA,
+  assignSequenceNumbers,
+  encodeManifestList,
+  writeManifestList,
+  decodeManifestList,
+  readManifestList,
+} from './manifest-list';
 export type { ManifestListWriteArgs } from './manifest-list';
 export { dataFileToWire, dataFileFromWire } from './data-file';
 export type { DataFileWire, WirePartitionValue } from './data-file';

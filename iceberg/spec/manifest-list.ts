@@ -14,7 +14,8 @@ const opt = (name: string, type: unknown, id: number): object => ({ name, type: 
 const req = (name: string, type: unknown, id: number, doc?: string): object => ({ name, type, ...(doc ? { doc } : {}), 'field-id': id });
 
 export const MANIFEST_LIST_SCHEMA: AvroSchemaObject = {
-  type: 'record', name: 'manifest_file',
+  type: 'record',
+  name: 'manifest_file',
   fields: [
     req('manifest_path', 'string', 500, 'Location URI with FS scheme'),
     req('manifest_length', 'long', 501, 'Total file size in bytes'),
@@ -29,18 +30,24 @@ export const MANIFEST_LIST_SCHEMA: AvroSchemaObject = {
     req('added_rows_count', 'long', 512, 'Added rows count'),
     req('existing_rows_count', 'long', 513, 'Existing rows count'),
     req('deleted_rows_count', 'long', 514, 'Deleted rows count'),
-    opt('partitions', {
-      type: 'array', 'element-id': 508,
-      items: {
-        type: 'record', name: 'r508',
-        fields: [
-          req('contains_null', 'boolean', 509, 'True if any file has a null partition value'),
-          opt('contains_nan', 'boolean', 518),
-          opt('lower_bound', 'bytes', 510),
-          opt('upper_bound', 'bytes', 511),
-        ],
+    opt(
+      'partitions',
+      {
+        type: 'array',
+        'element-id': 508,
+        items: {
+          type: 'record',
+          name: 'r508',
+          fields: [
+            req('contains_null', 'boolean', 509, 'True if any file has a null partition value'),
+            opt('contains_nan', 'boolean', 518),
+            opt('lower_bound', 'bytes', 510),
+            opt('upper_bound', 'bytes', 511),
+          ],
+        },
       },
-    }, 507),
+      507,
+    ),
     opt('key_metadata', 'bytes', 519),
   ],
 };
@@ -63,7 +70,13 @@ export interface ManifestListWriteArgs {
 export function assignSequenceNumbers(m: ManifestFile, snapshotId: bigint, seq: bigint): ManifestFile {
   if (m.sequenceNumber !== UNASSIGNED_SEQ && m.minSequenceNumber !== UNASSIGNED_SEQ) return m;
   if (m.addedSnapshotId !== snapshotId) {
-    throw IcebergError.mismatch('Unexpected', `manifest ${m.manifestPath} has no sequence number; added_snapshot_id`, snapshotId, m.addedSnapshotId, false);
+    throw IcebergError.mismatch(
+      'Unexpected',
+      `manifest ${m.manifestPath} has no sequence number; added_snapshot_id`,
+      snapshotId,
+      m.addedSnapshotId,
+      false,
+    );
   }
   return {
     ...m,
@@ -89,22 +102,30 @@ export function encodeManifestList(a: ManifestListWriteArgs): Uint8Array {
       added_rows_count: BigInt(m.addedRowsCount),
       existing_rows_count: BigInt(m.existingRowsCount),
       deleted_rows_count: BigInt(m.deletedRowsCount),
-      partitions: m.partitions === undefined ? null : m.partitions.map((p) => ({
-        contains_null: p.containsNull,
-        contains_nan: p.containsNan ?? null,
-        lower_bound: buf(p.lowerBound),
-        upper_bound: buf(p.upperBound),
-      })),
+      partitions:
+        m.partitions === undefined
+          ? null
+          : m.partitions.map((p) => ({
+              contains_null: p.containsNull,
+              contains_nan: p.containsNan ?? null,
+              lower_bound: buf(p.lowerBound),
+              upper_bound: buf(p.upperBound),
+            })),
       key_metadata: buf(m.keyMetadata),
     };
   });
-  return writeAvroFile(MANIFEST_LIST_SCHEMA, records, {
-    'snapshot-id': a.snapshotId.toString(),
-    // PyIceberg and Java both write the string "null" for a root snapshot
-    'parent-snapshot-id': a.parentSnapshotId === null ? 'null' : a.parentSnapshotId.toString(),
-    'sequence-number': a.sequenceNumber.toString(),
-    'format-version': '2',
-  }, a.codec ?? 'deflate');
+  return writeAvroFile(
+    MANIFEST_LIST_SCHEMA,
+    records,
+    {
+      'snapshot-id': a.snapshotId.toString(),
+      // PyIceberg and Java both write the string "null" for a root snapshot
+      'parent-snapshot-id': a.parentSnapshotId === null ? 'null' : a.parentSnapshotId.toString(),
+      'sequence-number': a.sequenceNumber.toString(),
+      'format-version': '2',
+    },
+    a.codec ?? 'deflate',
+  );
 }
 
 /** Writes a manifest list; concurrency: none (the name carries snapshot id, attempt and a uuid). */
@@ -117,12 +138,21 @@ const num = (v: unknown, def = 0): number => (v === null || v === undefined ? de
 const big = (v: unknown, def = 0n): bigint => (v === null || v === undefined ? def : BigInt(v as bigint));
 const u8 = (v: unknown): Uint8Array | undefined => (v === null || v === undefined ? undefined : new Uint8Array(v as Buffer));
 
-export function decodeManifestList(bytes: Uint8Array, location = '<manifest list>'): { manifests: ManifestFile[]; metadata: Record<string, string> } {
+export function decodeManifestList(
+  bytes: Uint8Array,
+  location = '<manifest list>',
+): { manifests: ManifestFile[]; metadata: Record<string, string> } {
   const f = readAvroFile(bytes, location);
   const n = fieldNamesById(f.schema);
   const ps = fieldSchemaById(f.schema, 507);
-  const pn = ps && typeof ps === 'object' && !Array.isArray(ps) ? fieldNamesById((ps as unknown as { items: AvroSchemaObject }).items) : new Map<number, string>();
-  const g = (r: Rec, id: number, names = n): unknown => { const k = names.get(id); return k === undefined ? undefined : r[k]; };
+  const pn =
+    ps && typeof ps === 'object' && !Array.isArray(ps)
+      ? fieldNamesById((ps as unknown as { items: AvroSchemaObject }).items)
+      : new Map<number, string>();
+  const g = (r: Rec, id: number, names = n): unknown => {
+    const k = names.get(id);
+    return k === undefined ? undefined : r[k];
+  };
   const manifests = f.records.map((raw): ManifestFile => {
     const r = raw as Rec;
     const parts = g(r, 507) as Rec[] | null | undefined;
@@ -146,12 +176,15 @@ export function decodeManifestList(bytes: Uint8Array, location = '<manifest list
         const s: FieldSummary = { containsNull: Boolean(g(p, 509, pn)) };
         const nan = g(p, 518, pn);
         if (nan !== null && nan !== undefined) s.containsNan = Boolean(nan);
-        const lo = u8(g(p, 510, pn)); if (lo) s.lowerBound = lo;
-        const hi = u8(g(p, 511, pn)); if (hi) s.upperBound = hi;
+        const lo = u8(g(p, 510, pn));
+        if (lo) s.lowerBound = lo;
+        const hi = u8(g(p, 511, pn));
+        if (hi) s.upperBound = hi;
         return s;
       });
     }
-    const km = u8(g(r, 519)); if (km) m.keyMetadata = km;
+    const km = u8(g(r, 519));
+    if (km) m.keyMetadata = km;
     return m;
   });
   return { manifests, metadata: f.metadata };

@@ -9,27 +9,56 @@
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
 import {
-  type AvroCodec, type AvroSchemaJson, type AvroSchemaObject, avroSafeName, fieldNamesById, fieldSchemaById,
-  primitiveToAvro, readAvroFile, unwrapOptional, writeAvroFile,
+  type AvroCodec,
+  type AvroSchemaJson,
+  type AvroSchemaObject,
+  avroSafeName,
+  fieldNamesById,
+  fieldSchemaById,
+  primitiveToAvro,
+  readAvroFile,
+  unwrapOptional,
+  writeAvroFile,
 } from './avro';
 import { type PrimitiveValue, compareValues, decimalFromBytes, decimalToBytes, parseDecimalType, toBytes } from './conversions';
 import { stringifyIcebergJson } from './metadata';
 import { partitionType } from './partition';
 import {
-  type DataFile, DataFileContent, type FieldSummary, type FileFormat, ManifestContent, type ManifestEntry,
-  ManifestEntryStatus, type ManifestFile, type PartitionField, type PartitionRecord, type PartitionSpec,
-  type PartitionValue, type PrimitiveType, type Schema,
+  type DataFile,
+  DataFileContent,
+  type FieldSummary,
+  type FileFormat,
+  ManifestContent,
+  type ManifestEntry,
+  ManifestEntryStatus,
+  type ManifestFile,
+  type PartitionField,
+  type PartitionRecord,
+  type PartitionSpec,
+  type PartitionValue,
+  type PrimitiveType,
+  type Schema,
 } from './types';
 
 /** Marks a sequence number the manifest list writer assigns (the commit's), as PyIceberg's -1. */
 export const UNASSIGNED_SEQ = -1n;
 
-const opt = (name: string, type: AvroSchemaJson, id: number, doc?: string): object =>
-  ({ name, type: ['null', type], default: null, ...(doc ? { doc } : {}), 'field-id': id });
-const req = (name: string, type: AvroSchemaJson, id: number, doc?: string): object =>
-  ({ name, type, ...(doc ? { doc } : {}), 'field-id': id });
+const opt = (name: string, type: AvroSchemaJson, id: number, doc?: string): object => ({
+  name,
+  type: ['null', type],
+  default: null,
+  ...(doc ? { doc } : {}),
+  'field-id': id,
+});
+const req = (name: string, type: AvroSchemaJson, id: number, doc?: string): object => ({
+  name,
+  type,
+  ...(doc ? { doc } : {}),
+  'field-id': id,
+});
 const intMap = (keyId: number, valueId: number, value: 'long' | 'bytes'): AvroSchemaObject => ({
-  type: 'array', logicalType: 'map',
+  type: 'array',
+  logicalType: 'map',
   items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [req('key', 'int', keyId), req('value', value, valueId)] },
 });
 
@@ -37,7 +66,8 @@ const intMap = (keyId: number, valueId: number, value: 'long' | 'bytes'): AvroSc
 export function partitionAvroSchema(spec: PartitionSpec, schema: Schema): AvroSchemaObject {
   const st = partitionType(spec, schema);
   return {
-    type: 'record', name: 'r102',
+    type: 'record',
+    name: 'r102',
     fields: st.fields.map((f) => opt(avroSafeName(f.name), primitiveToAvro(f.type as PrimitiveType), f.id)),
   };
 }
@@ -45,33 +75,39 @@ export function partitionAvroSchema(spec: PartitionSpec, schema: Schema): AvroSc
 /** The v2 manifest_entry Avro schema (spec "Manifests" table; names and docs as Java writes them). */
 export function manifestEntrySchema(partition: AvroSchemaObject): AvroSchemaObject {
   return {
-    type: 'record', name: 'manifest_entry',
+    type: 'record',
+    name: 'manifest_entry',
     fields: [
       req('status', 'int', 0),
       opt('snapshot_id', 'long', 1),
       opt('sequence_number', 'long', 3),
       opt('file_sequence_number', 'long', 4),
-      req('data_file', {
-        type: 'record', name: 'r2',
-        fields: [
-          req('content', 'int', 134, 'Contents of the file: 0=data, 1=position deletes, 2=equality deletes'),
-          req('file_path', 'string', 100, 'Location URI with FS scheme'),
-          req('file_format', 'string', 101, 'File format name: avro, orc, or parquet'),
-          req('partition', partition, 102, 'Partition data tuple, schema based on the partition spec'),
-          req('record_count', 'long', 103, 'Number of records in the file'),
-          req('file_size_in_bytes', 'long', 104, 'Total file size in bytes'),
-          opt('column_sizes', intMap(117, 118, 'long'), 108, 'Map of column id to total size on disk'),
-          opt('value_counts', intMap(119, 120, 'long'), 109, 'Map of column id to total count, including null and NaN'),
-          opt('null_value_counts', intMap(121, 122, 'long'), 110, 'Map of column id to null value count'),
-          opt('nan_value_counts', intMap(138, 139, 'long'), 137, 'Map of column id to number of NaN values in the column'),
-          opt('lower_bounds', intMap(126, 127, 'bytes'), 125, 'Map of column id to lower bound'),
-          opt('upper_bounds', intMap(129, 130, 'bytes'), 128, 'Map of column id to upper bound'),
-          opt('key_metadata', 'bytes', 131, 'Encryption key metadata blob'),
-          opt('split_offsets', { type: 'array', items: 'long', 'element-id': 133 }, 132, 'Splittable offsets'),
-          opt('equality_ids', { type: 'array', items: 'int', 'element-id': 136 }, 135, 'Equality comparison field IDs'),
-          opt('sort_order_id', 'int', 140, 'Sort order ID'),
-        ],
-      }, 2),
+      req(
+        'data_file',
+        {
+          type: 'record',
+          name: 'r2',
+          fields: [
+            req('content', 'int', 134, 'Contents of the file: 0=data, 1=position deletes, 2=equality deletes'),
+            req('file_path', 'string', 100, 'Location URI with FS scheme'),
+            req('file_format', 'string', 101, 'File format name: avro, orc, or parquet'),
+            req('partition', partition, 102, 'Partition data tuple, schema based on the partition spec'),
+            req('record_count', 'long', 103, 'Number of records in the file'),
+            req('file_size_in_bytes', 'long', 104, 'Total file size in bytes'),
+            opt('column_sizes', intMap(117, 118, 'long'), 108, 'Map of column id to total size on disk'),
+            opt('value_counts', intMap(119, 120, 'long'), 109, 'Map of column id to total count, including null and NaN'),
+            opt('null_value_counts', intMap(121, 122, 'long'), 110, 'Map of column id to null value count'),
+            opt('nan_value_counts', intMap(138, 139, 'long'), 137, 'Map of column id to number of NaN values in the column'),
+            opt('lower_bounds', intMap(126, 127, 'bytes'), 125, 'Map of column id to lower bound'),
+            opt('upper_bounds', intMap(129, 130, 'bytes'), 128, 'Map of column id to upper bound'),
+            opt('key_metadata', 'bytes', 131, 'Encryption key metadata blob'),
+            opt('split_offsets', { type: 'array', items: 'long', 'element-id': 133 }, 132, 'Splittable offsets'),
+            opt('equality_ids', { type: 'array', items: 'int', 'element-id': 136 }, 135, 'Equality comparison field IDs'),
+            opt('sort_order_id', 'int', 140, 'Sort order ID'),
+          ],
+        },
+        2,
+      ),
     ],
   };
 }
@@ -88,10 +124,17 @@ const checkedNumber = (what: string, v: bigint | number): number => {
 function partitionValueToAvro(type: PrimitiveType, v: PartitionValue, avro: AvroSchemaJson): unknown {
   if (v === null) return null;
   switch (type) {
-    case 'long': case 'time': case 'timestamp': case 'timestamptz': case 'timestamp_ns': case 'timestamptz_ns':
+    case 'long':
+    case 'time':
+    case 'timestamp':
+    case 'timestamptz':
+    case 'timestamp_ns':
+    case 'timestamptz_ns':
       return typeof v === 'bigint' ? v : BigInt(v as number);
-    case 'binary': return buf(v as Uint8Array);
-    case 'uuid': return buf(toBytes('uuid', v as Uint8Array));
+    case 'binary':
+      return buf(v as Uint8Array);
+    case 'uuid':
+      return buf(toBytes('uuid', v as Uint8Array));
     default: {
       if (parseDecimalType(type)) {
         // fixed(N): sign-extend the minimal two's-complement bytes to the fixed size
@@ -99,7 +142,8 @@ function partitionValueToAvro(type: PrimitiveType, v: PartitionValue, avro: Avro
         const u = decimalFromBytes(v as Uint8Array);
         const out = Buffer.alloc(size, u < 0n ? 0xff : 0);
         const min = decimalToBytes(u);
-        if (min.length > size) throw IcebergError.mismatch('DataInvalid', `decimal partition value for ${type}`, `<= ${size} bytes`, min.length, false);
+        if (min.length > size)
+          throw IcebergError.mismatch('DataInvalid', `decimal partition value for ${type}`, `<= ${size} bytes`, min.length, false);
         out.set(min, size - min.length);
         return out;
       }
@@ -141,8 +185,18 @@ export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manif
   const ptype = partitionType(a.spec, a.schema);
   const schema = manifestEntrySchema(partSchema);
   const partFields = partSchema['fields'] as Array<{ name: string; type: AvroSchemaJson }>;
-  const stats = ptype.fields.map(() => ({ containsNull: false, containsNan: false, min: undefined as PartitionValue | undefined, max: undefined as PartitionValue | undefined }));
-  let added = 0, existing = 0, deleted = 0, addedRows = 0, existingRows = 0, deletedRows = 0;
+  const stats = ptype.fields.map(() => ({
+    containsNull: false,
+    containsNan: false,
+    min: undefined as PartitionValue | undefined,
+    max: undefined as PartitionValue | undefined,
+  }));
+  let added = 0,
+    existing = 0,
+    deleted = 0,
+    addedRows = 0,
+    existingRows = 0,
+    deletedRows = 0;
   let minSeq: bigint | undefined;
 
   const records = a.entries.map((e) => {
@@ -150,10 +204,18 @@ export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manif
     if (df.specId !== a.spec['spec-id']) {
       throw IcebergError.mismatch('DataInvalid', `data file ${df.filePath} spec id`, a.spec['spec-id'], df.specId, false);
     }
-    if (e.status === ManifestEntryStatus.Added) { added++; addedRows += df.recordCount; }
-    else if (e.status === ManifestEntryStatus.Existing) { existing++; existingRows += df.recordCount; }
-    else { deleted++; deletedRows += df.recordCount; }
-    if (e.status !== ManifestEntryStatus.Deleted && e.sequenceNumber !== null && (minSeq === undefined || e.sequenceNumber < minSeq)) minSeq = e.sequenceNumber;
+    if (e.status === ManifestEntryStatus.Added) {
+      added++;
+      addedRows += df.recordCount;
+    } else if (e.status === ManifestEntryStatus.Existing) {
+      existing++;
+      existingRows += df.recordCount;
+    } else {
+      deleted++;
+      deletedRows += df.recordCount;
+    }
+    if (e.status !== ManifestEntryStatus.Deleted && e.sequenceNumber !== null && (minSeq === undefined || e.sequenceNumber < minSeq))
+      minSeq = e.sequenceNumber;
     if (e.sequenceNumber === null && e.status !== ManifestEntryStatus.Added) {
       throw new IcebergError('DataInvalid', `manifest entry for ${df.filePath}: only ADDED entries may inherit the data sequence number`);
     }
@@ -197,14 +259,19 @@ export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manif
   });
 
   const content = a.content ?? ManifestContent.Data;
-  const bytes = writeAvroFile(schema, records, {
-    schema: stringifyIcebergJson(a.schema),
-    'schema-id': String(a.schema['schema-id']),
-    'partition-spec': stringifyIcebergJson(a.spec.fields),
-    'partition-spec-id': String(a.spec['spec-id']),
-    'format-version': '2',
-    content: content === ManifestContent.Data ? 'data' : 'deletes',
-  }, a.codec ?? 'deflate');
+  const bytes = writeAvroFile(
+    schema,
+    records,
+    {
+      schema: stringifyIcebergJson(a.schema),
+      'schema-id': String(a.schema['schema-id']),
+      'partition-spec': stringifyIcebergJson(a.spec.fields),
+      'partition-spec-id': String(a.spec['spec-id']),
+      'format-version': '2',
+      content: content === ManifestContent.Data ? 'data' : 'deletes',
+    },
+    a.codec ?? 'deflate',
+  );
 
   const partitions: FieldSummary[] = ptype.fields.map((f, i) => {
     const st = stats[i]!;
@@ -276,7 +343,8 @@ export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specI
     return n === undefined ? undefined : r[n];
   };
   const numMap = (v: unknown, what: string): Map<number, number> | undefined =>
-    v === null || v === undefined ? undefined
+    v === null || v === undefined
+      ? undefined
       : new Map((v as Array<{ key: number; value: bigint }>).map((kv) => [kv.key, checkedNumber(what, kv.value)]));
   const bytesMap = (v: unknown): Map<number, Uint8Array> | undefined =>
     v === null || v === undefined ? undefined : new Map((v as Array<{ key: number; value: Buffer }>).map((kv) => [kv.key, u8(kv.value)]));
@@ -301,7 +369,9 @@ export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specI
       recordCount: checkedNumber(`${path} record_count`, get(d, dNames, 103) as bigint),
       fileSizeInBytes: checkedNumber(`${path} file_size_in_bytes`, get(d, dNames, 104) as bigint),
     };
-    const set = <K extends keyof DataFile>(k: K, v: DataFile[K] | undefined): void => { if (v !== undefined) df[k] = v; };
+    const set = <K extends keyof DataFile>(k: K, v: DataFile[K] | undefined): void => {
+      if (v !== undefined) df[k] = v;
+    };
     set('columnSizes', numMap(get(d, dNames, 108), `${path} column_sizes`));
     set('valueCounts', numMap(get(d, dNames, 109), `${path} value_counts`));
     set('nullValueCounts', numMap(get(d, dNames, 110), `${path} null_value_counts`));
@@ -309,7 +379,11 @@ export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specI
     set('lowerBounds', bytesMap(get(d, dNames, 125)));
     set('upperBounds', bytesMap(get(d, dNames, 128)));
     const so = get(d, dNames, 132);
-    if (so) set('splitOffsets', (so as bigint[]).map((x) => checkedNumber(`${path} split_offsets`, x)));
+    if (so)
+      set(
+        'splitOffsets',
+        (so as bigint[]).map((x) => checkedNumber(`${path} split_offsets`, x)),
+      );
     const eq = get(d, dNames, 135);
     if (eq) set('equalityIds', (eq as Array<number | bigint>).map(Number));
     const sid = get(d, dNames, 140);

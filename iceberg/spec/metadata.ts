@@ -8,15 +8,25 @@
  */
 import { isLosslessNumber, parse, stringify } from 'lossless-json';
 import { IcebergError } from '../errors';
-import type {
-  IcebergType, NestedField, PartitionSpec, Schema, Snapshot, SnapshotRef, SortOrder, TableMetadata,
-} from './types';
+import type { IcebergType, NestedField, PartitionSpec, Schema, Snapshot, SnapshotRef, SortOrder, TableMetadata } from './types';
 
 /** JSON keys whose values are 64-bit longs in table metadata and REST payloads. */
 export const LONG_KEYS: ReadonlySet<string> = new Set([
-  'snapshot-id', 'parent-snapshot-id', 'current-snapshot-id', 'sequence-number', 'last-sequence-number',
-  'timestamp-ms', 'last-updated-ms', 'max-snapshot-age-ms', 'max-ref-age-ms', 'snapshot-ids',
-  'file-size-in-bytes', 'file-footer-size-in-bytes', 'next-row-id', 'added-rows', 'first-row-id',
+  'snapshot-id',
+  'parent-snapshot-id',
+  'current-snapshot-id',
+  'sequence-number',
+  'last-sequence-number',
+  'timestamp-ms',
+  'last-updated-ms',
+  'max-snapshot-age-ms',
+  'max-ref-age-ms',
+  'snapshot-ids',
+  'file-size-in-bytes',
+  'file-footer-size-in-bytes',
+  'next-row-id',
+  'added-rows',
+  'first-row-id',
 ]);
 
 export const PARTITION_FIELD_ID_START = 1000;
@@ -38,12 +48,16 @@ function quoteBigIntegers(text: string): string | undefined {
   const isDigit = (c: number): boolean => c >= 48 && c <= 57;
   while (i < n) {
     const c = text.charCodeAt(i);
-    if (c === 34) { // a string: skip it, honouring escapes
+    if (c === 34) {
+      // a string: skip it, honouring escapes
       i++;
       while (i < n) {
         const d = text.charCodeAt(i);
         if (d === 92) i += 2;
-        else { i++; if (d === 34) break; }
+        else {
+          i++;
+          if (d === 34) break;
+        }
       }
       continue;
     }
@@ -52,7 +66,8 @@ function quoteBigIntegers(text: string): string | undefined {
       while (j < n && isDigit(text.charCodeAt(j))) j++;
       const intEnd = j;
       const next = text.charCodeAt(j);
-      if (next === 46 || next === 101 || next === 69) { // fraction / exponent: not an integer
+      if (next === 46 || next === 101 || next === 69) {
+        // fraction / exponent: not an integer
         while (j < n && /[0-9.eE+-]/.test(text[j]!)) j++;
         i = j;
         continue;
@@ -113,13 +128,23 @@ export function parseIcebergJson(text: string): unknown {
  */
 export function stringifyIcebergJson(value: unknown, space?: number): string {
   let tagged = 0;
-  const s = JSON.stringify(value, (_k, v: unknown) => {
-    if (typeof v === 'bigint') { tagged++; return `${BIG_MARK}${v}`; }
-    return v;
-  }, space);
+  const s = JSON.stringify(
+    value,
+    (_k, v: unknown) => {
+      if (typeof v === 'bigint') {
+        tagged++;
+        return `${BIG_MARK}${v}`;
+      }
+      return v;
+    },
+    space,
+  );
   if (s === undefined) throw new IcebergError('Unexpected', 'value is not JSON-serializable');
   let untagged = 0;
-  const out = s.replace(/"\\u0000big:(-?\d+)"/g, (_m, digits: string) => { untagged++; return digits; });
+  const out = s.replace(/"\\u0000big:(-?\d+)"/g, (_m, digits: string) => {
+    untagged++;
+    return digits;
+  });
   if (untagged === tagged) return out;
   const slow = stringify(value, null, space);
   if (slow === undefined) throw new IcebergError('Unexpected', 'value is not JSON-serializable');
@@ -141,7 +166,8 @@ const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(v as num
  */
 export function parseTableMetadata(json: string): TableMetadata {
   const o = parseIcebergJson(json) as Record<string, unknown>;
-  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new IcebergError('DataInvalid', 'table metadata must be a JSON object');
+  if (o === null || typeof o !== 'object' || Array.isArray(o))
+    throw new IcebergError('DataInvalid', 'table metadata must be a JSON object');
   const formatVersion = Number(req<number>(o, 'format-version'));
   if (formatVersion !== 1 && formatVersion !== 2) {
     throw IcebergError.mismatch('FeatureUnsupported', 'table metadata format-version', '1 or 2', formatVersion, false);
@@ -157,12 +183,17 @@ export function parseTableMetadata(json: string): TableMetadata {
   let specs = o['partition-specs'] as PartitionSpec[] | undefined;
   if (!specs || specs.length === 0) {
     const legacy = (o['partition-spec'] as Array<Partial<PartitionSpec['fields'][number]>> | undefined) ?? [];
-    specs = [{
-      'spec-id': 0,
-      fields: legacy.map((f, i) => ({
-        'source-id': f['source-id']!, 'field-id': f['field-id'] ?? PARTITION_FIELD_ID_START + i, name: f.name!, transform: f.transform!,
-      })),
-    }];
+    specs = [
+      {
+        'spec-id': 0,
+        fields: legacy.map((f, i) => ({
+          'source-id': f['source-id']!,
+          'field-id': f['field-id'] ?? PARTITION_FIELD_ID_START + i,
+          name: f.name!,
+          transform: f.transform!,
+        })),
+      },
+    ];
   }
   const maxPartitionId = Math.max(PARTITION_FIELD_ID_START - 1, ...specs.flatMap((s) => s.fields.map((f) => f['field-id'])));
 
@@ -217,10 +248,27 @@ export function parseTableMetadata(json: string): TableMetadata {
 }
 
 const KNOWN_KEYS = [
-  'format-version', 'table-uuid', 'location', 'last-sequence-number', 'last-updated-ms', 'last-column-id',
-  'schemas', 'current-schema-id', 'partition-specs', 'default-spec-id', 'last-partition-id', 'properties',
-  'current-snapshot-id', 'refs', 'snapshots', 'statistics', 'partition-statistics', 'snapshot-log',
-  'metadata-log', 'sort-orders', 'default-sort-order-id',
+  'format-version',
+  'table-uuid',
+  'location',
+  'last-sequence-number',
+  'last-updated-ms',
+  'last-column-id',
+  'schemas',
+  'current-schema-id',
+  'partition-specs',
+  'default-spec-id',
+  'last-partition-id',
+  'properties',
+  'current-snapshot-id',
+  'refs',
+  'snapshots',
+  'statistics',
+  'partition-statistics',
+  'snapshot-log',
+  'metadata-log',
+  'sort-orders',
+  'default-sort-order-id',
 ] as const;
 
 /**
@@ -270,15 +318,22 @@ export function assignFreshSchemaIds(schema: Schema, schemaId = 0): { schema: Sc
   const fresh = (t: IcebergType): IcebergType => {
     if (typeof t === 'string') return t;
     if (t.type === 'struct') {
-      const ids = t.fields.map((f) => { const id = ++next; idMap.set(f.id, id); return id; });
+      const ids = t.fields.map((f) => {
+        const id = ++next;
+        idMap.set(f.id, id);
+        return id;
+      });
       return { type: 'struct', fields: t.fields.map((f, i): NestedField => ({ ...f, id: ids[i]!, type: fresh(f.type) })) };
     }
     if (t.type === 'list') {
-      const id = ++next; idMap.set(t['element-id'], id);
+      const id = ++next;
+      idMap.set(t['element-id'], id);
       return { ...t, 'element-id': id, element: fresh(t.element) };
     }
-    const kid = ++next; idMap.set(t['key-id'], kid);
-    const vid = ++next; idMap.set(t['value-id'], vid);
+    const kid = ++next;
+    idMap.set(t['key-id'], kid);
+    const vid = ++next;
+    idMap.set(t['value-id'], vid);
     return { ...t, 'key-id': kid, 'value-id': vid, key: fresh(t.key), value: fresh(t.value) };
   };
   const struct = fresh({ type: 'struct', fields: schema.fields }) as { fields: NestedField[] };
@@ -314,7 +369,10 @@ export function newTableMetadata(a: NewTableMetadataArgs): TableMetadata {
   const spec: PartitionSpec = {
     'spec-id': 0,
     fields: (a.spec?.fields ?? []).map((f, i) => ({
-      'source-id': remap(f['source-id']), 'field-id': PARTITION_FIELD_ID_START + i, name: f.name, transform: f.transform,
+      'source-id': remap(f['source-id']),
+      'field-id': PARTITION_FIELD_ID_START + i,
+      name: f.name,
+      transform: f.transform,
     })),
   };
   const sorted = (a.sortOrder?.fields.length ?? 0) > 0;
@@ -347,18 +405,38 @@ export function newTableMetadata(a: NewTableMetadataArgs): TableMetadata {
 // ---------- small lookups used everywhere ----------
 export const currentSchema = (m: TableMetadata): Schema => {
   const s = m.schemas.find((x) => x['schema-id'] === m['current-schema-id']);
-  if (!s) throw IcebergError.mismatch('DataInvalid', 'current schema', m['current-schema-id'], m.schemas.map((x) => x['schema-id']));
+  if (!s)
+    throw IcebergError.mismatch(
+      'DataInvalid',
+      'current schema',
+      m['current-schema-id'],
+      m.schemas.map((x) => x['schema-id']),
+    );
   return s;
 };
 export const schemaById = (m: TableMetadata, id: number): Schema => {
   const s = m.schemas.find((x) => x['schema-id'] === id);
-  if (!s) throw IcebergError.mismatch('NotFound', 'schema id', id, m.schemas.map((x) => x['schema-id']), false);
+  if (!s)
+    throw IcebergError.mismatch(
+      'NotFound',
+      'schema id',
+      id,
+      m.schemas.map((x) => x['schema-id']),
+      false,
+    );
   return s;
 };
 export const defaultSpec = (m: TableMetadata): PartitionSpec => specById(m, m['default-spec-id']);
 export const specById = (m: TableMetadata, id: number): PartitionSpec => {
   const s = m['partition-specs'].find((x) => x['spec-id'] === id);
-  if (!s) throw IcebergError.mismatch('NotFound', 'partition spec id', id, m['partition-specs'].map((x) => x['spec-id']), false);
+  if (!s)
+    throw IcebergError.mismatch(
+      'NotFound',
+      'partition spec id',
+      id,
+      m['partition-specs'].map((x) => x['spec-id']),
+      false,
+    );
   return s;
 };
 export const snapshotById = (m: TableMetadata, id: bigint): Snapshot | undefined => m.snapshots.find((s) => s['snapshot-id'] === id);

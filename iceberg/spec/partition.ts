@@ -9,14 +9,28 @@
  * uuids as 16 bytes.
  */
 import { IcebergError } from '../errors';
-import { decimalFromBytes, decimalToBytes, parseDecimalType, parseFixedType, unscaledDecimal, uuidFromBytes, uuidToBytes } from './conversions';
+import {
+  decimalFromBytes,
+  decimalToBytes,
+  parseDecimalType,
+  parseFixedType,
+  unscaledDecimal,
+  uuidFromBytes,
+  uuidToBytes,
+} from './conversions';
 import { murmur3x86_32 } from './murmur3';
 import { findField } from './schema';
 import type { NestedField, PartitionRecord, PartitionSpec, PartitionValue, PrimitiveType, Schema, StructType, Transform } from './types';
 
 export type ParsedTransform =
-  | { kind: 'identity' } | { kind: 'void' } | { kind: 'year' } | { kind: 'month' } | { kind: 'day' } | { kind: 'hour' }
-  | { kind: 'bucket'; n: number } | { kind: 'truncate'; width: number };
+  | { kind: 'identity' }
+  | { kind: 'void' }
+  | { kind: 'year' }
+  | { kind: 'month' }
+  | { kind: 'day' }
+  | { kind: 'hour' }
+  | { kind: 'bucket'; n: number }
+  | { kind: 'truncate'; width: number };
 
 export function parseTransform(t: Transform): ParsedTransform {
   const s = t.trim().toLowerCase();
@@ -25,7 +39,13 @@ export function parseTransform(t: Transform): ParsedTransform {
   if (b && Number(b[1]) > 0) return { kind: 'bucket', n: Number(b[1]) };
   const w = /^truncate\[\s*(\d+)\s*\]$/.exec(s);
   if (w && Number(w[1]) > 0) return { kind: 'truncate', width: Number(w[1]) };
-  throw IcebergError.mismatch('FeatureUnsupported', 'partition transform', 'identity|bucket[N]|truncate[W]|year|month|day|hour|void', t, false);
+  throw IcebergError.mismatch(
+    'FeatureUnsupported',
+    'partition transform',
+    'identity|bucket[N]|truncate[W]|year|month|day|hour|void',
+    t,
+    false,
+  );
 }
 
 const TIMESTAMPS = new Set(['timestamp', 'timestamptz', 'timestamp_ns', 'timestamptz_ns']);
@@ -33,16 +53,20 @@ const TIMESTAMPS = new Set(['timestamp', 'timestamptz', 'timestamp_ns', 'timesta
 /** The spec's result type of `transform` applied to `source` (day -> date, bucket/year/month/hour -> int). */
 export function transformResultType(transform: Transform, source: PrimitiveType): PrimitiveType {
   const t = parseTransform(transform);
-  const bad = (): IcebergError => IcebergError.mismatch('DataInvalid', `transform ${transform} source type`, 'a type the spec allows for it', source, false);
+  const bad = (): IcebergError =>
+    IcebergError.mismatch('DataInvalid', `transform ${transform} source type`, 'a type the spec allows for it', source, false);
   switch (t.kind) {
-    case 'identity': case 'void': return source;
+    case 'identity':
+    case 'void':
+      return source;
     case 'bucket':
       if (source === 'boolean' || source === 'float' || source === 'double') throw bad();
       return 'int';
     case 'truncate':
       if (source === 'int' || source === 'long' || source === 'string' || source === 'binary' || parseDecimalType(source)) return source;
       throw bad();
-    case 'year': case 'month':
+    case 'year':
+    case 'month':
       if (source === 'date' || TIMESTAMPS.has(source)) return 'int';
       throw bad();
     case 'day':
@@ -56,7 +80,13 @@ export function transformResultType(transform: Transform, source: PrimitiveType)
 
 // ---------- value coercion ----------
 const invalid = (type: string, expected: string, v: unknown): IcebergError =>
-  IcebergError.mismatch('DataInvalid', `${type} partition source value`, expected, typeof v === 'bigint' ? `${v}n` : typeof v === 'object' ? Object.prototype.toString.call(v) : JSON.stringify(v), false);
+  IcebergError.mismatch(
+    'DataInvalid',
+    `${type} partition source value`,
+    expected,
+    typeof v === 'bigint' ? `${v}n` : typeof v === 'object' ? Object.prototype.toString.call(v) : JSON.stringify(v),
+    false,
+  );
 
 const toBig = (type: string, v: unknown): bigint => {
   if (typeof v === 'bigint') return v;
@@ -73,7 +103,10 @@ const toTimestamp = (type: string, v: unknown): bigint => {
   if (v instanceof Date) return BigInt(v.getTime()) * (type.endsWith('_ns') ? 1_000_000n : 1000n);
   return toBig(type, v);
 };
-const floorDiv = (a: bigint, b: bigint): bigint => { const q = a / b; return (a % b !== 0n && (a < 0n) !== (b < 0n)) ? q - 1n : q; };
+const floorDiv = (a: bigint, b: bigint): bigint => {
+  const q = a / b;
+  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
+};
 const toMicros = (type: string, v: unknown): bigint => {
   const t = toTimestamp(type, v);
   return type.endsWith('_ns') ? floorDiv(t, 1000n) : t;
@@ -97,10 +130,19 @@ export function toPartitionValue(type: PrimitiveType, v: unknown): PartitionValu
     case 'boolean':
       if (typeof v !== 'boolean') throw invalid(type, 'a boolean', v);
       return v;
-    case 'int': case 'date': return toInt(type, v);
-    case 'long': case 'time': return toBig(type, v);
-    case 'timestamp': case 'timestamptz': case 'timestamp_ns': case 'timestamptz_ns': return toTimestamp(type, v);
-    case 'float': case 'double':
+    case 'int':
+    case 'date':
+      return toInt(type, v);
+    case 'long':
+    case 'time':
+      return toBig(type, v);
+    case 'timestamp':
+    case 'timestamptz':
+    case 'timestamp_ns':
+    case 'timestamptz_ns':
+      return toTimestamp(type, v);
+    case 'float':
+    case 'double':
       if (typeof v !== 'number') throw invalid(type, 'a number', v);
       return v;
     case 'string':
@@ -110,7 +152,8 @@ export function toPartitionValue(type: PrimitiveType, v: unknown): PartitionValu
       if (typeof v === 'string') return uuidToBytes(v);
       if (v instanceof Uint8Array && v.length === 16) return v;
       throw invalid(type, 'a uuid string or 16 bytes', v);
-    case 'binary': return toBytesValue(type, v);
+    case 'binary':
+      return toBytesValue(type, v);
     default: {
       const dec = parseDecimalType(type);
       if (dec) return decimalToBytes(decimalUnscaledOf(type, dec.scale, v));
@@ -121,25 +164,44 @@ export function toPartitionValue(type: PrimitiveType, v: unknown): PartitionValu
 }
 
 // ---------- bucket (Appendix B) ----------
-const longBytes = (v: bigint): Uint8Array => { const b = new Uint8Array(8); new DataView(b.buffer).setBigInt64(0, BigInt.asIntN(64, v), true); return b; };
+const longBytes = (v: bigint): Uint8Array => {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigInt64(0, BigInt.asIntN(64, v), true);
+  return b;
+};
 
 /** Appendix B hash of a source value (ints and dates hash as longs, so int 34 == long 34). */
 export function bucketHash(type: PrimitiveType, v: unknown): number {
   switch (type) {
-    case 'int': case 'date': return murmur3x86_32(longBytes(BigInt(toInt(type, v))));
-    case 'long': case 'time': return murmur3x86_32(longBytes(toBig(type, v)));
-    case 'timestamp': case 'timestamptz': case 'timestamp_ns': case 'timestamptz_ns':
+    case 'int':
+    case 'date':
+      return murmur3x86_32(longBytes(BigInt(toInt(type, v))));
+    case 'long':
+    case 'time':
+      return murmur3x86_32(longBytes(toBig(type, v)));
+    case 'timestamp':
+    case 'timestamptz':
+    case 'timestamp_ns':
+    case 'timestamptz_ns':
       return murmur3x86_32(longBytes(toMicros(type, v))); // spec: ns timestamps hash as micros
     case 'string':
       if (typeof v !== 'string') throw invalid(type, 'a string', v);
       return murmur3x86_32(utf8.encode(v));
-    case 'uuid': return murmur3x86_32(toPartitionValue('uuid', v) as Uint8Array);
-    case 'binary': return murmur3x86_32(toBytesValue(type, v));
+    case 'uuid':
+      return murmur3x86_32(toPartitionValue('uuid', v) as Uint8Array);
+    case 'binary':
+      return murmur3x86_32(toBytesValue(type, v));
     default: {
       const dec = parseDecimalType(type);
       if (dec) return murmur3x86_32(decimalToBytes(decimalUnscaledOf(type, dec.scale, v)));
       if (parseFixedType(type) !== undefined) return murmur3x86_32(toBytesValue(type, v));
-      throw IcebergError.mismatch('DataInvalid', 'bucket source type', 'int, long, decimal, date, time, timestamp*, string, uuid, fixed or binary', type, false);
+      throw IcebergError.mismatch(
+        'DataInvalid',
+        'bucket source type',
+        'int, long, decimal, date, time, timestamp*, string, uuid, fixed or binary',
+        type,
+        false,
+      );
     }
   }
 }
@@ -160,25 +222,41 @@ export function applyTransform(transform: Transform, source: PrimitiveType, v: u
   transformResultType(transform, source); // validates the pairing
   if (v === null || v === undefined || t.kind === 'void') return null;
   switch (t.kind) {
-    case 'identity': return toPartitionValue(source, v);
-    case 'bucket': return (bucketHash(source, v) & 0x7fffffff) % t.n;
+    case 'identity':
+      return toPartitionValue(source, v);
+    case 'bucket':
+      return (bucketHash(source, v) & 0x7fffffff) % t.n;
     case 'truncate': {
       const w = t.width;
-      if (source === 'int') { const x = toInt(source, v); return x - (((x % w) + w) % w); }
-      if (source === 'long') { const x = toBig(source, v); const W = BigInt(w); return x - (((x % W) + W) % W); }
+      if (source === 'int') {
+        const x = toInt(source, v);
+        return x - (((x % w) + w) % w);
+      }
+      if (source === 'long') {
+        const x = toBig(source, v);
+        const W = BigInt(w);
+        return x - (((x % W) + W) % W);
+      }
       if (source === 'string') {
         if (typeof v !== 'string') throw invalid(source, 'a string', v);
         return Array.from(v).slice(0, w).join(''); // code points, not UTF-16 units
       }
       if (source === 'binary') return toBytesValue(source, v).slice(0, w);
       const dec = parseDecimalType(source)!;
-      const x = decimalUnscaledOf(source, dec.scale, v); const W = BigInt(w);
+      const x = decimalUnscaledOf(source, dec.scale, v);
+      const W = BigInt(w);
       return decimalToBytes(x - (((x % W) + W) % W));
     }
-    case 'year': return civil(daysOf(source, v)).y - 1970;
-    case 'month': { const c = civil(daysOf(source, v)); return (c.y - 1970) * 12 + c.m; }
-    case 'day': return daysOf(source, v);
-    case 'hour': return Number(floorDiv(toMicros(source, v), MICROS_PER_HOUR));
+    case 'year':
+      return civil(daysOf(source, v)).y - 1970;
+    case 'month': {
+      const c = civil(daysOf(source, v));
+      return (c.y - 1970) * 12 + c.m;
+    }
+    case 'day':
+      return daysOf(source, v);
+    case 'hour':
+      return Number(floorDiv(toMicros(source, v), MICROS_PER_HOUR));
   }
 }
 
@@ -186,7 +264,8 @@ export function applyTransform(transform: Transform, source: PrimitiveType, v: u
 const primitiveSource = (schema: Schema, sourceId: number): { field: NestedField; path: string[]; type: PrimitiveType } => {
   const r = findField(schema, sourceId);
   if (!r) throw IcebergError.mismatch('DataInvalid', 'partition source-id', `a field of schema ${schema['schema-id']}`, sourceId, false);
-  if (typeof r.field.type !== 'string') throw IcebergError.mismatch('DataInvalid', `partition source "${r.path.join('.')}" type`, 'a primitive', r.field.type.type, false);
+  if (typeof r.field.type !== 'string')
+    throw IcebergError.mismatch('DataInvalid', `partition source "${r.path.join('.')}" type`, 'a primitive', r.field.type.type, false);
   return { ...r, type: r.field.type };
 };
 
@@ -195,7 +274,9 @@ export function partitionType(spec: PartitionSpec, schema: Schema): StructType {
   return {
     type: 'struct',
     fields: spec.fields.map((f) => ({
-      id: f['field-id'], name: f.name, required: false,
+      id: f['field-id'],
+      name: f.name,
+      required: false,
       type: transformResultType(f.transform, primitiveSource(schema, f['source-id']).type),
     })),
   };
@@ -215,8 +296,12 @@ export function partitionRecord(spec: PartitionSpec, schema: Schema, row: Record
 
 /** Stable key for grouping rows/files by partition (not a path; exact for every value type). */
 export function partitionKey(p: PartitionRecord): string {
-  return JSON.stringify(Object.entries(p).map(([k, v]) => [k,
-    v === null ? null : typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? `b:${Buffer.from(v).toString('hex')}` : v]));
+  return JSON.stringify(
+    Object.entries(p).map(([k, v]) => [
+      k,
+      v === null ? null : typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? `b:${Buffer.from(v).toString('hex')}` : v,
+    ]),
+  );
 }
 
 // ---------- human strings and paths (Java Transform.toHumanString) ----------
@@ -228,32 +313,57 @@ export function partitionHumanString(transform: Transform, source: PrimitiveType
   if (v === null) return 'null';
   const t = parseTransform(transform);
   switch (t.kind) {
-    case 'year': return String(1970 + (v as number));
-    case 'month': { const m = v as number; const y = 1970 + Math.floor(m / 12); return `${y}-${pad(((m % 12) + 12) % 12 + 1)}`; }
-    case 'day': return dateString(v as number);
-    case 'hour': { const h = v as number; const d = Math.floor(h / 24); return `${dateString(d)}-${pad(((h % 24) + 24) % 24)}`; }
-    case 'bucket': return String(v);
-    default: break;
+    case 'year':
+      return String(1970 + (v as number));
+    case 'month': {
+      const m = v as number;
+      const y = 1970 + Math.floor(m / 12);
+      return `${y}-${pad((((m % 12) + 12) % 12) + 1)}`;
+    }
+    case 'day':
+      return dateString(v as number);
+    case 'hour': {
+      const h = v as number;
+      const d = Math.floor(h / 24);
+      return `${dateString(d)}-${pad(((h % 24) + 24) % 24)}`;
+    }
+    case 'bucket':
+      return String(v);
+    default:
+      break;
   }
   const type = transformResultType(transform, source);
   switch (type) {
-    case 'date': return dateString(v as number);
-    case 'time': { const us = BigInt(v as bigint); const s = Number(us / 1_000_000n); const frac = us % 1_000_000n;
-      return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}${frac ? '.' + String(frac).padStart(6, '0') : ''}`; }
-    case 'timestamp': case 'timestamptz': case 'timestamp_ns': case 'timestamptz_ns': {
+    case 'date':
+      return dateString(v as number);
+    case 'time': {
+      const us = BigInt(v as bigint);
+      const s = Number(us / 1_000_000n);
+      const frac = us % 1_000_000n;
+      return `${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}${frac ? '.' + String(frac).padStart(6, '0') : ''}`;
+    }
+    case 'timestamp':
+    case 'timestamptz':
+    case 'timestamp_ns':
+    case 'timestamptz_ns': {
       const ns = type.endsWith('_ns');
-      const x = BigInt(v as bigint); const perMs = ns ? 1_000_000n : 1000n;
-      const ms = floorDiv(x, perMs); const sub = x - ms * perMs;
+      const x = BigInt(v as bigint);
+      const perMs = ns ? 1_000_000n : 1000n;
+      const ms = floorDiv(x, perMs);
+      const sub = x - ms * perMs;
       const iso = new Date(Number(ms)).toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ
       const frac = `${iso.slice(20, 23)}${String(sub).padStart(ns ? 6 : 3, '0')}`.replace(/0+$/, '');
       return `${iso.slice(0, 19)}${frac ? '.' + frac : ''}${type.startsWith('timestamptz') ? '+00:00' : ''}`;
     }
-    case 'uuid': return uuidFromBytes(v as Uint8Array);
-    case 'binary': return Buffer.from(v as Uint8Array).toString('base64');
+    case 'uuid':
+      return uuidFromBytes(v as Uint8Array);
+    case 'binary':
+      return Buffer.from(v as Uint8Array).toString('base64');
     default: {
       const dec = parseDecimalType(type);
       if (dec) {
-        const u = decimalFromBytes(v as Uint8Array); const neg = u < 0n;
+        const u = decimalFromBytes(v as Uint8Array);
+        const neg = u < 0n;
         const digits = (neg ? -u : u).toString().padStart(dec.scale + 1, '0');
         const body = dec.scale === 0 ? digits : `${digits.slice(0, -dec.scale)}.${digits.slice(-dec.scale)}`;
         return neg ? `-${body}` : body;
@@ -266,17 +376,21 @@ export function partitionHumanString(transform: Transform, source: PrimitiveType
 
 /** Java's URLEncoder.encode(s, UTF-8): unreserved `a-zA-Z0-9.-*_` kept, space -> '+'. */
 const javaUrlEncode = (s: string): string =>
-  Array.from(utf8.encode(s)).map((b) => {
-    const c = String.fromCharCode(b);
-    if (/[A-Za-z0-9.\-*_]/.test(c)) return c;
-    if (c === ' ') return '+';
-    return `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
-  }).join('');
+  Array.from(utf8.encode(s))
+    .map((b) => {
+      const c = String.fromCharCode(b);
+      if (/[A-Za-z0-9.\-*_]/.test(c)) return c;
+      if (c === ' ') return '+';
+      return `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+    })
+    .join('');
 
 /** The partition path Java writes under data/: `a=1/b=x` with names and values URL-encoded. */
 export function partitionPath(spec: PartitionSpec, schema: Schema, p: PartitionRecord): string {
-  return spec.fields.map((f) => {
-    const src = primitiveSource(schema, f['source-id']);
-    return `${javaUrlEncode(f.name)}=${javaUrlEncode(partitionHumanString(f.transform, src.type, p[f.name] ?? null))}`;
-  }).join('/');
+  return spec.fields
+    .map((f) => {
+      const src = primitiveSource(schema, f['source-id']);
+      return `${javaUrlEncode(f.name)}=${javaUrlEncode(partitionHumanString(f.transform, src.type, p[f.name] ?? null))}`;
+    })
+    .join('/');
 }

@@ -73,7 +73,8 @@ export const MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1;
 
 const unparsable = (key: string, expected: string, raw: string): IcebergError =>
   new IcebergError('DataInvalid', `table property ${key}: expected ${expected}, found ${JSON.stringify(raw)}`, {
-    retryable: false, context: { property: key, expected, found: raw },
+    retryable: false,
+    context: { property: key, expected, found: raw },
   });
 
 const INTEGER = /^[+-]?\d+$/;
@@ -137,8 +138,10 @@ const positive = (props: TableProperties, key: string, def: number): number => {
 
 /** `commit.retry.*`: non-negative integers; negative values mean the default. */
 export const commitNumRetries = (props: TableProperties): number => nonNegative(props, COMMIT_NUM_RETRIES, COMMIT_NUM_RETRIES_DEFAULT);
-export const commitMinRetryWaitMs = (props: TableProperties): number => nonNegative(props, COMMIT_MIN_RETRY_WAIT_MS, COMMIT_MIN_RETRY_WAIT_MS_DEFAULT);
-export const commitMaxRetryWaitMs = (props: TableProperties): number => nonNegative(props, COMMIT_MAX_RETRY_WAIT_MS, COMMIT_MAX_RETRY_WAIT_MS_DEFAULT);
+export const commitMinRetryWaitMs = (props: TableProperties): number =>
+  nonNegative(props, COMMIT_MIN_RETRY_WAIT_MS, COMMIT_MIN_RETRY_WAIT_MS_DEFAULT);
+export const commitMaxRetryWaitMs = (props: TableProperties): number =>
+  nonNegative(props, COMMIT_MAX_RETRY_WAIT_MS, COMMIT_MAX_RETRY_WAIT_MS_DEFAULT);
 
 export const manifestTargetSizeBytes = (props: TableProperties): number =>
   positive(props, MANIFEST_TARGET_SIZE_BYTES, MANIFEST_TARGET_SIZE_BYTES_DEFAULT);
@@ -181,8 +184,7 @@ export const metricsModeColumn = (props: TableProperties, column: string): strin
 
 export const targetFileSizeBytes = (props: TableProperties): number =>
   int(props, WRITE_TARGET_FILE_SIZE_BYTES, DEFAULT_TARGET_FILE_SIZE_BYTES);
-export const parquetCompressionCodec = (props: TableProperties): string =>
-  string(props, PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT);
+export const parquetCompressionCodec = (props: TableProperties): string => string(props, PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT);
 export const parquetRowGroupSizeBytes = (props: TableProperties): number | undefined => int(props, PARQUET_ROW_GROUP_SIZE_BYTES);
 export const parquetPageSizeBytes = (props: TableProperties): number | undefined => int(props, PARQUET_PAGE_SIZE_BYTES);
 export const parquetDictSizeBytes = (props: TableProperties): number | undefined => int(props, PARQUET_DICT_SIZE_BYTES);

@@ -8,10 +8,22 @@
 
 // ---------- types & schemas (spec: "Schemas and Data Types") ----------
 export type PrimitiveType =
-  | 'boolean' | 'int' | 'long' | 'float' | 'double' | 'date' | 'time'
-  | 'timestamp' | 'timestamptz' | 'timestamp_ns' | 'timestamptz_ns'
-  | 'string' | 'uuid' | 'binary'
-  | `decimal(${number}, ${number})` | `fixed[${number}]`;
+  | 'boolean'
+  | 'int'
+  | 'long'
+  | 'float'
+  | 'double'
+  | 'date'
+  | 'time'
+  | 'timestamp'
+  | 'timestamptz'
+  | 'timestamp_ns'
+  | 'timestamptz_ns'
+  | 'string'
+  | 'uuid'
+  | 'binary'
+  | `decimal(${number}, ${number})`
+  | `fixed[${number}]`;
 
 export interface NestedField {
   id: number;
@@ -20,10 +32,23 @@ export interface NestedField {
   type: IcebergType;
   doc?: string;
 }
-export interface StructType { type: 'struct'; fields: NestedField[] }
-export interface ListType { type: 'list'; 'element-id': number; element: IcebergType; 'element-required': boolean }
+export interface StructType {
+  type: 'struct';
+  fields: NestedField[];
+}
+export interface ListType {
+  type: 'list';
+  'element-id': number;
+  element: IcebergType;
+  'element-required': boolean;
+}
 export interface MapType {
-  type: 'map'; 'key-id': number; key: IcebergType; 'value-id': number; value: IcebergType; 'value-required': boolean;
+  type: 'map';
+  'key-id': number;
+  key: IcebergType;
+  'value-id': number;
+  value: IcebergType;
+  'value-required': boolean;
 }
 export type IcebergType = PrimitiveType | StructType | ListType | MapType;
 
@@ -35,11 +60,27 @@ export interface Schema extends StructType {
 // ---------- partitioning ----------
 /** 'identity' | 'bucket[N]' | 'truncate[W]' | 'year' | 'month' | 'day' | 'hour' | 'void' */
 export type Transform = string;
-export interface PartitionField { 'source-id': number; 'field-id': number; name: string; transform: Transform }
-export interface PartitionSpec { 'spec-id': number; fields: PartitionField[] }
+export interface PartitionField {
+  'source-id': number;
+  'field-id': number;
+  name: string;
+  transform: Transform;
+}
+export interface PartitionSpec {
+  'spec-id': number;
+  fields: PartitionField[];
+}
 
-export interface SortField { transform: Transform; 'source-id': number; direction: 'asc' | 'desc'; 'null-order': 'nulls-first' | 'nulls-last' }
-export interface SortOrder { 'order-id': number; fields: SortField[] }
+export interface SortField {
+  transform: Transform;
+  'source-id': number;
+  direction: 'asc' | 'desc';
+  'null-order': 'nulls-first' | 'nulls-last';
+}
+export interface SortOrder {
+  'order-id': number;
+  fields: SortField[];
+}
 
 /**
  * An in-memory partition value, after the transform:
@@ -52,7 +93,11 @@ export type PartitionValue = number | bigint | string | boolean | Uint8Array | n
 export type PartitionRecord = Record<string, PartitionValue>;
 
 // ---------- files & manifests ----------
-export const enum DataFileContent { Data = 0, PositionDeletes = 1, EqualityDeletes = 2 }
+export const enum DataFileContent {
+  Data = 0,
+  PositionDeletes = 1,
+  EqualityDeletes = 2,
+}
 export type FileFormat = 'PARQUET' | 'AVRO' | 'ORC';
 
 /**
@@ -80,7 +125,11 @@ export interface DataFile {
   sortOrderId?: number;
 }
 
-export const enum ManifestEntryStatus { Existing = 0, Added = 1, Deleted = 2 }
+export const enum ManifestEntryStatus {
+  Existing = 0,
+  Added = 1,
+  Deleted = 2,
+}
 export interface ManifestEntry {
   status: ManifestEntryStatus;
   snapshotId: bigint | null; // null = inherit from manifest list
@@ -89,8 +138,16 @@ export interface ManifestEntry {
   dataFile: DataFile;
 }
 
-export const enum ManifestContent { Data = 0, Deletes = 1 }
-export interface FieldSummary { containsNull: boolean; containsNan?: boolean; lowerBound?: Uint8Array; upperBound?: Uint8Array }
+export const enum ManifestContent {
+  Data = 0,
+  Deletes = 1,
+}
+export interface FieldSummary {
+  containsNull: boolean;
+  containsNan?: boolean;
+  lowerBound?: Uint8Array;
+  upperBound?: Uint8Array;
+}
 /** A manifest list entry (manifest_file struct, spec field ids 500-519). */
 export interface ManifestFile {
   manifestPath: string;
@@ -129,8 +186,14 @@ export interface SnapshotRef {
   'max-snapshot-age-ms'?: bigint;
   'max-ref-age-ms'?: bigint;
 }
-export interface SnapshotLogEntry { 'timestamp-ms': bigint; 'snapshot-id': bigint }
-export interface MetadataLogEntry { 'timestamp-ms': bigint; 'metadata-file': string }
+export interface SnapshotLogEntry {
+  'timestamp-ms': bigint;
+  'snapshot-id': bigint;
+}
+export interface MetadataLogEntry {
+  'timestamp-ms': bigint;
+  'metadata-file': string;
+}
 
 export interface TableMetadata {
   /** 1 is read-only here (parsed for scans); commits require 2 (`upgrade-format-version`). */
@@ -158,7 +221,10 @@ export interface TableMetadata {
 }
 
 /** A table as the catalog hands it out: its identifier, current metadata and where that lives. */
-export interface TableIdentifier { namespace: string[]; name: string }
+export interface TableIdentifier {
+  namespace: string[];
+  name: string;
+}
 export interface LoadedTable {
   identifier: TableIdentifier;
   metadataLocation: string;

@@ -33,7 +33,11 @@ export interface ExpiredFiles {
   dataFiles: string[];
 }
 
-export function snapshotsToExpire(m: TableMetadata, opts: ExpireSnapshotsOptions, nowMs = BigInt(Date.now())): { expire: Snapshot[]; retain: Snapshot[] } {
+export function snapshotsToExpire(
+  m: TableMetadata,
+  opts: ExpireSnapshotsOptions,
+  nowMs = BigInt(Date.now()),
+): { expire: Snapshot[]; retain: Snapshot[] } {
   const olderThan = opts.olderThanMs ?? nowMs - maxSnapshotAgeMs(m.properties);
   const retainLast = Math.max(1, opts.retainLast ?? minSnapshotsToKeep(m.properties));
   const keep = new Set<bigint>(opts.protect ?? []);
@@ -69,7 +73,12 @@ export interface UnreachableOptions {
 const isNotFound = (e: unknown): boolean => isIcebergError(e, 'NotFound');
 
 /** Files reachable only from `expire` (manifest lists, manifests, data files). */
-export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: Snapshot[], opts: UnreachableOptions = {}): Promise<ExpiredFiles> {
+export async function unreachableFiles(
+  io: FileIO,
+  expire: Snapshot[],
+  retain: Snapshot[],
+  opts: UnreachableOptions = {},
+): Promise<ExpiredFiles> {
   const listCache = new Map<string, ManifestFile[]>();
   const manifestsOf = async (s: Snapshot): Promise<ManifestFile[]> => {
     let l = listCache.get(s['manifest-list']);
@@ -77,15 +86,24 @@ export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: S
     return l;
   };
   const goneOk = <T>(read: Promise<T>, empty: T): Promise<T> =>
-    opts.missingExpiredAreDeleted ? read.catch((e: unknown) => { if (isNotFound(e)) return empty; throw e; }) : read;
+    opts.missingExpiredAreDeleted
+      ? read.catch((e: unknown) => {
+          if (isNotFound(e)) return empty;
+          throw e;
+        })
+      : read;
   const retainedManifests = new Map<string, ManifestFile>();
-  for (const lists of await mapConcurrent(retain, MANIFEST_READ_CONCURRENCY, manifestsOf)) for (const m of lists) retainedManifests.set(m.manifestPath, m);
+  for (const lists of await mapConcurrent(retain, MANIFEST_READ_CONCURRENCY, manifestsOf))
+    for (const m of lists) retainedManifests.set(m.manifestPath, m);
   const removedManifests = new Map<string, ManifestFile>();
   const retainedLists = new Set(retain.map((s) => s['manifest-list']));
   const goneLists = new Set<string>();
   for (const s of expire) {
     const lists = retainedLists.has(s['manifest-list']) ? await manifestsOf(s) : await goneOk(manifestsOf(s), null);
-    if (lists === null) { goneLists.add(s['manifest-list']); continue; }
+    if (lists === null) {
+      goneLists.add(s['manifest-list']);
+      continue;
+    }
     for (const m of lists) if (!retainedManifests.has(m.manifestPath)) removedManifests.set(m.manifestPath, m);
   }
   const candidates = new Set<string>();
@@ -98,7 +116,9 @@ export async function unreachableFiles(io: FileIO, expire: Snapshot[], retain: S
   for (const e of removedEntries.flat()) candidates.add(e.dataFile.filePath);
   if (candidates.size > 0) {
     // a file stays if any retained manifest still lists it as live
-    const withLive = [...retainedManifests.values()].filter((m) => !(m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0));
+    const withLive = [...retainedManifests.values()].filter(
+      (m) => !(m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0),
+    );
     const retainedEntries = await mapConcurrent(withLive, MANIFEST_READ_CONCURRENCY, (m) => readManifest(io, m));
     for (const e of retainedEntries.flat()) candidates.delete(e.dataFile.filePath);
   }
@@ -115,7 +135,9 @@ export class ExpireSnapshots implements TableAction {
   result: ExpiredFiles = { snapshotIds: [], manifestLists: [], manifests: [], dataFiles: [] };
   constructor(private readonly opts: ExpireSnapshotsOptions = {}) {}
 
-  writtenFiles(): string[] { return []; }
+  writtenFiles(): string[] {
+    return [];
+  }
 
   async prepare(base: TableMetadata, io: FileIO): Promise<PendingCommit> {
     const { expire, retain } = snapshotsToExpire(base, this.opts);

@@ -6,7 +6,10 @@
  * `commit.manifest.min-count-to-merge` manifests, every other multi-manifest bin is merged.
  */
 export {
-  MANIFEST_TARGET_SIZE_BYTES, MANIFEST_TARGET_SIZE_BYTES_DEFAULT, MANIFEST_MIN_MERGE_COUNT, MANIFEST_MIN_MERGE_COUNT_DEFAULT,
+  MANIFEST_TARGET_SIZE_BYTES,
+  MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
+  MANIFEST_MIN_MERGE_COUNT,
+  MANIFEST_MIN_MERGE_COUNT_DEFAULT,
   MANIFEST_MERGE_ENABLED,
 } from '../spec/table-properties';
 
@@ -34,7 +37,13 @@ export function packEnd<T>(items: T[], weight: (t: T) => number, target: number)
  * data); its bin is merged only when it reached `minCount` manifests, so small appends accumulate
  * instead of rewriting a large manifest on every commit.
  */
-export function planMerge<T>(group: T[], first: T | undefined, weight: (t: T) => number, target: number, minCount: number): Array<{ merge: boolean; items: T[] }> {
+export function planMerge<T>(
+  group: T[],
+  first: T | undefined,
+  weight: (t: T) => number,
+  target: number,
+  minCount: number,
+): Array<{ merge: boolean; items: T[] }> {
   return packEnd(group, weight, target).map((items) => ({
     items,
     merge: items.length > 1 && !(first !== undefined && items.includes(first) && items.length < minCount),

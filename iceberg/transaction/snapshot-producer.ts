@@ -16,13 +16,18 @@ import { decodeManifest, inheritFromManifest, writeManifest } from '../spec/mani
 import { readManifestList, writeManifestList } from '../spec/manifest-list';
 import { MAIN_BRANCH, currentSchema, currentSnapshot, specById } from '../spec/metadata';
 import {
-  type DataFile, DataFileContent, ManifestContent, type ManifestEntry, ManifestEntryStatus, type ManifestFile,
-  type Snapshot, type SnapshotOperation, type TableMetadata,
+  type DataFile,
+  DataFileContent,
+  ManifestContent,
+  type ManifestEntry,
+  ManifestEntryStatus,
+  type ManifestFile,
+  type Snapshot,
+  type SnapshotOperation,
+  type TableMetadata,
 } from '../spec/types';
 import { manifestMergeEnabled, manifestMinMergeCount, manifestTargetSizeBytes, metadataDirectory } from '../spec/table-properties';
-import {
-  planMerge,
-} from './merge';
+import { planMerge } from './merge';
 import { buildSummary } from './summary';
 import type { TableRequirement, TableUpdate } from './updates';
 
@@ -77,7 +82,11 @@ export abstract class SnapshotProducer implements TableAction {
    * Filters the parent's manifests for this attempt (rewrite: marks deleted files, validates that
    * they are still live). Returns the manifests to keep and the deleted files, for the summary.
    */
-  protected abstract filterManifests(base: TableMetadata, io: FileIO, parent: ManifestFile[]): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }>;
+  protected abstract filterManifests(
+    base: TableMetadata,
+    io: FileIO,
+    parent: ManifestFile[],
+  ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }>;
 
   writtenFiles(): string[] {
     return [...this.written];
@@ -92,8 +101,11 @@ export abstract class SnapshotProducer implements TableAction {
   /** Writes a manifest for this snapshot; entries keep explicit sequence numbers except ADDED-by-us. */
   protected async writeEntries(base: TableMetadata, io: FileIO, specId: number, entries: ManifestEntry[]): Promise<ManifestFile> {
     return writeManifest(io, {
-      location: this.newManifestLocation(base), spec: specById(base, specId), schema: currentSchema(base),
-      snapshotId: this.snapshotId, entries,
+      location: this.newManifestLocation(base),
+      spec: specById(base, specId),
+      schema: currentSchema(base),
+      snapshotId: this.snapshotId,
+      entries,
     });
   }
 
@@ -118,9 +130,20 @@ export abstract class SnapshotProducer implements TableAction {
     }
     const out: ManifestFile[] = [];
     for (const [specId, files] of bySpec) {
-      out.push(await this.writeEntries(base, io, specId, files.map((dataFile) => ({
-        status: ManifestEntryStatus.Added, snapshotId: this.snapshotId, sequenceNumber: null, fileSequenceNumber: null, dataFile,
-      }))));
+      out.push(
+        await this.writeEntries(
+          base,
+          io,
+          specId,
+          files.map((dataFile) => ({
+            status: ManifestEntryStatus.Added,
+            snapshotId: this.snapshotId,
+            sequenceNumber: null,
+            fileSequenceNumber: null,
+            dataFile,
+          })),
+        ),
+      );
     }
     this.newManifests = out;
     return out;
@@ -160,7 +183,8 @@ export abstract class SnapshotProducer implements TableAction {
     const out: ManifestFile[] = [];
     for (const group of groups.values()) {
       for (const bin of planMerge(group, first, (m) => m.manifestLength, target, minCount)) {
-        if (bin.merge && bin.items[0]!.content === ManifestContent.Data) out.push(await this.mergeBin(base, io, bin.items[0]!.partitionSpecId, bin.items));
+        if (bin.merge && bin.items[0]!.content === ManifestContent.Data)
+          out.push(await this.mergeBin(base, io, bin.items[0]!.partitionSpecId, bin.items));
         else out.push(...bin.items);
       }
     }
@@ -177,16 +201,20 @@ export abstract class SnapshotProducer implements TableAction {
     const newManifests = await this.writeNewManifests(base, io);
     const { manifests: kept, deleted } = await this.filterManifests(base, io, parentManifests);
     // Java: a manifest with no live files that an older snapshot wrote is dropped from the list.
-    const live = kept.filter((m) => m.addedSnapshotId === this.snapshotId
-      || m.addedFilesCount > 0 || m.existingFilesCount > 0 || m.deletedFilesCount === 0);
+    const live = kept.filter(
+      (m) => m.addedSnapshotId === this.snapshotId || m.addedFilesCount > 0 || m.existingFilesCount > 0 || m.deletedFilesCount === 0,
+    );
     const manifests = await this.mergeManifests(base, io, [...newManifests, ...live]);
 
     const sequenceNumber = base['last-sequence-number'] + 1n;
     const manifestList = `${metadataDir(base)}/snap-${this.snapshotId}-${attempt}-${this.commitUuid}.avro`;
     this.written.push(manifestList);
     await writeManifestList(io, {
-      location: manifestList, snapshotId: this.snapshotId, parentSnapshotId: parent?.['snapshot-id'] ?? null,
-      sequenceNumber, manifests,
+      location: manifestList,
+      snapshotId: this.snapshotId,
+      parentSnapshotId: parent?.['snapshot-id'] ?? null,
+      sequenceNumber,
+      manifests,
     });
     const snapshot: Snapshot = {
       'snapshot-id': this.snapshotId,
@@ -228,8 +256,14 @@ export class FastAppend extends SnapshotProducer {
   constructor(files: DataFile[], summaryProps: Record<string, string> = {}) {
     super(files, summaryProps);
   }
-  operation(): SnapshotOperation { return 'append'; }
-  protected async filterManifests(_base: TableMetadata, _io: FileIO, parent: ManifestFile[]): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+  operation(): SnapshotOperation {
+    return 'append';
+  }
+  protected async filterManifests(
+    _base: TableMetadata,
+    _io: FileIO,
+    parent: ManifestFile[],
+  ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
     return { manifests: parent, deleted: [] };
   }
 }
@@ -244,30 +278,49 @@ export class FastAppend extends SnapshotProducer {
  */
 export class RewriteFiles extends SnapshotProducer {
   private readonly deletedPaths: Set<string>;
-  constructor(private readonly deletedFiles: DataFile[], added: DataFile[], summaryProps: Record<string, string> = {}) {
+  constructor(
+    private readonly deletedFiles: DataFile[],
+    added: DataFile[],
+    summaryProps: Record<string, string> = {},
+  ) {
     super(added, summaryProps);
     this.deletedPaths = new Set(deletedFiles.map((f) => f.filePath));
-    if (this.deletedPaths.size === 0) throw new IcebergError('DataInvalid', 'rewriteFiles needs at least one file to replace', { retryable: false });
+    if (this.deletedPaths.size === 0)
+      throw new IcebergError('DataInvalid', 'rewriteFiles needs at least one file to replace', { retryable: false });
     const rowsOut = deletedFiles.reduce((a, f) => a + f.recordCount, 0);
     const rowsIn = added.reduce((a, f) => a + f.recordCount, 0);
     if (rowsIn !== rowsOut) {
       throw IcebergError.mismatch('DataInvalid', 'rewriteFiles record count (added vs replaced)', rowsOut, rowsIn, false);
     }
   }
-  operation(): SnapshotOperation { return 'replace'; }
+  operation(): SnapshotOperation {
+    return 'replace';
+  }
 
-  protected async filterManifests(base: TableMetadata, io: FileIO, parent: ManifestFile[]): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+  protected async filterManifests(
+    base: TableMetadata,
+    io: FileIO,
+    parent: ManifestFile[],
+  ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
     // New files get a higher data sequence number, so older equality/position deletes would stop
     // applying to the rewritten rows: refuse rather than resurrect deleted rows.
     const deletes = parent.filter((m) => m.content === ManifestContent.Deletes && m.addedFilesCount + m.existingFilesCount > 0);
     if (deletes.length > 0) {
-      throw IcebergError.mismatch('FeatureUnsupported', 'rewriteFiles on a table with live delete files: delete manifests', 0, deletes.length, false);
+      throw IcebergError.mismatch(
+        'FeatureUnsupported',
+        'rewriteFiles on a table with live delete files: delete manifests',
+        0,
+        deletes.length,
+        false,
+      );
     }
     const found = new Map<string, DataFile>();
     const out: ManifestFile[] = [];
     const skip = (m: ManifestFile): boolean =>
       m.content !== ManifestContent.Data || (m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0);
-    const entriesPer = await mapConcurrent(parent, MANIFEST_READ_CONCURRENCY, (m) => (skip(m) ? Promise.resolve([]) : this.entriesOf(io, m)));
+    const entriesPer = await mapConcurrent(parent, MANIFEST_READ_CONCURRENCY, (m) =>
+      skip(m) ? Promise.resolve([]) : this.entriesOf(io, m),
+    );
     for (const [i, m] of parent.entries()) {
       const entries = entriesPer[i]!;
       const hits = entries.filter((e) => e.status !== ManifestEntryStatus.Deleted && this.deletedPaths.has(e.dataFile.filePath));
@@ -289,14 +342,17 @@ export class RewriteFiles extends SnapshotProducer {
     }
     const missing = [...this.deletedPaths].filter((p) => !found.has(p));
     if (missing.length > 0) {
-      throw new IcebergError('CommitFailed',
+      throw new IcebergError(
+        'CommitFailed',
         `rewrite: ${missing.length} of ${this.deletedPaths.size} replaced files are no longer live in the current snapshot: expected live, found missing: ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}`,
-        { retryable: false, context: { missing, expected: 'live', found: 'missing' } });
+        { retryable: false, context: { missing, expected: 'live', found: 'missing' } },
+      );
     }
     return { manifests: out, deleted: [...found.values()] };
   }
 
   /** The files this rewrite replaces (as given). */
-  replaced(): DataFile[] { return this.deletedFiles; }
+  replaced(): DataFile[] {
+    return this.deletedFiles;
+  }
 }
-

@@ -53,8 +53,13 @@ export interface CommitResult {
 }
 
 class SetProperties implements TableAction {
-  constructor(private readonly updates: Record<string, string>, private readonly removals: string[]) {}
-  writtenFiles(): string[] { return []; }
+  constructor(
+    private readonly updates: Record<string, string>,
+    private readonly removals: string[],
+  ) {}
+  writtenFiles(): string[] {
+    return [];
+  }
   async prepare(): Promise<PendingCommit> {
     const updates: TableUpdate[] = [];
     if (Object.keys(this.updates).length) updates.push({ action: 'set-properties', updates: this.updates });
@@ -62,7 +67,6 @@ class SetProperties implements TableAction {
     return { updates, requirements: [], attemptFiles: [], referencedFiles: [] };
   }
 }
-
 
 /** Requirements come from the first action per kind: later actions see our own uncommitted state. */
 function mergeRequirements(all: TableRequirement[][]): TableRequirement[] {
@@ -110,7 +114,11 @@ export class Transaction {
   }
 
   /** Builds all actions against `base`, chaining their updates through applyUpdates. */
-  private async prepareAll(base: TableMetadata, io: FileIO, attempt: number): Promise<{ commits: PendingCommit[]; updates: TableUpdate[]; requirements: TableRequirement[] }> {
+  private async prepareAll(
+    base: TableMetadata,
+    io: FileIO,
+    attempt: number,
+  ): Promise<{ commits: PendingCommit[]; updates: TableUpdate[]; requirements: TableRequirement[] }> {
     const commits: PendingCommit[] = [];
     let m = base;
     for (const a of this.actions) {
@@ -131,7 +139,7 @@ export class Transaction {
    * and exponential backoff with jitter; each retry reloads, re-validates and re-plans.
    */
   async commit(catalog: Catalog, io: FileIO, opts: CommitOptions = {}): Promise<CommitResult> {
-    let table = opts.table ?? await catalog.loadTable(this.identifier);
+    let table = opts.table ?? (await catalog.loadTable(this.identifier));
     const props = table.metadata.properties;
     const maxAttempts = Math.max(1, opts.maxAttempts ?? 1 + commitNumRetries(props));
     const minWait = opts.minWaitMs ?? commitMinRetryWaitMs(props);
@@ -141,7 +149,7 @@ export class Transaction {
     for (let attempt = 1; ; attempt++) {
       let prepared: Awaited<ReturnType<Transaction['prepareAll']>>;
       try {
-        if (await opts.validate?.(table) === ALREADY_COMMITTED) {
+        if ((await opts.validate?.(table)) === ALREADY_COMMITTED) {
           // An earlier try landed; whatever this process wrote since is referenced by nothing.
           await this.deleteQuietly(io, all());
           return { table, snapshotIds: [], attempts: attempt, alreadyCommitted: true };
@@ -155,7 +163,10 @@ export class Transaction {
       try {
         const committed = await catalog.commitTable(this.identifier, prepared.requirements, prepared.updates);
         const referenced = new Set(prepared.commits.flatMap((c) => c.referencedFiles));
-        await this.deleteQuietly(io, all().filter((p) => !referenced.has(p)));
+        await this.deleteQuietly(
+          io,
+          all().filter((p) => !referenced.has(p)),
+        );
         const snapshotIds = this.actions.filter((a): a is SnapshotProducer => a instanceof SnapshotProducer).map((a) => a.snapshotId);
         return { table: committed, snapshotIds, attempts: attempt, alreadyCommitted: false };
       } catch (e) {
@@ -165,12 +176,18 @@ export class Transaction {
         if (!conflict || attempt >= maxAttempts) {
           await this.deleteQuietly(io, all());
           if (conflict) {
-            throw new IcebergError('CommitConflict', `commit to ${this.identifier.namespace.join('.')}.${this.identifier.name} lost ${attempt} CAS races: ${(e as Error).message}`,
-              { retryable: true, cause: e, context: { ...(e as IcebergError).context, attempts: attempt } });
+            throw new IcebergError(
+              'CommitConflict',
+              `commit to ${this.identifier.namespace.join('.')}.${this.identifier.name} lost ${attempt} CAS races: ${(e as Error).message}`,
+              { retryable: true, cause: e, context: { ...(e as IcebergError).context, attempts: attempt } },
+            );
           }
           throw e;
         }
-        await this.deleteQuietly(io, prepared.commits.flatMap((c) => c.attemptFiles));
+        await this.deleteQuietly(
+          io,
+          prepared.commits.flatMap((c) => c.attemptFiles),
+        );
         const wait = Math.min(maxWait, minWait * 2 ** (attempt - 1));
         await sleep(wait * (0.5 + Math.random() / 2));
         table = await catalog.loadTable(this.identifier);
@@ -187,24 +204,42 @@ export class Transaction {
  * own fencing and calls again. For retries inside the library use `new Transaction(id)` with
  * `commit(catalog, io, {validate})`.
  */
-export async function fastAppend(catalog: Catalog, io: FileIO, table: LoadedTable, files: DataFile[],
-  summaryProps: Record<string, string> = {}, opts: Omit<CommitOptions, 'table'> = { maxAttempts: 1 }): Promise<LoadedTable> {
+export async function fastAppend(
+  catalog: Catalog,
+  io: FileIO,
+  table: LoadedTable,
+  files: DataFile[],
+  summaryProps: Record<string, string> = {},
+  opts: Omit<CommitOptions, 'table'> = { maxAttempts: 1 },
+): Promise<LoadedTable> {
   const tx = new Transaction(table.identifier);
   tx.fastAppend(files, summaryProps);
   return (await tx.commit(catalog, io, { maxAttempts: 1, ...opts, table })).table;
 }
 
 /** Rewrite with retries (concurrent appends are fine; vanished replaced files fail with CommitFailed). */
-export async function rewriteFiles(catalog: Catalog, io: FileIO, id: TableIdentifier, deleted: DataFile[], added: DataFile[],
-  summaryProps: Record<string, string> = {}, opts: CommitOptions = {}): Promise<CommitResult> {
+export async function rewriteFiles(
+  catalog: Catalog,
+  io: FileIO,
+  id: TableIdentifier,
+  deleted: DataFile[],
+  added: DataFile[],
+  summaryProps: Record<string, string> = {},
+  opts: CommitOptions = {},
+): Promise<CommitResult> {
   const tx = new Transaction(id);
   tx.rewriteFiles(deleted, added, summaryProps);
   return tx.commit(catalog, io, opts);
 }
 
 /** Expires snapshots with retries; returns the unreachable files (not deleted here). */
-export async function expireSnapshots(catalog: Catalog, io: FileIO, id: TableIdentifier, expire: ExpireSnapshotsOptions,
-  opts: CommitOptions = {}): Promise<CommitResult & { expired: ExpiredFiles }> {
+export async function expireSnapshots(
+  catalog: Catalog,
+  io: FileIO,
+  id: TableIdentifier,
+  expire: ExpireSnapshotsOptions,
+  opts: CommitOptions = {},
+): Promise<CommitResult & { expired: ExpiredFiles }> {
   const tx = new Transaction(id);
   const a = tx.expireSnapshots(expire);
   const r = await tx.commit(catalog, io, opts);

@@ -47,24 +47,32 @@ function clusterId(): string {
   const file = join(p().kafka, 'cluster-id');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   let id: string;
-  do id = randomBytes(16).toString('base64url'); while (id.startsWith('-'));
+  do id = randomBytes(16).toString('base64url');
+  while (id.startsWith('-'));
   writeFileSync(file, `${id}\n`);
   return id;
 }
 
 function javaArgs(mainClass: string, extra: string[]): string[] {
   return [
-    '-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-Djava.awt.headless=true',
+    '-Xms256m',
+    '-Xmx1g',
+    '-XX:+UseG1GC',
+    '-Djava.awt.headless=true',
     `-Dlog4j2.configurationFile=${join(p().stackDir, 'kafka', 'log4j2.properties')}`,
-    '-cp', `${p().kafkaLibs}/*`,
-    mainClass, ...extra,
+    '-cp',
+    `${p().kafkaLibs}/*`,
+    mainClass,
+    ...extra,
   ];
 }
 
 export const kafka: Service = {
   name: 'kafka',
   needs: [],
-  get logFile() { return join(p().logs, 'kafka.log'); },
+  get logFile() {
+    return join(p().logs, 'kafka.log');
+  },
   endpoint: () => stackEnv().kafka.brokers.join(','),
   external: () => stackEnv().kafka.external,
   installed: () => markerMatches(markerFile(), MAVEN) && existsSync(p().kafkaLibs),
@@ -79,12 +87,21 @@ export const kafka: Service = {
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(p().kafka, { recursive: true });
     try {
-      await runCommand('mvn', [
-        '-B', '-q', '-f', join(p().stackDir, 'kafka', 'pom.xml'),
-        `-Dmaven.repo.local=${p().m2}`,
-        ...mavenProperties(),
-        'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`, '-DincludeScope=runtime',
-      ], { timeoutMs: 30 * 60_000 });
+      await runCommand(
+        'mvn',
+        [
+          '-B',
+          '-q',
+          '-f',
+          join(p().stackDir, 'kafka', 'pom.xml'),
+          `-Dmaven.repo.local=${p().m2}`,
+          ...mavenProperties(),
+          'dependency:copy-dependencies',
+          `-DoutputDirectory=${tmp}`,
+          '-DincludeScope=runtime',
+        ],
+        { timeoutMs: 30 * 60_000 },
+      );
     } catch (e) {
       throw new StackError('kafka', 'maven dependency:copy-dependencies', (e as Error).message);
     }
@@ -102,8 +119,12 @@ export const kafka: Service = {
     const i = first.lastIndexOf(':');
     if (!(await tcpOpen(first.slice(0, i), Number(first.slice(i + 1))))) return { ok: false, detail: `nothing listens on ${first}` };
     const admin = new Kafka({
-      clientId: 'floe-stack-health', brokers, logLevel: logLevel.NOTHING,
-      connectionTimeout: 2000, requestTimeout: 5000, retry: { retries: 0 },
+      clientId: 'floe-stack-health',
+      brokers,
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 2000,
+      requestTimeout: 5000,
+      retry: { retries: 0 },
     }).admin();
     try {
       await admin.connect();
@@ -130,7 +151,9 @@ export const kafka: Service = {
       if (!existsSync(join(dataDir(), 'meta.properties'))) {
         // KRaft needs its log dir formatted once; --standalone makes this node the sole voter.
         try {
-          await runCommand(java(), javaArgs('kafka.tools.StorageTool', ['format', '-t', clusterId(), '-c', props, '--standalone']), { timeoutMs: 120_000 });
+          await runCommand(java(), javaArgs('kafka.tools.StorageTool', ['format', '-t', clusterId(), '-c', props, '--standalone']), {
+            timeoutMs: 120_000,
+          });
         } catch (e) {
           throw new StackError('kafka', 'storage format', (e as Error).message, this.logFile);
         }

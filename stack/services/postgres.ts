@@ -1,4 +1,16 @@
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, appendFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  appendFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
 import { PG_DEFAULTS, PORTS, stackEnv } from '../env';
@@ -26,9 +38,16 @@ function ownForPostgres(path: string): void {
 let ids: { uid: number; gid: number } | undefined;
 function postgresIds(): { uid: number; gid: number } {
   if (ids) return ids;
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
   const f = line?.split(':');
-  if (!f) throw new StackError('postgres', 'install', 'running as root needs the `postgres` system user (created by Debian\'s postgresql package), found none');
+  if (!f)
+    throw new StackError(
+      'postgres',
+      'install',
+      "running as root needs the `postgres` system user (created by Debian's postgresql package), found none",
+    );
   ids = { uid: Number(f[2]), gid: Number(f[3]) };
   return ids;
 }
@@ -52,12 +71,17 @@ function ensureTraversable(dir: string, log: (m: string) => void): void {
 async function ensureBinaries(log: (m: string) => void): Promise<void> {
   if (existsSync(bin('initdb'))) return;
   if (!isRoot()) {
-    throw new StackError('postgres', 'install', `expected ${bin('initdb')}; install Debian's postgresql-${POSTGRES_MAJOR} (or set FLOE_PG_BIN)`);
+    throw new StackError(
+      'postgres',
+      'install',
+      `expected ${bin('initdb')}; install Debian's postgresql-${POSTGRES_MAJOR} (or set FLOE_PG_BIN)`,
+    );
   }
   log(`postgres: apt-get install postgresql-${POSTGRES_MAJOR}`);
   await runCommand('apt-get', ['update', '-q'], { timeoutMs: 10 * 60_000 });
   await runCommand('apt-get', ['install', '-y', '-q', `postgresql-${POSTGRES_MAJOR}`], {
-    timeoutMs: 20 * 60_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    timeoutMs: 20 * 60_000,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
   });
 }
 
@@ -82,7 +106,9 @@ async function query<T>(database: string, fn: (c: Client) => Promise<T>): Promis
 export const postgres: Service = {
   name: 'postgres',
   needs: [],
-  get logFile() { return join(p().logs, 'postgres.log'); },
+  get logFile() {
+    return join(p().logs, 'postgres.log');
+  },
   endpoint: () => stackEnv().postgres.url.replace(/:[^:@/]*@/, ':***@'),
   external: () => stackEnv().postgres.external,
   installed: () => existsSync(join(dataDir(), 'PG_VERSION')) && existsSync(bin('pg_ctl')),
@@ -95,7 +121,11 @@ export const postgres: Service = {
     if (existsSync(versionFile)) {
       const found = readFileSync(versionFile, 'utf8').trim();
       if (found !== POSTGRES_MAJOR) {
-        throw new StackError('postgres', 'install', `cluster in ${dir} is PostgreSQL ${found}, expected ${POSTGRES_MAJOR}; remove it to re-create`);
+        throw new StackError(
+          'postgres',
+          'install',
+          `cluster in ${dir} is PostgreSQL ${found}, expected ${POSTGRES_MAJOR}; remove it to re-create`,
+        );
       }
       return;
     }
@@ -107,30 +137,39 @@ export const postgres: Service = {
     writeFileSync(pwFile, `${PG_DEFAULTS.password}\n`, { mode: 0o600 });
     ownForPostgres(pwFile);
     try {
-      await runCommand(bin('initdb'), [
-        '-D', dir, '-U', PG_DEFAULTS.user, `--pwfile=${pwFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-locale',
-      ], { asUser: runAs(), timeoutMs: 120_000 });
+      await runCommand(
+        bin('initdb'),
+        ['-D', dir, '-U', PG_DEFAULTS.user, `--pwfile=${pwFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-locale'],
+        { asUser: runAs(), timeoutMs: 120_000 },
+      );
     } catch (e) {
       rmSync(dir, { recursive: true, force: true });
       throw new StackError('postgres', 'initdb', (e as Error).message);
     } finally {
       rmSync(pwFile, { force: true });
     }
-    appendFileSync(join(dir, 'postgresql.conf'), [
-      '', '# floe local stack (stack/services/postgres.ts)',
-      "listen_addresses = '127.0.0.1'",
-      `port = ${PORTS.postgres}`,
-      "unix_socket_directories = '/tmp'",
-      'max_connections = 200',
-      '',
-    ].join('\n'));
+    appendFileSync(
+      join(dir, 'postgresql.conf'),
+      [
+        '',
+        '# floe local stack (stack/services/postgres.ts)',
+        "listen_addresses = '127.0.0.1'",
+        `port = ${PORTS.postgres}`,
+        "unix_socket_directories = '/tmp'",
+        'max_connections = 200',
+        '',
+      ].join('\n'),
+    );
   },
 
   async health(): Promise<Health> {
     const e = stackEnv().postgres;
     if (!(await tcpOpen(e.host, e.port))) return { ok: false, detail: `nothing listens on ${e.host}:${e.port}` };
     try {
-      const v = await query(e.database, async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v);
+      const v = await query(
+        e.database,
+        async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v,
+      );
       return { ok: true, detail: `PostgreSQL ${v} accepts ${e.user}@${e.host}:${e.port}/${e.database}` };
     } catch (err) {
       return { ok: false, detail: `${e.host}:${e.port} open but login as ${e.user} to ${e.database} failed: ${(err as Error).message}` };
@@ -147,7 +186,10 @@ export const postgres: Service = {
       closeSync(openSync(this.logFile, 'a'));
       ownForPostgres(this.logFile);
       try {
-        await runCommand(bin('pg_ctl'), ['start', '-D', dataDir(), '-l', this.logFile, '-w', '-t', '60'], { asUser: runAs(), timeoutMs: 90_000 });
+        await runCommand(bin('pg_ctl'), ['start', '-D', dataDir(), '-l', this.logFile, '-w', '-t', '60'], {
+          asUser: runAs(),
+          timeoutMs: 90_000,
+        });
       } catch (e) {
         throw new StackError('postgres', `pg_ctl start on 127.0.0.1:${PORTS.postgres}`, (e as Error).message, this.logFile);
       }

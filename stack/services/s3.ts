@@ -32,11 +32,13 @@ export function stackS3Client(): S3Client {
  */
 export function s3Identities() {
   return {
-    identities: [{
-      name: 'floe',
-      credentials: [{ accessKey: S3_DEFAULTS.accessKeyId, secretKey: S3_DEFAULTS.secretAccessKey }],
-      actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'],
-    }],
+    identities: [
+      {
+        name: 'floe',
+        credentials: [{ accessKey: S3_DEFAULTS.accessKeyId, secretKey: S3_DEFAULTS.secretAccessKey }],
+        actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'],
+      },
+    ],
   };
 }
 
@@ -58,7 +60,9 @@ async function ensureBucket(client: S3Client, bucket: string): Promise<void> {
 export const s3: Service = {
   name: 's3',
   needs: ['python'],
-  get logFile() { return join(p().logs, 's3.log'); },
+  get logFile() {
+    return join(p().logs, 's3.log');
+  },
   endpoint: () => stackEnv().s3.endpoint,
   external: () => stackEnv().s3.external,
   installed: pythonInstalled,
@@ -95,10 +99,18 @@ export const s3: Service = {
         spawnDaemon({
           cmd: venvBin('weed'),
           args: [
-            'mini', '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`,
-            `-s3.port=${PORTS.s3}`, `-s3.port.iceberg=${PORTS.icebergRest}`, `-s3.config=${writeIdentities()}`,
+            'mini',
+            '-ip=127.0.0.1',
+            '-ip.bind=127.0.0.1',
+            `-dir=${dir}`,
+            `-s3.port=${PORTS.s3}`,
+            `-s3.port.iceberg=${PORTS.icebergRest}`,
+            `-s3.config=${writeIdentities()}`,
             // The machine has no route out; telemetry would only log failures.
-            '-master.telemetry=false', '-webdav=false', '-admin.ui=false', '-s3.port.lance=0',
+            '-master.telemetry=false',
+            '-webdav=false',
+            '-admin.ui=false',
+            '-s3.port.lance=0',
           ],
           cwd: dir,
           logFile: this.logFile,

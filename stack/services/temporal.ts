@@ -16,7 +16,9 @@ const pidFile = () => join(p().run, 'temporal.pid');
 export const temporal: Service = {
   name: 'temporal',
   needs: ['python'],
-  get logFile() { return join(p().logs, 'temporal.log'); },
+  get logFile() {
+    return join(p().logs, 'temporal.log');
+  },
   endpoint: () => stackEnv().temporal.address,
   external: () => stackEnv().temporal.external,
   installed: pythonInstalled,
@@ -55,10 +57,18 @@ export const temporal: Service = {
       spawnDaemon({
         cmd: venvBin('temporal'),
         args: [
-          'server', 'start-dev',
-          '--ip', '127.0.0.1', '--port', String(PORTS.temporal), '--ui-port', String(PORTS.temporalUi),
-          '--db-filename', join(dataDir, 'temporal.db'),
-          '--log-level', 'warn',
+          'server',
+          'start-dev',
+          '--ip',
+          '127.0.0.1',
+          '--port',
+          String(PORTS.temporal),
+          '--ui-port',
+          String(PORTS.temporalUi),
+          '--db-filename',
+          join(dataDir, 'temporal.db'),
+          '--log-level',
+          'warn',
         ],
         logFile: this.logFile,
         pidFile: pidFile(),

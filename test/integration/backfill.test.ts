@@ -36,7 +36,13 @@ describe('backfill (real stack)', { timeout: 15 * 60_000 }, () => {
     await producer.connect();
     const ev = orderEvents();
     for (const partition of [0, 1]) {
-      await producer.send({ topic: c.topic, messages: Array.from({ length: 100 }, () => { const e = ev.next().value!; return { partition, key: String(e.order_id), value: JSON.stringify(e) }; }) });
+      await producer.send({
+        topic: c.topic,
+        messages: Array.from({ length: 100 }, () => {
+          const e = ev.next().value!;
+          return { partition, key: String(e.order_id), value: JSON.stringify(e) };
+        }),
+      });
     }
     await producer.disconnect();
     ({ worker, close: closeWorker } = await createWorker(cfg));
@@ -70,8 +76,10 @@ describe('backfill (real stack)', { timeout: 15 * 60_000 }, () => {
     assert.equal(respelled.status.commits, 0);
     assert.equal(await totalRows(), 100);
 
-    await assert.rejects(runBackfill(fc, table, parseBackfillBound('25', '--from'), parseBackfillBound('75', '--to')),
-      (e: Error) => e.name === 'BackfillOverlap' && /overlaps backfill "backfill-[0-9a-f]+" \(partition 0: 0-50/.test(e.message));
+    await assert.rejects(
+      runBackfill(fc, table, parseBackfillBound('25', '--from'), parseBackfillBound('75', '--to')),
+      (e: Error) => e.name === 'BackfillOverlap' && /overlaps backfill "backfill-[0-9a-f]+" \(partition 0: 0-50/.test(e.message),
+    );
     assert.equal(await totalRows(), 100);
 
     const rest = await runBackfill(fc, table, parseBackfillBound('0:50,1:50', '--from'), parseBackfillBound('100', '--to'));

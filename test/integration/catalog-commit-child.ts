@@ -26,18 +26,24 @@ async function main(): Promise<void> {
       const cur = await cat.loadTable(id);
       const parent = cur.metadata['current-snapshot-id'] ?? null;
       try {
-        await cat.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent }], [
-          {
-            action: 'add-snapshot',
-            snapshot: {
-              'snapshot-id': snapshotId, ...(parent === null ? {} : { 'parent-snapshot-id': parent }),
-              'sequence-number': cur.metadata['last-sequence-number'] + 1n, 'timestamp-ms': BigInt(Date.now()),
-              'manifest-list': `${cur.metadata.location}/metadata/snap-${snapshotId}.avro`,
-              summary: { operation: 'append', 'floe.worker': worker!, 'floe.seq': String(i) },
+        await cat.commitTable(
+          id,
+          [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent }],
+          [
+            {
+              action: 'add-snapshot',
+              snapshot: {
+                'snapshot-id': snapshotId,
+                ...(parent === null ? {} : { 'parent-snapshot-id': parent }),
+                'sequence-number': cur.metadata['last-sequence-number'] + 1n,
+                'timestamp-ms': BigInt(Date.now()),
+                'manifest-list': `${cur.metadata.location}/metadata/snap-${snapshotId}.avro`,
+                summary: { operation: 'append', 'floe.worker': worker!, 'floe.seq': String(i) },
+              },
             },
-          },
-          { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': snapshotId, type: 'branch' },
-        ]);
+            { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': snapshotId, type: 'branch' },
+          ],
+        );
         committed.push(snapshotId.toString());
         break;
       } catch (e) {

@@ -29,8 +29,11 @@ const open = (): SqlCatalog => {
 before(async () => {
   env = await ensureStack(['s3', 'postgres']);
   io = new S3FileIO({
-    endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true,
-    accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey,
+    endpoint: env.s3.endpoint,
+    region: env.s3.region,
+    forcePathStyle: true,
+    accessKeyId: env.s3.accessKeyId,
+    secretAccessKey: env.s3.secretAccessKey,
   });
   warehouse = `s3://${env.s3.bucket}/test/pg-catalog-${catalogName}`;
 });
@@ -48,8 +51,12 @@ after(async () => {
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
 const snap = (id: bigint, parent: bigint | null, seq: bigint, m: TableMetadata): Snapshot => ({
-  'snapshot-id': id, ...(parent === null ? {} : { 'parent-snapshot-id': parent }), 'sequence-number': seq,
-  'timestamp-ms': BigInt(Date.now()), 'manifest-list': `${m.location}/metadata/snap-${id}.avro`, summary: { operation: 'append' },
+  'snapshot-id': id,
+  ...(parent === null ? {} : { 'parent-snapshot-id': parent }),
+  'sequence-number': seq,
+  'timestamp-ms': BigInt(Date.now()),
+  'manifest-list': `${m.location}/metadata/snap-${id}.avro`,
+  summary: { operation: 'append' },
 });
 
 void test('DDL on Postgres matches the JDBC/PyIceberg schema', async () => {
@@ -59,27 +66,47 @@ void test('DDL on Postgres matches the JDBC/PyIceberg schema', async () => {
   const cols = await pg.query<{ table_name: string; column_name: string; data_type: string; len: number | null; is_nullable: string }>(
     `SELECT table_name, column_name, data_type, character_maximum_length AS len, is_nullable FROM information_schema.columns
      WHERE table_schema = current_schema() AND table_name IN ('iceberg_tables', 'iceberg_namespace_properties')
-     ORDER BY table_name, ordinal_position`);
+     ORDER BY table_name, ordinal_position`,
+  );
   const pk = await pg.query<{ table_name: string; column_name: string }>(
     `SELECT tc.table_name, kcu.column_name FROM information_schema.table_constraints tc
      JOIN information_schema.key_column_usage kcu ON tc.constraint_name = kcu.constraint_name AND tc.table_schema = kcu.table_schema
      WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = current_schema()
-       AND tc.table_name IN ('iceberg_tables', 'iceberg_namespace_properties') ORDER BY tc.table_name, kcu.ordinal_position`);
+       AND tc.table_name IN ('iceberg_tables', 'iceberg_namespace_properties') ORDER BY tc.table_name, kcu.ordinal_position`,
+  );
   await pg.end();
   const t = (name: string) => cols.rows.filter((r) => r.table_name === name).map((r) => [r.column_name, r.data_type, r.len, r.is_nullable]);
   // iceberg_type may be absent when PyIceberg created the tables first in this database.
-  assert.deepEqual(t('iceberg_tables').filter((c) => c[0] !== 'iceberg_type'), [
-    ['catalog_name', 'character varying', 255, 'NO'], ['table_namespace', 'character varying', 255, 'NO'],
-    ['table_name', 'character varying', 255, 'NO'], ['metadata_location', 'character varying', 1000, 'YES'],
-    ['previous_metadata_location', 'character varying', 1000, 'YES'],
-  ]);
-  assert.deepEqual(t('iceberg_namespace_properties').map((c) => [c[0], c[2]]), [
-    ['catalog_name', 255], ['namespace', 255], ['property_key', 255], ['property_value', 1000],
-  ]);
-  assert.deepEqual(pk.rows.map((r) => `${r.table_name}.${r.column_name}`), [
-    'iceberg_namespace_properties.catalog_name', 'iceberg_namespace_properties.namespace', 'iceberg_namespace_properties.property_key',
-    'iceberg_tables.catalog_name', 'iceberg_tables.table_namespace', 'iceberg_tables.table_name',
-  ]);
+  assert.deepEqual(
+    t('iceberg_tables').filter((c) => c[0] !== 'iceberg_type'),
+    [
+      ['catalog_name', 'character varying', 255, 'NO'],
+      ['table_namespace', 'character varying', 255, 'NO'],
+      ['table_name', 'character varying', 255, 'NO'],
+      ['metadata_location', 'character varying', 1000, 'YES'],
+      ['previous_metadata_location', 'character varying', 1000, 'YES'],
+    ],
+  );
+  assert.deepEqual(
+    t('iceberg_namespace_properties').map((c) => [c[0], c[2]]),
+    [
+      ['catalog_name', 255],
+      ['namespace', 255],
+      ['property_key', 255],
+      ['property_value', 1000],
+    ],
+  );
+  assert.deepEqual(
+    pk.rows.map((r) => `${r.table_name}.${r.column_name}`),
+    [
+      'iceberg_namespace_properties.catalog_name',
+      'iceberg_namespace_properties.namespace',
+      'iceberg_namespace_properties.property_key',
+      'iceberg_tables.catalog_name',
+      'iceberg_tables.table_namespace',
+      'iceberg_tables.table_name',
+    ],
+  );
 });
 
 void test('namespaces, create/load/list/drop on Postgres + S3', async () => {
@@ -113,9 +140,14 @@ void test('CAS on Postgres: concurrent commits from 3 catalog instances (separat
       const parent = cur.metadata['current-snapshot-id'] ?? null;
       const s = snap(nextId++, parent, cur.metadata['last-sequence-number'] + 1n, cur.metadata);
       try {
-        await cat.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent }], [
-          { action: 'add-snapshot', snapshot: s }, { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': s['snapshot-id'], type: 'branch' },
-        ]);
+        await cat.commitTable(
+          id,
+          [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent }],
+          [
+            { action: 'add-snapshot', snapshot: s },
+            { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': s['snapshot-id'], type: 'branch' },
+          ],
+        );
         return;
       } catch (e) {
         if (!isIcebergError(e, 'CommitConflict')) throw e;
@@ -133,20 +165,37 @@ void test('CAS on Postgres: concurrent commits from 3 catalog instances (separat
   // Every losing attempt deleted its metadata file: exactly versions 0..9 remain.
   const files = [];
   for await (const f of io.list(`${final.metadata.location}/metadata`)) files.push(f.location);
-  assert.deepEqual(files.map(parseMetadataVersion).sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  assert.deepEqual(
+    files.map(parseMetadataVersion).sort((a, b) => a - b),
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+  );
 });
 
 void test('catalogFromConfig with a postgresql:// uri', async () => {
   const { catalog } = await catalogFromConfig({
-    type: 'sql', name: catalogName, uri: env.postgres.url, warehouse,
-    s3: { endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey },
+    type: 'sql',
+    name: catalogName,
+    uri: env.postgres.url,
+    warehouse,
+    s3: {
+      endpoint: env.s3.endpoint,
+      region: env.s3.region,
+      forcePathStyle: true,
+      accessKeyId: env.s3.accessKeyId,
+      secretAccessKey: env.s3.secretAccessKey,
+    },
   });
   catalogs.push(catalog as SqlCatalog);
   assert.deepEqual(await catalog.listNamespaces(), [['cas']]);
 });
 
 void test('a commit blocked by a row lock held by a stuck session fails after the statement timeout instead of hanging', async () => {
-  const c = new SqlCatalog({ name: catalogName, dialect: new PostgresDialect({ connectionString: env.postgres.url, statementTimeoutMs: 1500 }), io, warehouse });
+  const c = new SqlCatalog({
+    name: catalogName,
+    dialect: new PostgresDialect({ connectionString: env.postgres.url, statementTimeoutMs: 1500 }),
+    io,
+    warehouse,
+  });
   catalogs.push(c);
   const id = { namespace: ['stuck'], name: `t_${randomUUID().slice(0, 8)}` };
   await c.createNamespace(id.namespace).catch(() => undefined);
@@ -158,7 +207,11 @@ void test('a commit blocked by a row lock held by a stuck session fails after th
     await locker.query('SELECT 1 FROM iceberg_tables WHERE catalog_name = $1 AND table_name = $2 FOR UPDATE', [catalogName, id.name]);
     const t0 = Date.now();
     await assert.rejects(
-      c.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], [{ action: 'set-properties', updates: { k: 'v' } }]),
+      c.commitTable(
+        id,
+        [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }],
+        [{ action: 'set-properties', updates: { k: 'v' } }],
+      ),
       (e: unknown) => isIcebergError(e) && /statement timeout|canceling statement/i.test((e as Error).message),
     );
     assert.ok(Date.now() - t0 < 15_000, `failed within the timeout, took ${Date.now() - t0} ms`);
@@ -167,7 +220,11 @@ void test('a commit blocked by a row lock held by a stuck session fails after th
     await locker.end();
   }
   // Once the lock is gone the same commit lands.
-  const after = await c.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], [{ action: 'set-properties', updates: { k: 'v' } }]);
+  const after = await c.commitTable(
+    id,
+    [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }],
+    [{ action: 'set-properties', updates: { k: 'v' } }],
+  );
   assert.equal(after.metadata.properties.k, 'v');
   assert.notEqual(after.metadataLocation, created.metadataLocation);
 });

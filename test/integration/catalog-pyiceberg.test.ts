@@ -61,32 +61,44 @@ void test('PyIceberg SqlCatalog loads a table we created and committed to', { sk
   const cat = new SqlCatalog({ name: 'floe', dialect: new SqliteDialect({ path: dbPath }), io: new LocalFileIO(), warehouse });
   await cat.createNamespace(['db'], { owner: 'floe' });
   const id = { namespace: ['db'], name: 'events' };
-  const created = await cat.createTable(id, newTableMetadata({
-    location: await cat.defaultTableLocation(id),
-    schema: {
-      type: 'struct', 'schema-id': 0, fields: [
-        { id: 1, name: 'id', required: true, type: 'long' },
-        { id: 2, name: 'ts', required: false, type: 'timestamptz' },
-        { id: 3, name: 'payload', required: false, type: 'string' },
-      ],
-    },
-    spec: { 'spec-id': 0, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'ts_day', transform: 'day' }] },
-    properties: { 'write.format.default': 'parquet' },
-    tableUuid: randomUUID(),
-  }));
-  const snapshotId = 9007199254740993n; // 2^53 + 1: not representable as a double
-  const committed = await cat.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], [
-    {
-      action: 'add-snapshot',
-      snapshot: {
-        'snapshot-id': snapshotId, 'sequence-number': 1n, 'timestamp-ms': BigInt(Date.now()),
-        'manifest-list': `${created.metadata.location}/metadata/snap-${snapshotId}.avro`,
-        summary: { operation: 'append', 'floe.commit-id': 'c1' }, 'schema-id': 0,
+  const created = await cat.createTable(
+    id,
+    newTableMetadata({
+      location: await cat.defaultTableLocation(id),
+      schema: {
+        type: 'struct',
+        'schema-id': 0,
+        fields: [
+          { id: 1, name: 'id', required: true, type: 'long' },
+          { id: 2, name: 'ts', required: false, type: 'timestamptz' },
+          { id: 3, name: 'payload', required: false, type: 'string' },
+        ],
       },
-    },
-    { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': snapshotId, type: 'branch' },
-    { action: 'set-properties', updates: { 'floe.ingest': 'yes' } },
-  ]);
+      spec: { 'spec-id': 0, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'ts_day', transform: 'day' }] },
+      properties: { 'write.format.default': 'parquet' },
+      tableUuid: randomUUID(),
+    }),
+  );
+  const snapshotId = 9007199254740993n; // 2^53 + 1: not representable as a double
+  const committed = await cat.commitTable(
+    id,
+    [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }],
+    [
+      {
+        action: 'add-snapshot',
+        snapshot: {
+          'snapshot-id': snapshotId,
+          'sequence-number': 1n,
+          'timestamp-ms': BigInt(Date.now()),
+          'manifest-list': `${created.metadata.location}/metadata/snap-${snapshotId}.avro`,
+          summary: { operation: 'append', 'floe.commit-id': 'c1' },
+          'schema-id': 0,
+        },
+      },
+      { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': snapshotId, type: 'branch' },
+      { action: 'set-properties', updates: { 'floe.ingest': 'yes' } },
+    ],
+  );
   await cat.close();
 
   const py = await runPythonJson<Record<string, unknown>>(PY, [dbPath, warehouse, 'load']);
@@ -95,7 +107,11 @@ void test('PyIceberg SqlCatalog loads a table we created and committed to', { sk
   assert.equal(py['metadata_location'], committed.metadataLocation);
   assert.equal(py['format_version'], 2);
   assert.equal(py['table_uuid'], committed.metadata['table-uuid']);
-  assert.deepEqual(py['fields'], [[1, 'id', 'long', true], [2, 'ts', 'timestamptz', false], [3, 'payload', 'string', false]]);
+  assert.deepEqual(py['fields'], [
+    [1, 'id', 'long', true],
+    [2, 'ts', 'timestamptz', false],
+    [3, 'payload', 'string', false],
+  ]);
   assert.deepEqual(py['spec'], [[2, 1000, 'ts_day', 'day']]);
   assert.deepEqual(py['properties'], { 'write.format.default': 'parquet', 'floe.ingest': 'yes' });
   assert.equal(py['current_snapshot_id'], snapshotId.toString());
@@ -114,11 +130,17 @@ void test('we load and commit to a table PyIceberg wrote; PyIceberg still reads 
   const t = await cat.loadTable(id);
   assert.equal(t.metadataLocation, written.metadata_location);
   assert.equal(t.metadata['current-snapshot-id']?.toString(), written.snapshot_id);
-  const next = await cat.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': BigInt(written.snapshot_id) }], [
-    { action: 'set-properties', updates: { 'floe.touched': 'true' } },
-  ]);
+  const next = await cat.commitTable(
+    id,
+    [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': BigInt(written.snapshot_id) }],
+    [{ action: 'set-properties', updates: { 'floe.touched': 'true' } }],
+  );
   await cat.close();
-  const py = await runPythonJson<{ rows: number; props: Record<string, string>; metadata_location: string }>(PY, [dbPath, warehouse, 'read']);
+  const py = await runPythonJson<{ rows: number; props: Record<string, string>; metadata_location: string }>(PY, [
+    dbPath,
+    warehouse,
+    'read',
+  ]);
   assert.equal(py.rows, 3);
   assert.equal(py.props['floe.touched'], 'true');
   assert.equal(py.metadata_location, next.metadataLocation);

@@ -27,12 +27,18 @@ async function s3Tables(target: string, body: object): Promise<{ status: number;
   const { endpoint, region, accessKeyId, secretAccessKey } = env.s3;
   const url = new URL(endpoint);
   const payload = JSON.stringify(body);
-  const amzDate = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const sha = (s: string) => createHash('sha256').update(s).digest('hex');
   const hmac = (k: Buffer | string, s: string) => createHmac('sha256', k).update(s).digest();
   const headers: Record<string, string> = {
-    host: url.host, 'x-amz-content-sha256': sha(payload), 'x-amz-date': amzDate, 'x-amz-target': `S3Tables.${target}`,
+    host: url.host,
+    'x-amz-content-sha256': sha(payload),
+    'x-amz-date': amzDate,
+    'x-amz-target': `S3Tables.${target}`,
   };
   const signed = Object.keys(headers).sort();
   const canonical = ['POST', '/', '', ...signed.map((h) => `${h}:${headers[h]}`), '', signed.join(';'), sha(payload)].join('\n');
@@ -41,9 +47,11 @@ async function s3Tables(target: string, body: object): Promise<{ status: number;
   const key = hmac(hmac(hmac(hmac(`AWS4${secretAccessKey}`, day), region), 's3tables'), 'aws4_request');
   const signature = createHmac('sha256', key).update(toSign).digest('hex');
   const res = await fetch(`${endpoint}/`, {
-    method: 'POST', body: payload,
+    method: 'POST',
+    body: payload,
     headers: {
-      ...headers, 'content-type': 'application/x-amz-json-1.1',
+      ...headers,
+      'content-type': 'application/x-amz-json-1.1',
       authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/${scope}, SignedHeaders=${signed.join(';')}, Signature=${signature}`,
     },
   });
@@ -57,9 +65,17 @@ before(async () => {
     throw new Error(`CreateTableBucket ${TABLE_BUCKET}: expected 200 or "already exists", found HTTP ${created.status}: ${created.text}`);
   }
   ({ catalog, io } = await catalogFromConfig({
-    type: 'rest', uri: env.icebergRest.uri, warehouse: `s3://${TABLE_BUCKET}/`,
+    type: 'rest',
+    uri: env.icebergRest.uri,
+    warehouse: `s3://${TABLE_BUCKET}/`,
     credential: `${env.s3.accessKeyId}:${env.s3.secretAccessKey}`,
-    s3: { endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey },
+    s3: {
+      endpoint: env.s3.endpoint,
+      region: env.s3.region,
+      forcePathStyle: true,
+      accessKeyId: env.s3.accessKeyId,
+      secretAccessKey: env.s3.secretAccessKey,
+    },
   }));
 });
 after(async () => {
@@ -70,18 +86,30 @@ after(async () => {
 });
 
 const schema = {
-  type: 'struct' as const, 'schema-id': 0,
-  fields: [{ id: 1, name: 'id', required: true, type: 'long' as const }, { id: 2, name: 'ts', required: false, type: 'timestamptz' as const }],
+  type: 'struct' as const,
+  'schema-id': 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: 'long' as const },
+    { id: 2, name: 'ts', required: false, type: 'timestamptz' as const },
+  ],
 };
 const snap = (id: bigint, parent: bigint | null, m: TableMetadata): Snapshot => ({
-  'snapshot-id': id, ...(parent === null ? {} : { 'parent-snapshot-id': parent }),
-  'sequence-number': m['last-sequence-number'] + 1n, 'timestamp-ms': BigInt(Date.now()),
-  'manifest-list': `${m.location}/metadata/snap-${id}.avro`, summary: { operation: 'append', 'floe.commit-id': String(id) },
+  'snapshot-id': id,
+  ...(parent === null ? {} : { 'parent-snapshot-id': parent }),
+  'sequence-number': m['last-sequence-number'] + 1n,
+  'timestamp-ms': BigInt(Date.now()),
+  'manifest-list': `${m.location}/metadata/snap-${id}.avro`,
+  summary: { operation: 'append', 'floe.commit-id': String(id) },
 });
 const append = (c: Catalog, id: { namespace: string[]; name: string }, s: Snapshot, parent: bigint | null) =>
-  c.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent }], [
-    { action: 'add-snapshot', snapshot: s }, { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': s['snapshot-id'], type: 'branch' },
-  ]);
+  c.commitTable(
+    id,
+    [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': parent }],
+    [
+      { action: 'add-snapshot', snapshot: s },
+      { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': s['snapshot-id'], type: 'branch' },
+    ],
+  );
 
 void test('bad client credentials fail at connect with the OAuth2 error', async () => {
   const bad = new RestCatalog({ uri: env.icebergRest.uri, warehouse: `s3://${TABLE_BUCKET}/`, credential: 'floe:wrong' });
@@ -114,17 +142,27 @@ void test('create, load, commit with 64-bit ids, 409 => CommitConflict; metadata
   assert.equal(onDisk['current-snapshot-id'], big);
   assert.equal(onDisk['table-uuid'], loaded.metadata['table-uuid']);
   // Stale requirement: the server answers 409.
-  await assert.rejects(append(catalog, id, snap(5n, null, created.metadata), null), (e: unknown) =>
-    isIcebergError(e, 'CommitConflict') && e.retryable);
+  await assert.rejects(
+    append(catalog, id, snap(5n, null, created.metadata), null),
+    (e: unknown) => isIcebergError(e, 'CommitConflict') && e.retryable,
+  );
   await assert.rejects(catalog.loadTable({ namespace: ns, name: 'missing' }), (e: unknown) => isIcebergError(e, 'NotFound'));
 });
 
 void test('two REST clients commit concurrently; all commits land after reload-and-retry', async () => {
   const id = { namespace: ns, name: 'race' };
   await catalog.createTable(id, newTableMetadata({ location: '', schema, tableUuid: randomUUID() }));
-  const clients = [catalog, (await catalogFromConfig({
-    type: 'rest', uri: env.icebergRest.uri, warehouse: `s3://${TABLE_BUCKET}/`, credential: `${env.s3.accessKeyId}:${env.s3.secretAccessKey}`,
-  })).catalog];
+  const clients = [
+    catalog,
+    (
+      await catalogFromConfig({
+        type: 'rest',
+        uri: env.icebergRest.uri,
+        warehouse: `s3://${TABLE_BUCKET}/`,
+        credential: `${env.s3.accessKeyId}:${env.s3.secretAccessKey}`,
+      })
+    ).catalog,
+  ];
   let nextId = 100n;
   let conflicts = 0;
   const commitOne = async (c: Catalog): Promise<void> => {

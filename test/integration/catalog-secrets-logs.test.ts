@@ -58,7 +58,13 @@ describe('catalog passwords never reach worker logs (real stack, Postgres catalo
     process.env.FLOE_CATALOG_URI = uriWith(password);
     try {
       const r = await runScenario({
-        name, ratePerS: 20, durationS: 8, partitions: 2, commitInterval: '2s', kills: [], log: () => undefined,
+        name,
+        ratePerS: 20,
+        durationS: 8,
+        partitions: 2,
+        commitInterval: '2s',
+        kills: [],
+        log: () => undefined,
       });
       assert.deepEqual(r.problems, [], r.problems.join('; '));
       assert.equal(r.rows + r.deadLetters, r.messagesInTopic);

@@ -19,23 +19,32 @@ import { ancestors, newTableMetadata, parseMetadataVersion } from '../../iceberg
 const root = mkdtempSync(join(tmpdir(), 'floe-sqlite-procs-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-interface ChildResult { worker: string; committed: string[]; conflicts: number }
+interface ChildResult {
+  worker: string;
+  committed: string[];
+  conflicts: number;
+}
 
-const runChild = (args: string[]): Promise<ChildResult> => new Promise((resolve, reject) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'catalog-commit-child.ts'), ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+const runChild = (args: string[]): Promise<ChildResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'catalog-commit-child.ts'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`child ${args[2]} exited ${code}: ${err}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop()!) as ChildResult);
+    });
   });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-  child.on('error', reject);
-  child.on('exit', (code) => {
-    if (code !== 0) reject(new Error(`child ${args[2]} exited ${code}: ${err}`));
-    else resolve(JSON.parse(out.trim().split('\n').pop()!) as ChildResult);
-  });
-});
 
 void test('two processes commit 25 snapshots each to one SQLite catalog table; all 50 land', async () => {
   const dbPath = join(root, 'catalog.db');
@@ -43,11 +52,14 @@ void test('two processes commit 25 snapshots each to one SQLite catalog table; a
   const cat = new SqlCatalog({ name: 'floe', dialect: new SqliteDialect({ path: dbPath }), io: new LocalFileIO(), warehouse });
   await cat.createNamespace(['db']);
   const id = { namespace: ['db'], name: 'shared' };
-  const t0 = await cat.createTable(id, newTableMetadata({
-    location: await cat.defaultTableLocation(id),
-    schema: { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] },
-    tableUuid: randomUUID(),
-  }));
+  const t0 = await cat.createTable(
+    id,
+    newTableMetadata({
+      location: await cat.defaultTableLocation(id),
+      schema: { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] },
+      tableUuid: randomUUID(),
+    }),
+  );
 
   const go = join(root, 'go');
   const children = [runChild([dbPath, warehouse, 'a', '25', go]), runChild([dbPath, warehouse, 'b', '25', go])];
@@ -59,7 +71,11 @@ void test('two processes commit 25 snapshots each to one SQLite catalog table; a
   const final = await cat.loadTable(id);
   const all = results.flatMap((r) => r.committed).sort();
   assert.equal(all.length, 50);
-  assert.deepEqual(final.metadata.snapshots.map((s) => s['snapshot-id'].toString()).sort(), all, 'every reported commit is in the table, once');
+  assert.deepEqual(
+    final.metadata.snapshots.map((s) => s['snapshot-id'].toString()).sort(),
+    all,
+    'every reported commit is in the table, once',
+  );
   // The main branch is one unbroken chain through all 50 snapshots (no lost update).
   assert.equal([...ancestors(final.metadata)].length, 50);
   assert.equal(final.metadata['last-sequence-number'], 50n);
@@ -67,7 +83,10 @@ void test('two processes commit 25 snapshots each to one SQLite catalog table; a
   // Per worker, its snapshots appear in its own commit order.
   for (const w of ['a', 'b']) {
     const seqs = final.metadata.snapshots.filter((s) => s.summary['floe.worker'] === w).map((s) => Number(s.summary['floe.seq']));
-    assert.deepEqual(seqs, Array.from({ length: 25 }, (_, i) => i));
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: 25 }, (_, i) => i),
+    );
   }
   // Losers deleted their metadata files: exactly versions 0..50 remain.
   const metaDir = new URL(`${t0.metadata.location}/metadata`).pathname;

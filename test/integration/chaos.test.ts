@@ -15,17 +15,30 @@ import assert from 'node:assert/strict';
 import { ensureStack } from '../../stack/stack';
 import { main } from '../../bench/chaos';
 
-const quiet = (m: string) => { if (process.env.FLOE_TEST_VERBOSE) console.log(m); };
+const quiet = (m: string) => {
+  if (process.env.FLOE_TEST_VERBOSE) console.log(m);
+};
 
 describe('chaos: kills, server restarts, maintenance and a backfill (real stack)', { timeout: 9 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 'kafka', 's3', 'postgres']); });
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3', 'postgres']);
+  });
 
   it('3 minutes of chaos: exactly once, dead letters once, no missing file, no old orphan, no failed workflow', async () => {
     const r = await main({
-      durationMs: 3 * 60_000, workers: 3, ratePerS: 50, killEveryMs: 8000, restartDelayMs: [1000, 4000],
+      durationMs: 3 * 60_000,
+      workers: 3,
+      ratePerS: 50,
+      killEveryMs: 8000,
+      restartDelayMs: [1000, 4000],
       restarts: { kafka: 1, temporal: 1, s3: 1, postgres: 1 },
-      backfillBlockS: 30, backfillAtFrac: 0.1, orphansEveryMs: 60_000, orphanGraceMs: 30_000,
-      drainTimeoutMs: 2 * 60_000, quiesceTimeoutMs: 45_000, log: quiet,
+      backfillBlockS: 30,
+      backfillAtFrac: 0.1,
+      orphansEveryMs: 60_000,
+      orphanGraceMs: 30_000,
+      drainTimeoutMs: 2 * 60_000,
+      quiesceTimeoutMs: 45_000,
+      log: quiet,
     });
     console.log(r.summary);
     assert.deepEqual(r.problems, [], r.problems.join('\n'));

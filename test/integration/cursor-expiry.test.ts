@@ -10,7 +10,16 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../../stack/stack';
-import { connectClient, ingestStatus, parseBackfillBound, runBackfill, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
+import {
+  connectClient,
+  ingestStatus,
+  parseBackfillBound,
+  runBackfill,
+  signalIngest,
+  startIngest,
+  waitForIngest,
+  type FloeClient,
+} from '../../client';
 import { expireTable } from '../../client/maintenance';
 import { openTables, type Tables } from '../../ingest/tables';
 import { readCursor } from '../../ingest/cursor';
@@ -41,7 +50,9 @@ async function waitForCursor(tables: Tables, table: string, ingestId: string, of
 }
 
 describe('the cursor survives any expiry (real stack)', { timeout: 20 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+  });
 
   it('a finished backfill stays finished after a later backfill and expiry --retain-last 1 cut its history', async () => {
     const name = uniq('it_cur_bf');
@@ -66,8 +77,10 @@ describe('the cursor survives any expiry (real stack)', { timeout: 20 * 60_000 }
         // Re-running B1 adds nothing; an overlapping backfill is still refused.
         const again = await runBackfill(fc, table, parseBackfillBound('0', '--from'), parseBackfillBound('20', '--to'));
         assert.equal(again.status.commits, 0);
-        await assert.rejects(runBackfill(fc, table, parseBackfillBound('10', '--from'), parseBackfillBound('30', '--to')),
-          (e: Error) => e.name === 'BackfillOverlap' && /overlaps backfill "backfill-/.test(e.message));
+        await assert.rejects(
+          runBackfill(fc, table, parseBackfillBound('10', '--from'), parseBackfillBound('30', '--to')),
+          (e: Error) => e.name === 'BackfillOverlap' && /overlaps backfill "backfill-/.test(e.message),
+        );
         // A second expiry changes nothing about it either.
         await expireTable(fc, table, { olderThanMs: 0, retainLast: 1 });
         const reads = await engineReads((await tables.load(table)).metadataLocation);
@@ -102,8 +115,10 @@ describe('the cursor survives any expiry (real stack)', { timeout: 20 * 60_000 }
         }
         const r = await expireTable(fc, table, { olderThanMs: 0, retainLast: 1 });
         const after = await tables.load(table);
-        assert.ok(!after.metadata.snapshots.some((s) => s['snapshot-id'].toString() === cursorBefore.snapshotId),
-          'the cursor snapshot itself was expired');
+        assert.ok(
+          !after.metadata.snapshots.some((s) => s['snapshot-id'].toString() === cursorBefore.snapshotId),
+          'the cursor snapshot itself was expired',
+        );
         assert.ok(r.expiredSnapshots >= 3);
         assert.deepEqual(readCursor(after.metadata, 'main'), cursorBefore);
 

@@ -40,7 +40,13 @@ async function createTopicWith(cfg: FloeConfig, topic: string, count: number, re
   await producer.connect();
   const ev = orderEvents();
   for (let skip = recreate ? 1000 : 0; skip > 0; skip--) ev.next(); // other event ids than the first topic's
-  await producer.send({ topic, messages: Array.from({ length: count }, () => { const e = ev.next().value!; return { key: String(e.order_id), value: JSON.stringify(e) }; }) });
+  await producer.send({
+    topic,
+    messages: Array.from({ length: count }, () => {
+      const e = ev.next().value!;
+      return { key: String(e.order_id), value: JSON.stringify(e) };
+    }),
+  });
   await producer.disconnect();
 }
 
@@ -49,13 +55,30 @@ async function cycle(deps: Deps, table: string, ingestId = 'main', force = false
   const acts = createActivities(deps);
   const plan = (await env.run(acts.loadCursor, { table, ingestId, force })) as CyclePlan;
   const r = (await env.run(acts.pollAndWrite, {
-    table, ingestId, commitId: `c-${Date.now()}-${Math.random()}`, groupIndex: 0, partitions: plan.groups[0]!,
-    startOffsets: plan.startOffsets, maxWaitMs: 2000, maxRecords: 10_000, maxBytes: 1 << 26, deadLetterFloor: plan.deadLetterFloor,
+    table,
+    ingestId,
+    commitId: `c-${Date.now()}-${Math.random()}`,
+    groupIndex: 0,
+    partitions: plan.groups[0]!,
+    startOffsets: plan.startOffsets,
+    maxWaitMs: 2000,
+    maxRecords: 10_000,
+    maxBytes: 1 << 26,
+    deadLetterFloor: plan.deadLetterFloor,
   })) as PollResult;
   await env.run(acts.commit, {
-    table, ingestId, commitId: `commit-${Date.now()}-${Math.random()}`, baseSnapshotId: plan.baseSnapshotId,
-    deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId, startOffsets: plan.startOffsets,
-    endOffsets: r.endOffsets, files: r.files, deadLetterFiles: r.deadLetterFiles, records: r.records, deadLetters: r.deadLetters,
+    table,
+    ingestId,
+    commitId: `commit-${Date.now()}-${Math.random()}`,
+    baseSnapshotId: plan.baseSnapshotId,
+    deadLetterFloor: plan.deadLetterFloor,
+    deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+    startOffsets: plan.startOffsets,
+    endOffsets: r.endOffsets,
+    files: r.files,
+    deadLetterFiles: r.deadLetterFiles,
+    records: r.records,
+    deadLetters: r.deadLetters,
   });
 }
 
@@ -75,7 +98,9 @@ describe('the cursor is bound to its topic (real stack)', { timeout: 10 * 60_000
     deps = await createDeps(cfg);
     await cycle(deps, table);
   });
-  after(async () => { await deps?.close(); });
+  after(async () => {
+    await deps?.close();
+  });
 
   it('a recreated topic (cursor above its end) fails the ingest visibly instead of skipping records; reset moves the cursor once', async () => {
     await createTopicWith(cfg, topic, 10, true);
@@ -83,7 +108,10 @@ describe('the cursor is bound to its topic (real stack)', { timeout: 10 * 60_000
     await assert.rejects(env.run(acts.loadCursor, { table, ingestId: 'main' }), (e: any) => {
       assert.equal(e.type, 'CursorAheadOfTopic');
       assert.equal(e.nonRetryable, true);
-      assert.match(e.message, new RegExp(`cursor of ingest id "main" is at 0:30 but topic ${topic} partition 0 ends at 10.*floe ingest reset`));
+      assert.match(
+        e.message,
+        new RegExp(`cursor of ingest id "main" is at 0:30 but topic ${topic} partition 0 ends at 10.*floe ingest reset`),
+      );
       return true;
     });
 
@@ -94,7 +122,10 @@ describe('the cursor is bound to its topic (real stack)', { timeout: 10 * 60_000
       await worker.runUntil(async () => {
         await startIngest(fc, table);
         let s = await ingestStatus(fc, table);
-        for (let i = 0; i < 150 && s?.state !== 'failed'; i++) { await sleep(200); s = await ingestStatus(fc, table); }
+        for (let i = 0; i < 150 && s?.state !== 'failed'; i++) {
+          await sleep(200);
+          s = await ingestStatus(fc, table);
+        }
         assert.equal(s?.state, 'failed');
         assert.match(s!.error!, /^CursorAheadOfTopic: .*ends at 10/);
         assert.deepEqual(s!.cursor, { 0: '30' }, 'status shows the cursor the table holds');

@@ -31,17 +31,30 @@ const columns = [
   { name: 'payload', type: 'binary' },
   { name: 'k', type: 'string', source: 'key' },
 ];
-const partitionBy = [{ column: 'ts', transform: 'day' }, { column: 'customer_id', transform: 'bucket[4]' }];
+const partitionBy = [
+  { column: 'ts', transform: 'day' },
+  { column: 'customer_id', transform: 'bucket[4]' },
+];
 
 const good = (i: number): Record<string, unknown> => ({
-  event_id: `good-${i}`, ts: `2026-07-01T${String(i % 24).padStart(2, '0')}:00:00.25Z`, customer_id: 1000 + i,
-  day: '2026-07-01', amount: i % 2 ? `${i}.05` : i + 0.5, hash: Buffer.from([i, 0, 0, 255]).toString('base64'),
-  at: `12:${String(i % 60).padStart(2, '0')}:00.000001`, note: `note ${i} ✓`, payload: Buffer.from(`p${i}`).toString('base64'),
+  event_id: `good-${i}`,
+  ts: `2026-07-01T${String(i % 24).padStart(2, '0')}:00:00.25Z`,
+  customer_id: 1000 + i,
+  day: '2026-07-01',
+  amount: i % 2 ? `${i}.05` : i + 0.5,
+  hash: Buffer.from([i, 0, 0, 255]).toString('base64'),
+  at: `12:${String(i % 60).padStart(2, '0')}:00.000001`,
+  note: `note ${i} ✓`,
+  payload: Buffer.from(`p${i}`).toString('base64'),
 });
 
 /** One message per kind of bad value, with the column its dead letter must name ('value' for the message itself). */
 const badValues: Array<{ kind: string; column: string; value: Buffer; key?: Buffer }> = [
-  { kind: 'timestamp of 1e16 ms (beyond int64 micros)', column: 'ts', value: raw('{"event_id": "b1", "ts": 10000000000000000, "customer_id": 1}') },
+  {
+    kind: 'timestamp of 1e16 ms (beyond int64 micros)',
+    column: 'ts',
+    value: raw('{"event_id": "b1", "ts": 10000000000000000, "customer_id": 1}'),
+  },
   { kind: 'timestamp past the day transform', column: 'ts', value: raw('{"event_id": "b2", "ts": 8640000086400000, "customer_id": 1}') },
   { kind: 'impossible timestamp date', column: 'ts', value: json({ event_id: 'b3', ts: '2026-02-31T00:00:00Z', customer_id: 1 }) },
   { kind: 'T24:00', column: 'ts', value: json({ event_id: 'b4', ts: '2026-07-01T24:00:00Z', customer_id: 1 }) },
@@ -52,14 +65,26 @@ const badValues: Array<{ kind: string; column: string; value: Buffer; key?: Buff
   { kind: 'fixed of the wrong length', column: 'hash', value: json({ ...good(93), hash: 'AAEC' }) },
   { kind: 'time 24:00', column: 'at', value: json({ ...good(94), at: '24:00:00' }) },
   { kind: 'malformed base64', column: 'payload', value: json({ ...good(95), payload: 'not base64!' }) },
-  { kind: 'unpaired surrogate escape', column: 'note', value: raw(JSON.stringify({ ...good(96), note: 'x' }).replace('"note":"x"', '"note":"\\ud800"')) },
-  { kind: 'invalid UTF-8 in the message', column: 'value', value: Buffer.concat([Buffer.from('{"event_id": "caf'), Buffer.from([0xe9]), Buffer.from('", "ts": 0, "customer_id": 1}')]) },
+  {
+    kind: 'unpaired surrogate escape',
+    column: 'note',
+    value: raw(JSON.stringify({ ...good(96), note: 'x' }).replace('"note":"x"', '"note":"\\ud800"')),
+  },
+  {
+    kind: 'invalid UTF-8 in the message',
+    column: 'value',
+    value: Buffer.concat([Buffer.from('{"event_id": "caf'), Buffer.from([0xe9]), Buffer.from('", "ts": 0, "customer_id": 1}')]),
+  },
   { kind: 'invalid UTF-8 in the key', column: 'k', value: json(good(97)), key: Buffer.from([0xff, 0xfe]) },
   { kind: 'sub-microsecond digits', column: 'ts', value: json({ ...good(98), ts: '2026-07-01T00:00:00.123456789Z' }) },
 ];
 
-function raw(s: string): Buffer { return Buffer.from(s); }
-function json(v: unknown): Buffer { return Buffer.from(JSON.stringify(v)); }
+function raw(s: string): Buffer {
+  return Buffer.from(s);
+}
+function json(v: unknown): Buffer {
+  return Buffer.from(JSON.stringify(v));
+}
 
 describe('ingest of bad values (real stack)', { timeout: 10 * 60_000 }, () => {
   let cfg: FloeConfig;
@@ -113,7 +138,10 @@ describe('ingest of bad values (real stack)', { timeout: 10 * 60_000 }, () => {
       waitForIngest(fc, table),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
-          void ingestStatus(fc, table).then((s) => reject(new Error(`the ingest is stuck: not drained after 180 s; status ${JSON.stringify(s)}`)), reject);
+          void ingestStatus(fc, table).then(
+            (s) => reject(new Error(`the ingest is stuck: not drained after 180 s; status ${JSON.stringify(s)}`)),
+            reject,
+          );
         }, 180_000);
       }),
     ]).finally(() => clearTimeout(timer));
@@ -143,7 +171,8 @@ describe('ingest of bad values (real stack)', { timeout: 10 * 60_000 }, () => {
       const amounts = (await readColumnValues(tables, table, 'amount')) as Uint32Array[];
       const hashes = (await readColumnValues(tables, table, 'hash')) as Uint8Array[];
       const ats = await readColumnValues(tables, table, 'at');
-      const unscaled = (w: Uint32Array) => BigInt.asIntN(128, (BigInt(w[3]!) << 96n) | (BigInt(w[2]!) << 64n) | (BigInt(w[1]!) << 32n) | BigInt(w[0]!));
+      const unscaled = (w: Uint32Array) =>
+        BigInt.asIntN(128, (BigInt(w[3]!) << 96n) | (BigInt(w[2]!) << 64n) | (BigInt(w[1]!) << 32n) | BigInt(w[0]!));
       for (const i of [1, 2, 37]) {
         const k = ids.indexOf(`good-${i}`);
         assert.equal(unscaled(amounts[k]!), i % 2 ? BigInt(i) * 100n + 5n : BigInt(i) * 100n + 50n, `amount of good-${i}`);

@@ -36,23 +36,38 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     const ev = orderEvents();
-    await producer.send({ topic, messages: Array.from({ length: 50 }, () => { const e = ev.next().value!; return { key: String(e.order_id), value: JSON.stringify(e) }; }) });
+    await producer.send({
+      topic,
+      messages: Array.from({ length: 50 }, () => {
+        const e = ev.next().value!;
+        return { key: String(e.order_id), value: JSON.stringify(e) };
+      }),
+    });
     await producer.disconnect();
     deps = await createDeps(cfg);
   });
-  after(async () => { await deps?.close(); });
+  after(async () => {
+    await deps?.close();
+  });
 
   const poll = (acts: ReturnType<typeof createActivities>, plan: CyclePlan, commitId: string) => {
     const input: PollInput = {
-      table, ingestId: 'main', commitId, groupIndex: 0, partitions: plan.groups[0]!, startOffsets: plan.startOffsets,
-      maxWaitMs: 3000, maxRecords: 1000, maxBytes: 1 << 24,
+      table,
+      ingestId: 'main',
+      commitId,
+      groupIndex: 0,
+      partitions: plan.groups[0]!,
+      startOffsets: plan.startOffsets,
+      maxWaitMs: 3000,
+      maxRecords: 1000,
+      maxBytes: 1 << 24,
     };
     return env.run(acts.pollAndWrite, input) as Promise<PollResult>;
   };
 
   it('the second writer from the same cursor is fenced and commits nothing; a retried commit is idempotent', async () => {
     const acts = createActivities(deps);
-    const plan = (await env.run(acts.loadCursor, { table, ingestId: "main" })) as CyclePlan;
+    const plan = (await env.run(acts.loadCursor, { table, ingestId: 'main' })) as CyclePlan;
     assert.equal(plan.baseSnapshotId, null);
     assert.deepEqual(plan.startOffsets, { 0: '0' });
     const a = await poll(acts, plan, 'commit-a');
@@ -60,11 +75,20 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
     assert.equal(a.records, 50);
     assert.equal(b.records, 50);
     const commitOf = (id: string, r: typeof a) => ({
-      table, ingestId: 'main', commitId: id, baseSnapshotId: plan.baseSnapshotId, startOffsets: plan.startOffsets,
-      deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-      endOffsets: r.endOffsets, files: r.files, deadLetterFiles: r.deadLetterFiles, records: r.records, deadLetters: r.deadLetters,
+      table,
+      ingestId: 'main',
+      commitId: id,
+      baseSnapshotId: plan.baseSnapshotId,
+      startOffsets: plan.startOffsets,
+      deadLetterFloor: plan.deadLetterFloor,
+      deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+      endOffsets: r.endOffsets,
+      files: r.files,
+      deadLetterFiles: r.deadLetterFiles,
+      records: r.records,
+      deadLetters: r.deadLetters,
     });
-    const first = (await env.run(acts.commit, commitOf("commit-b", b))) as CommitResult;
+    const first = (await env.run(acts.commit, commitOf('commit-b', b))) as CommitResult;
     assert.equal(first.alreadyCommitted, false);
     assert.equal(first.totalRecords, '50');
 
@@ -75,15 +99,18 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
       return true;
     });
     // A retry of the commit that landed finds it instead of landing twice.
-    const again = (await env.run(acts.commit, commitOf("commit-b", b))) as CommitResult;
+    const again = (await env.run(acts.commit, commitOf('commit-b', b))) as CommitResult;
     assert.equal(again.alreadyCommitted, true);
     assert.equal(again.snapshotId, first.snapshotId);
 
     const commits = await tableCommitRows(cfg, table);
-    assert.deepEqual(commits.map((c) => c.commit_id), ['commit-b']);
+    assert.deepEqual(
+      commits.map((c) => c.commit_id),
+      ['commit-b'],
+    );
     assert.equal(commits.at(-1)!.total_rows, '50');
 
-    const next = (await env.run(acts.loadCursor, { table, ingestId: "main" })) as CyclePlan;
+    const next = (await env.run(acts.loadCursor, { table, ingestId: 'main' })) as CyclePlan;
     assert.equal(next.baseSnapshotId, first.snapshotId);
     assert.deepEqual(next.startOffsets, { 0: '50' });
   });
@@ -113,13 +140,30 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
 
   const pollOf = (acts: ReturnType<typeof createActivities>, t: string, plan: CyclePlan, commitId: string, maxRecords = 1000) =>
     env.run(acts.pollAndWrite, {
-      table: t, ingestId: 'main', commitId, groupIndex: 0, partitions: plan.groups[0]!, startOffsets: plan.startOffsets,
-      maxWaitMs: 3000, maxRecords, maxBytes: 1 << 24, deadLetterFloor: plan.deadLetterFloor,
+      table: t,
+      ingestId: 'main',
+      commitId,
+      groupIndex: 0,
+      partitions: plan.groups[0]!,
+      startOffsets: plan.startOffsets,
+      maxWaitMs: 3000,
+      maxRecords,
+      maxBytes: 1 << 24,
+      deadLetterFloor: plan.deadLetterFloor,
     } satisfies PollInput) as Promise<PollResult>;
   const commitInput = (t: string, plan: CyclePlan, id: string, r: PollResult) => ({
-    table: t, ingestId: 'main', commitId: id, baseSnapshotId: plan.baseSnapshotId, startOffsets: plan.startOffsets,
-    deadLetterFloor: plan.deadLetterFloor, deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-    endOffsets: r.endOffsets, files: r.files, deadLetterFiles: r.deadLetterFiles, records: r.records, deadLetters: r.deadLetters,
+    table: t,
+    ingestId: 'main',
+    commitId: id,
+    baseSnapshotId: plan.baseSnapshotId,
+    startOffsets: plan.startOffsets,
+    deadLetterFloor: plan.deadLetterFloor,
+    deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+    endOffsets: r.endOffsets,
+    files: r.files,
+    deadLetterFiles: r.deadLetterFiles,
+    records: r.records,
+    deadLetters: r.deadLetters,
   });
   const deadLetterOffsets = async (d: Deps, t: string) =>
     (await readColumnValues(d.tables, `${t}_dead_letters`, 'offset')).map(String).sort((a, b) => Number(a) - Number(b));

@@ -7,16 +7,27 @@ import assert from 'node:assert/strict';
 import { ensureStack, stackDown } from '../../stack/stack';
 import { runScenario } from '../../demo/scenario';
 
-const quiet = (m: string) => { if (process.env.FLOE_TEST_VERBOSE) console.log(m); };
+const quiet = (m: string) => {
+  if (process.env.FLOE_TEST_VERBOSE) console.log(m);
+};
 
 describe('ingest across server restarts (real stack)', { timeout: 20 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+  });
 
   it('restarting Temporal and then Kafka mid-stream: the loop continues, no loss, no duplicate', async () => {
     const done = new Set<string>();
     const r = await runScenario({
-      name: `it_restart_${Date.now().toString(36)}`, ratePerS: 20, durationS: 40, partitions: 2, commitInterval: '3s',
-      kills: [], supervise: true, log: quiet, drainTimeoutS: 300,
+      name: `it_restart_${Date.now().toString(36)}`,
+      ratePerS: 20,
+      durationS: 40,
+      partitions: 2,
+      commitInterval: '3s',
+      kills: [],
+      supervise: true,
+      log: quiet,
+      drainTimeoutS: 300,
       onTick: async (t) => {
         if (t >= 8 && !done.has('temporal')) {
           done.add('temporal');

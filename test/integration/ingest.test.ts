@@ -18,7 +18,9 @@ import { connectClient } from '../../client';
 import { ingestWorkflowId } from '../../workflows';
 import { unreferencedDataFiles } from '../support/orphans';
 
-const quiet = (m: string) => { if (process.env.FLOE_TEST_VERBOSE) console.log(m); };
+const quiet = (m: string) => {
+  if (process.env.FLOE_TEST_VERBOSE) console.log(m);
+};
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 
 function assertExactlyOnce(r: ScenarioResult): void {
@@ -45,12 +47,20 @@ async function orphansOf(r: ScenarioResult): Promise<string[]> {
 }
 
 describe('exactly-once ingest under SIGKILL (real stack)', { timeout: 30 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+  });
 
   it('a worker SIGKILLed mid-stream and restarted: no loss, no duplicate; malformed messages dead-lettered; history bounded by continueAsNew', async () => {
     const r = await runScenario({
-      name: uniq('it_kill'), ratePerS: 20, durationS: 30, partitions: 3, commitInterval: '3s',
-      kills: [{ atS: 12, restartAfterS: 3 }], malformedEvery: 37, log: quiet,
+      name: uniq('it_kill'),
+      ratePerS: 20,
+      durationS: 30,
+      partitions: 3,
+      commitInterval: '3s',
+      kills: [{ atS: 12, restartAfterS: 3 }],
+      malformedEvery: 37,
+      log: quiet,
       tableOverrides: { cyclesPerRun: 1 },
     });
     assert.equal(r.kills, 1);
@@ -72,8 +82,14 @@ describe('exactly-once ingest under SIGKILL (real stack)', { timeout: 30 * 60_00
     it(`a worker killed at "${point}" recovers exactly once`, async () => {
       const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
       const r = await runScenario({
-        name: uniq(`it_${point.replace('-', '_')}`), ratePerS: 20, durationS: 15, partitions: 2, commitInterval: '2s',
-        kills: [], supervise: true, log: quiet,
+        name: uniq(`it_${point.replace('-', '_')}`),
+        ratePerS: 20,
+        durationS: 15,
+        partitions: 2,
+        commitInterval: '2s',
+        kills: [],
+        supervise: true,
+        log: quiet,
         workerEnv: { FLOE_TEST_KILL_AT: point, FLOE_TEST_KILL_MARKER: marker },
       });
       assert.ok(existsSync(marker), `the worker reached crash point ${point}`);

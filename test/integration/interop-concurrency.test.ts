@@ -26,7 +26,9 @@ import type { AppendReport, RewriteReport } from '../oracles/interop-child';
 import { duckRead, pyCount, pyRead } from '../oracles/oracle';
 
 const SCHEMA: Schema = {
-  type: 'struct', 'schema-id': 0, fields: [
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'writer', required: true, type: 'int' },
     { id: 3, name: 'part', required: true, type: 'int' },
@@ -41,9 +43,14 @@ function runChild(args: Record<string, unknown>): Promise<AppendReport | Rewrite
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     });
-    let out = '', err = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    let out = '',
+      err = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     child.on('error', reject);
     child.on('exit', (code) => {
       if (code !== 0) reject(new Error(`${String(args['mode'])} child ${String(args['writer'])} exited ${code}: ${err.slice(-3000)}`));
@@ -64,7 +71,11 @@ async function race(root: string, label: string, children: Array<Record<string, 
 function checkAncestry(t: LoadedTable): bigint[] {
   const chain = [...ancestors(t.metadata)].reverse();
   const seqs = chain.map((s) => s['sequence-number']);
-  assert.deepEqual(seqs, chain.map((_, i) => BigInt(i + 1)), 'main ancestry sequence numbers are 1..N, strictly increasing, no gaps');
+  assert.deepEqual(
+    seqs,
+    chain.map((_, i) => BigInt(i + 1)),
+    'main ancestry sequence numbers are 1..N, strictly increasing, no gaps',
+  );
   assert.equal(t.metadata['last-sequence-number'], BigInt(chain.length));
   assert.equal(chain.length, t.metadata.snapshots.length, 'every snapshot is on main (no commit lost its parent)');
   for (let i = 1; i < chain.length; i++) assert.equal(chain[i]!['parent-snapshot-id'], chain[i - 1]!['snapshot-id']);
@@ -72,7 +83,9 @@ function checkAncestry(t: LoadedTable): bigint[] {
 }
 
 function expectedIds(reports: AppendReport[]): number[] {
-  return reports.flatMap((r) => r.commits.flatMap((c) => Array.from({ length: c.ids[1] - c.ids[0] + 1 }, (_, j) => c.ids[0] + j))).sort((a, b) => a - b);
+  return reports
+    .flatMap((r) => r.commits.flatMap((c) => Array.from({ length: c.ids[1] - c.ids[0] + 1 }, (_, j) => c.ids[0] + j)))
+    .sort((a, b) => a - b);
 }
 
 for (const kind of ['file', 's3'] as BackendKind[]) {
@@ -97,10 +110,20 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       const id = { namespace: ['conc'], name: 'appends' };
       // merge manifests early so concurrent retries also re-merge (EXISTING entries, explicit seqs)
       await createTable(catalog, b, id, SCHEMA, SPEC, { 'commit.manifest.min-count-to-merge': '4' });
-      const COMMITS = 12, ROWS = 10;
-      const reports = await race(root, 'appends', [1, 2].map((writer) => ({
-        mode: 'append', config: b.config, table: 'conc.appends', writer, commits: COMMITS, rows: ROWS,
-      }))) as AppendReport[];
+      const COMMITS = 12,
+        ROWS = 10;
+      const reports = (await race(
+        root,
+        'appends',
+        [1, 2].map((writer) => ({
+          mode: 'append',
+          config: b.config,
+          table: 'conc.appends',
+          writer,
+          commits: COMMITS,
+          rows: ROWS,
+        })),
+      )) as AppendReport[];
 
       const t = await catalog.loadTable(id);
       checkAncestry(t);
@@ -116,18 +139,27 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
           assert.equal(s.summary['added-records'], String(ROWS));
         }
       }
-      const interleaved = [...ancestors(t.metadata)].reverse().map((s) => s.summary['floe.writer']).join('');
+      const interleaved = [...ancestors(t.metadata)]
+        .reverse()
+        .map((s) => s.summary['floe.writer'])
+        .join('');
       assert.ok(/12|21/.test(interleaved), `the two writers' commits should interleave, found ${interleaved}`);
       const total = 2 * COMMITS * ROWS;
       const cur = t.metadata.snapshots.find((s) => s['snapshot-id'] === t.metadata['current-snapshot-id'])!;
       assert.equal(cur.summary['total-records'], String(total));
       const live = await liveFiles(io, t);
       assert.equal(cur.summary['total-data-files'], String(live.length));
-      assert.equal(live.reduce((a, f) => a + f.recordCount, 0), total);
+      assert.equal(
+        live.reduce((a, f) => a + f.recordCount, 0),
+        total,
+      );
       const py = await pyCount(b.oracle, 'conc.appends', 'id');
       assert.equal(py.count, total, 'PyIceberg row count');
       assert.deepEqual(py.values, expectedIds(reports), 'PyIceberg reads exactly the appended ids');
-      assert.deepEqual(py.snapshots.list.map((s) => s.sequence_number).sort((x, y) => x - y), Array.from({ length: 2 * COMMITS }, (_, i) => i + 1));
+      assert.deepEqual(
+        py.snapshots.list.map((s) => s.sequence_number).sort((x, y) => x - y),
+        Array.from({ length: 2 * COMMITS }, (_, i) => i + 1),
+      );
       // every file keeps the data sequence number of the commit that added it, through merges
       const seqOf = new Map(reports.flatMap((r) => r.commits.map((c, k) => [`w${r.writer}-c${k}-`, Number(c.sequenceNumber)] as const)));
       const read = await pyRead(b.oracle, 'conc.appends');
@@ -144,7 +176,8 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
     void it('rewrites racing with appends (and each other) land or fail cleanly; no append is lost', async () => {
       const id = { namespace: ['conc'], name: 'rewrites' };
       await createTable(catalog, b, id, SCHEMA, SPEC, { 'commit.manifest.min-count-to-merge': '4' });
-      const COMMITS = 10, ROWS = 10;
+      const COMMITS = 10,
+        ROWS = 10;
       const reports = await race(root, 'rewrites', [
         ...[1, 2].map((writer) => ({ mode: 'append', config: b.config, table: 'conc.rewrites', writer, commits: COMMITS, rows: ROWS })),
         ...[7, 8].map((writer) => ({ mode: 'rewrite', config: b.config, table: 'conc.rewrites', writer, rounds: 4 })),
@@ -163,7 +196,8 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       const committed = rounds.filter((r) => r.outcome === 'committed');
       const outcomes = rounds.map((r) => r.outcome).join(', ');
       assert.ok(committed.length > 0, `at least one rewrite must land for the race to mean anything: ${outcomes}`);
-      for (const r of committed) assert.equal(byId.get(r.snapshotId!)?.summary.operation, 'replace', `rewrite ${r.snapshotId} on main as replace`);
+      for (const r of committed)
+        assert.equal(byId.get(r.snapshotId!)?.summary.operation, 'replace', `rewrite ${r.snapshotId} on main as replace`);
       assert.equal(t.metadata.snapshots.length, 2 * COMMITS + committed.length, 'snapshots = appends + landed rewrites');
 
       const replacedByOthers = new Set(committed.flatMap((r) => r.replaced ?? []));
@@ -175,7 +209,9 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
           assert.ok(replacedByOthers.has(p), `${p} vanished but no landed rewrite replaced it`);
         }
       }
-      for (const r of committed) for (const p of r.added ?? []) if (!live.has(p)) assert.ok(replacedByOthers.has(p), `compacted file ${p} vanished without being rewritten again`);
+      for (const r of committed)
+        for (const p of r.added ?? [])
+          if (!live.has(p)) assert.ok(replacedByOthers.has(p), `compacted file ${p} vanished without being rewritten again`);
 
       const total = 2 * COMMITS * ROWS;
       const cur = t.metadata.snapshots.find((s) => s['snapshot-id'] === t.metadata['current-snapshot-id'])!;

@@ -19,11 +19,24 @@ import { partitionKey, partitionRecord } from '../../iceberg/spec/partition';
 import type { DataFile, PartitionSpec, Schema } from '../../iceberg/spec/types';
 import { ensureStack } from '../../stack';
 import { canonRows, canonValue, columnsOf, sortRows } from '../oracles/canonical';
-import { appendRows, backend, compact, createTable, dropWarehouse, liveFiles, open, readRows, type Backend, type BackendKind } from '../oracles/floe-table';
+import {
+  appendRows,
+  backend,
+  compact,
+  createTable,
+  dropWarehouse,
+  liveFiles,
+  open,
+  readRows,
+  type Backend,
+  type BackendKind,
+} from '../oracles/floe-table';
 import { duckRead, pyAppend, pyRead } from '../oracles/oracle';
 
 const SCHEMA: Schema = {
-  type: 'struct', 'schema-id': 0, fields: [
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'region', required: false, type: 'string' },
     { id: 3, name: 'ts', required: false, type: 'timestamptz' },
@@ -34,7 +47,8 @@ const SCHEMA: Schema = {
   ],
 };
 const SPEC: PartitionSpec = {
-  'spec-id': 0, fields: [
+  'spec-id': 0,
+  fields: [
     { 'source-id': 2, 'field-id': 1000, name: 'region', transform: 'identity' },
     { 'source-id': 3, 'field-id': 1001, name: 'ts_day', transform: 'day' },
   ],
@@ -101,15 +115,26 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       const tasks = await planTasks(t, io);
       pyFiles = tasks.map((x) => x.file);
       assert.ok(pyFiles.length >= 4, `expected one file per (region, day), found ${pyFiles.length}`);
-      assert.ok(tasks.every((x) => x.dataSequenceNumber === 1n), 'data sequence numbers inherited from the manifest list');
-      assert.equal(pyFiles.reduce((a, f) => a + f.recordCount, 0), pyRows.length, 'record counts from PyIceberg manifests');
+      assert.ok(
+        tasks.every((x) => x.dataSequenceNumber === 1n),
+        'data sequence numbers inherited from the manifest list',
+      );
+      assert.equal(
+        pyFiles.reduce((a, f) => a + f.recordCount, 0),
+        pyRows.length,
+        'record counts from PyIceberg manifests',
+      );
       // partition tuples PyIceberg wrote decode to what floe computes for the rows in each file
-      const schema = currentSchema(t.metadata), spec = defaultSpec(t.metadata);
+      const schema = currentSchema(t.metadata),
+        spec = defaultSpec(t.metadata);
       const expectedKeys = new Set(pyRows.map((r) => partitionKey(partitionRecord(spec, schema, r))));
       assert.deepEqual(new Set(pyFiles.map((f) => partitionKey(f.partition))), expectedKeys);
       for (const f of pyFiles) {
         const inFile = await readRows(io, SCHEMA, [f]);
-        const want = canonRows(SCHEMA, pyRows.filter((r) => partitionKey(partitionRecord(spec, schema, r)) === partitionKey(f.partition)));
+        const want = canonRows(
+          SCHEMA,
+          pyRows.filter((r) => partitionKey(partitionRecord(spec, schema, r)) === partitionKey(f.partition)),
+        );
         assert.deepEqual(sortRows(inFile), want, `rows of ${f.filePath}`);
       }
     });
@@ -123,7 +148,7 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       assert.deepEqual(sortRows(all), canonRows(SCHEMA, [...pyRows, ...floeRows]));
       // PyIceberg's files keep data sequence number 1 through floe's manifest merge, floe's get 2
       const manifests = await readManifestList(io, r.table.metadata.snapshots.at(-1)!['manifest-list']);
-      assert.equal(manifests.length, 1, 'PyIceberg\'s manifest and floe\'s new one were merged');
+      assert.equal(manifests.length, 1, "PyIceberg's manifest and floe's new one were merged");
       const py = await pyRead(b.oracle, table);
       const pyPaths = new Set(pyFiles.map((f) => f.filePath));
       for (const f of py.files) {
@@ -148,7 +173,14 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
     void it('PyIceberg reads the compacted table: same rows, append/append/replace, stats of the new files', async () => {
       const py = await pyRead(b.oracle, table, { referenceStats: true });
       assert.deepEqual(py.rows, canonRows(SCHEMA, [...pyRows, ...floeRows]));
-      assert.deepEqual(py.snapshots.list.map((s) => [s.operation, s.sequence_number]), [['append', 1], ['append', 2], ['replace', 3]]);
+      assert.deepEqual(
+        py.snapshots.list.map((s) => [s.operation, s.sequence_number]),
+        [
+          ['append', 1],
+          ['append', 2],
+          ['replace', 3],
+        ],
+      );
       const [s1, s2, s3] = py.snapshots.list;
       assert.equal(s2!.parent_snapshot_id, s1!.snapshot_id);
       assert.equal(s3!.parent_snapshot_id, s2!.snapshot_id);

@@ -26,7 +26,9 @@ import { appendRows, backend, createTable, dropWarehouse, liveFiles, open, type 
 import { duckRead, pyPlan, pyRead, type ReadResult } from '../oracles/oracle';
 
 const SCHEMA: Schema = {
-  type: 'struct', 'schema-id': 0, fields: [
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'region', required: false, type: 'string' },
     { id: 3, name: 'ts', required: false, type: 'timestamptz' },
@@ -46,7 +48,8 @@ const SCHEMA: Schema = {
   ],
 };
 const SPEC: PartitionSpec = {
-  'spec-id': 0, fields: [
+  'spec-id': 0,
+  fields: [
     { 'source-id': 2, 'field-id': 1000, name: 'region', transform: 'identity' },
     { 'source-id': 3, 'field-id': 1001, name: 'ts_day', transform: 'day' },
     { 'source-id': 1, 'field-id': 1002, name: 'id_bucket', transform: 'bucket[4]' },
@@ -91,8 +94,22 @@ function makeRows(from: number, n: number): Array<Record<string, unknown>> {
 /** One partition where every nullable column is null and both float columns are all NaN. */
 function degenerateRows(n: number): Array<Record<string, unknown>> {
   return Array.from({ length: n }, () => ({
-    id: 4n, region: 'nan-land', ts: null, name: null, f: NaN, d: NaN,
-    b: null, i: null, dec9: null, dec38: null, dt: null, tm: null, tsl: null, u: null, fx: null, bin: null,
+    id: 4n,
+    region: 'nan-land',
+    ts: null,
+    name: null,
+    f: NaN,
+    d: NaN,
+    b: null,
+    i: null,
+    dec9: null,
+    dec38: null,
+    dt: null,
+    tm: null,
+    tsl: null,
+    u: null,
+    fx: null,
+    bin: null,
   }));
 }
 
@@ -125,10 +142,15 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
         const r = await appendRows(catalog, io, id, rows, `append${n}`, { 'floe.test': `append-${n}` });
         // rows of one file = rows of this append whose partition the file carries
         for (const f of r.files) {
-          written.push({ file: f, rows: rows.filter((row) => SPEC.fields.every((pf) => {
-            const src = SCHEMA.fields.find((x) => x.id === pf['source-id'])!;
-            return samePartitionValue(applyTransform(pf.transform, src.type as never, row[src.name]), f.partition[pf.name] ?? null);
-          })) });
+          written.push({
+            file: f,
+            rows: rows.filter((row) =>
+              SPEC.fields.every((pf) => {
+                const src = SCHEMA.fields.find((x) => x.id === pf['source-id'])!;
+                return samePartitionValue(applyTransform(pf.transform, src.type as never, row[src.name]), f.partition[pf.name] ?? null);
+              }),
+            ),
+          });
         }
         allRows = allRows.concat(rows);
         metadataLocation = r.table.metadataLocation;
@@ -144,7 +166,11 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
     });
 
     void it('floe wrote what it was given: files partition the rows, manifests list exactly them', async () => {
-      assert.equal(written.reduce((a, w) => a + w.rows.length, 0), allRows.length, 'rows per file (by partition) must add up to all rows');
+      assert.equal(
+        written.reduce((a, w) => a + w.rows.length, 0),
+        allRows.length,
+        'rows per file (by partition) must add up to all rows',
+      );
       for (const w of written) assert.equal(w.file.recordCount, w.rows.length, `${w.file.filePath}: record_count`);
       const live = await liveFiles(io, await catalog.loadTable(id));
       assert.deepEqual(live.map((f) => f.filePath).sort(), written.map((w) => w.file.filePath).sort());
@@ -152,7 +178,10 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
 
     void it('PyIceberg reads the same rows (count and every value)', () => {
       assert.equal(py.metadata_location, metadataLocation);
-      assert.deepEqual(py.columns, columnsOf(SCHEMA).map(([n, t]) => [n, t]));
+      assert.deepEqual(
+        py.columns,
+        columnsOf(SCHEMA).map(([n, t]) => [n, t]),
+      );
       assert.equal(py.rows.length, allRows.length, 'PyIceberg row count');
       assertSameRows(py.rows, expected, 'PyIceberg');
     });
@@ -186,11 +215,13 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
         assert.deepEqual(p.lower_bounds ?? {}, hexMap(f.lowerBounds), `${where} lower_bounds`);
         assert.deepEqual(p.upper_bounds ?? {}, hexMap(f.upperBounds), `${where} upper_bounds`);
         assert.deepEqual(p.split_offsets ?? [], f.splitOffsets ?? [], `${where} split_offsets`);
-        const partition = Object.fromEntries(SPEC.fields.map((pf) => {
-          const src = SCHEMA.fields.find((x) => x.id === pf['source-id'])!;
-          const t = pf.transform === 'day' || pf.transform.startsWith('bucket') ? 'int' : src.type;
-          return [pf.name, canonPartition(t as string, f.partition[pf.name] ?? null)];
-        }));
+        const partition = Object.fromEntries(
+          SPEC.fields.map((pf) => {
+            const src = SCHEMA.fields.find((x) => x.id === pf['source-id'])!;
+            const t = pf.transform === 'day' || pf.transform.startsWith('bucket') ? 'int' : src.type;
+            return [pf.name, canonPartition(t as string, f.partition[pf.name] ?? null)];
+          }),
+        );
         assert.deepEqual(p.partition, partition, `${where} partition`);
       }
     });
@@ -205,7 +236,9 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
           for (const k of keys) {
             if (JSON.stringify(ours[k]) !== JSON.stringify(theirs[k])) {
               const col = SCHEMA.fields.find((x) => String(x.id) === k);
-              problems.push(`${p.file_path.split('/').slice(-2).join('/')} ${what}[${k} ${col?.name}:${String(col?.type)}]: floe ${JSON.stringify(ours[k])} vs pyiceberg ${JSON.stringify(theirs[k])}`);
+              problems.push(
+                `${p.file_path.split('/').slice(-2).join('/')} ${what}[${k} ${col?.name}:${String(col?.type)}]: floe ${JSON.stringify(ours[k])} vs pyiceberg ${JSON.stringify(theirs[k])}`,
+              );
             }
           }
         };
@@ -254,21 +287,31 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       }
       // identity and day partitions: every file of the matching partition holds a match -> exact
       for (const label of ['region_eq', 'region_null', 'ts_day']) {
-        const mayKeep = written.filter((w) => filters[label]!.partition(w.file)).map((w) => w.file.filePath).sort();
+        const mayKeep = written
+          .filter((w) => filters[label]!.partition(w.file))
+          .map((w) => w.file.filePath)
+          .sort();
         assert.deepEqual(plans[label], mayKeep, `${label}: exactly the files of the matching partition`);
       }
       // The bucket filter prunes by partition, not only by column bounds: some file outside
       // bucket(X) has id bounds that contain X, and plan_files still drops it.
       const boundsAdmit = written.filter((w) => !filters['id_bucket']!.partition(w.file) && admits(w.file, 1, X));
       assert.ok(boundsAdmit.length > 0, 'data should put X inside the id range of a file in another bucket');
-      for (const w of boundsAdmit) assert.ok(!plans['id_bucket']!.includes(w.file.filePath), `id_bucket: kept ${w.file.filePath} from another bucket`);
+      for (const w of boundsAdmit)
+        assert.ok(!plans['id_bucket']!.includes(w.file.filePath), `id_bucket: kept ${w.file.filePath} from another bucket`);
     });
 
     void it("floe's planFiles with partition predicates keeps the same files as PyIceberg", async () => {
       const t = await catalog.loadTable(id);
       const X = 7n * 42n + 1n;
-      const plans = await pyPlan(b.oracle, table, { region_eq: "region == 'eu'", region_null: 'region is null', ts_day: "ts >= '2024-05-02T00:00:00+00:00' and ts < '2024-05-03T00:00:00+00:00'", id_bucket: `id == ${X}` });
-      const ours = async (filter: PartitionPredicate[]) => (await planFiles(t, io, { partitionFilter: filter })).map((f) => f.filePath).sort();
+      const plans = await pyPlan(b.oracle, table, {
+        region_eq: "region == 'eu'",
+        region_null: 'region is null',
+        ts_day: "ts >= '2024-05-02T00:00:00+00:00' and ts < '2024-05-03T00:00:00+00:00'",
+        id_bucket: `id == ${X}`,
+      });
+      const ours = async (filter: PartitionPredicate[]) =>
+        (await planFiles(t, io, { partitionFilter: filter })).map((f) => f.filePath).sort();
       assert.deepEqual(await ours([{ field: 'region', op: '=', value: 'eu' }]), plans['region_eq']);
       assert.deepEqual(await ours([{ field: 'region', op: 'is-null' }]), plans['region_null']);
       assert.deepEqual(await ours([{ field: 'ts_day', op: '=', value: 19845 }]), plans['ts_day']);
@@ -280,7 +323,13 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
 
     void it('PyIceberg sees two append snapshots with sequence numbers 1, 2 and floe summaries', () => {
       const snaps = py.snapshots.list;
-      assert.deepEqual(snaps.map((s) => [s.operation, s.sequence_number, s.summary['floe.test']]), [['append', 1, 'append-0'], ['append', 2, 'append-1']]);
+      assert.deepEqual(
+        snaps.map((s) => [s.operation, s.sequence_number, s.summary['floe.test']]),
+        [
+          ['append', 1, 'append-0'],
+          ['append', 2, 'append-1'],
+        ],
+      );
       assert.equal(snaps[1]!.parent_snapshot_id, snaps[0]!.snapshot_id);
       assert.equal(py.snapshots.current, snaps[1]!.snapshot_id);
       assert.equal(snaps[1]!.summary['total-records'], String(allRows.length));
@@ -302,10 +351,14 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
     let catalog: Catalog;
     let io: FileIO;
     const id = { namespace: ['interop'], name: 'escaped' };
-    const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [
-      { id: 1, name: 'id', required: true, type: 'long' },
-      { id: 2, name: 'tag', required: false, type: 'string' },
-    ] };
+    const schema: Schema = {
+      type: 'struct',
+      'schema-id': 0,
+      fields: [
+        { id: 1, name: 'id', required: true, type: 'long' },
+        { id: 2, name: 'tag', required: false, type: 'string' },
+      ],
+    };
     const mk = (tags: string[], base: number) => tags.flatMap((tag, k) => [0, 1].map((j) => ({ id: BigInt(base + k * 10 + j), tag })));
     const rows1 = mk(['bé€', 'x%41y', 'plain'], 0);
     const rows2 = mk(['a b/c'], 100); // '/' is escaped as %2F in the path
@@ -317,7 +370,10 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       await ensureStack(['s3']);
       b = backend(kind, root);
       ({ catalog, io } = await open(b));
-      await createTable(catalog, b, id, schema, { 'spec-id': 0, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'tag', transform: 'identity' }] });
+      await createTable(catalog, b, id, schema, {
+        'spec-id': 0,
+        fields: [{ 'source-id': 2, 'field-id': 1000, name: 'tag', transform: 'identity' }],
+      });
     });
     const appended = () => assert.ok(metadataLocation, 'nothing to read: the append above failed');
     after(async () => {
@@ -330,14 +386,20 @@ for (const kind of ['file', 's3'] as BackendKind[]) {
       const r = await appendRows(catalog, io, id, rows1, 'esc');
       files = r.files;
       metadataLocation = r.table.metadataLocation;
-      assert.ok(files.some((f) => f.filePath.includes('/tag=b%C3%A9%E2%82%AC/')), files.map((f) => f.filePath).join('\n'));
+      assert.ok(
+        files.some((f) => f.filePath.includes('/tag=b%C3%A9%E2%82%AC/')),
+        files.map((f) => f.filePath).join('\n'),
+      );
       assert.ok(files.some((f) => f.filePath.includes('/tag=x%2541y/')));
     });
 
     void it('floe appends rows whose partition value contains "/" (escaped %2F)', async () => {
       appended();
       const r = await appendRows(catalog, io, id, rows2, 'esc2');
-      assert.ok(r.files.every((f) => f.filePath.includes('/tag=a+b%2Fc/')), r.files.map((f) => f.filePath).join('\n'));
+      assert.ok(
+        r.files.every((f) => f.filePath.includes('/tag=a+b%2Fc/')),
+        r.files.map((f) => f.filePath).join('\n'),
+      );
       files = [...files, ...r.files];
       metadataLocation = r.table.metadataLocation;
       rows = [...rows1, ...rows2];
@@ -378,15 +440,20 @@ function canonPartition(type: string, v: unknown): unknown {
 }
 
 function admits(f: DataFile, fieldId: number, x: bigint): boolean {
-  const lo = f.lowerBounds?.get(fieldId), hi = f.upperBounds?.get(fieldId);
+  const lo = f.lowerBounds?.get(fieldId),
+    hi = f.upperBounds?.get(fieldId);
   if (!lo || !hi) return false;
   return (fromBytes('long', lo) as bigint) <= x && x <= (fromBytes('long', hi) as bigint);
 }
 
 function assertSameRows(got: CanonRow[], want: CanonRow[], who: string): void {
   if (JSON.stringify(got) === JSON.stringify(want)) return;
-  const g = new Set(got.map((r) => JSON.stringify(r))), w = new Set(want.map((r) => JSON.stringify(r)));
-  const missing = [...w].filter((r) => !g.has(r)), extra = [...g].filter((r) => !w.has(r));
-  assert.fail(`${who}: rows differ from what floe wrote (${got.length} vs ${want.length}); ` +
-    `missing ${missing.length}, e.g.\n  ${missing.slice(0, 3).join('\n  ')}\nunexpected ${extra.length}, e.g.\n  ${extra.slice(0, 3).join('\n  ')}`);
+  const g = new Set(got.map((r) => JSON.stringify(r))),
+    w = new Set(want.map((r) => JSON.stringify(r)));
+  const missing = [...w].filter((r) => !g.has(r)),
+    extra = [...g].filter((r) => !w.has(r));
+  assert.fail(
+    `${who}: rows differ from what floe wrote (${got.length} vs ${want.length}); ` +
+      `missing ${missing.length}, e.g.\n  ${missing.slice(0, 3).join('\n  ')}\nunexpected ${extra.length}, e.g.\n  ${extra.slice(0, 3).join('\n  ')}`,
+  );
 }

@@ -29,7 +29,10 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
   let producer: Producer;
   const ev = orderEvents();
   const aborted = new Set<string>();
-  const next = () => { const e = ev.next().value!; return { key: String(e.order_id), value: JSON.stringify(e), id: e.event_id }; };
+  const next = () => {
+    const e = ev.next().value!;
+    return { key: String(e.order_id), value: JSON.stringify(e), id: e.event_id };
+  };
 
   before(async () => {
     await ensureStack(['temporal', 'kafka', 's3']);
@@ -55,7 +58,10 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
     const msgs = Array.from({ length: n }, next);
     await txn.send({ topic, messages: msgs.map(({ key, value }) => ({ key, value })) });
     if (commit) await txn.commit();
-    else { await txn.abort(); for (const m of msgs) aborted.add(m.id); }
+    else {
+      await txn.abort();
+      for (const m of msgs) aborted.add(m.id);
+    }
   };
 
   /** One cycle through the activities; drains (reads until the high watermark of the poll's start). */
@@ -64,15 +70,33 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
     const plan = (await env.run(acts.loadCursor, { table, ingestId, range, force: true })) as CyclePlan;
     const commitId = `${ingestId}-${Date.now()}-${Math.random()}`;
     const poll = (await env.run(acts.pollAndWrite, {
-      table, ingestId, commitId, groupIndex: 0, partitions: plan.groups[0]!, startOffsets: plan.startOffsets,
-      maxWaitMs: 4000, maxRecords: 10_000, maxBytes: 1 << 26, deadLetterFloor: plan.deadLetterFloor,
+      table,
+      ingestId,
+      commitId,
+      groupIndex: 0,
+      partitions: plan.groups[0]!,
+      startOffsets: plan.startOffsets,
+      maxWaitMs: 4000,
+      maxRecords: 10_000,
+      maxBytes: 1 << 26,
+      deadLetterFloor: plan.deadLetterFloor,
       ...(range ? { stopAt: range.to, limit: range.to } : { untilCaughtUp: true }),
     })) as PollResult;
     if (Object.keys(poll.endOffsets).some((p) => poll.endOffsets[p] !== plan.startOffsets[p])) {
       await env.run(acts.commit, {
-        table, ingestId, commitId, baseSnapshotId: plan.baseSnapshotId, deadLetterFloor: plan.deadLetterFloor,
-        deadLetterBaseCommitId: plan.deadLetterBaseCommitId, startOffsets: plan.startOffsets, endOffsets: poll.endOffsets,
-        files: poll.files, deadLetterFiles: poll.deadLetterFiles, records: poll.records, deadLetters: poll.deadLetters, range,
+        table,
+        ingestId,
+        commitId,
+        baseSnapshotId: plan.baseSnapshotId,
+        deadLetterFloor: plan.deadLetterFloor,
+        deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+        startOffsets: plan.startOffsets,
+        endOffsets: poll.endOffsets,
+        files: poll.files,
+        deadLetterFiles: poll.deadLetterFiles,
+        records: poll.records,
+        deadLetters: poll.deadLetters,
+        range,
       });
     }
     return { plan, poll };
@@ -115,13 +139,24 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
     cancellable.on('heartbeat', (d: unknown) => beats.push(d));
     const t0 = Date.now();
     const run = cancellable.run(acts.pollAndWrite, {
-      table, ingestId: 'main', commitId: 'cancel-me', groupIndex: 0, partitions: plan.groups[0]!, startOffsets: plan.startOffsets,
-      maxWaitMs: 120_000, maxRecords: 10_000, maxBytes: 1 << 26, deadLetterFloor: plan.deadLetterFloor,
+      table,
+      ingestId: 'main',
+      commitId: 'cancel-me',
+      groupIndex: 0,
+      partitions: plan.groups[0]!,
+      startOffsets: plan.startOffsets,
+      maxWaitMs: 120_000,
+      maxRecords: 10_000,
+      maxBytes: 1 << 26,
+      deadLetterFloor: plan.deadLetterFloor,
     });
     await sleep(5000);
     cancellable.cancel();
     await assert.rejects(run, (e: Error) => e.name === 'CancelledFailure');
     assert.ok(Date.now() - t0 < 30_000, `cancelled within seconds, took ${Date.now() - t0} ms`);
-    assert.ok(beats.some((b) => typeof b === 'object' && b !== null && 'records' in b && 'bytes' in b), JSON.stringify(beats));
+    assert.ok(
+      beats.some((b) => typeof b === 'object' && b !== null && 'records' in b && 'bytes' in b),
+      JSON.stringify(beats),
+    );
   });
 });

@@ -37,7 +37,11 @@ const ROWS_PER_FILE = 3;
 const MiB = 1024 * 1024;
 
 interface Seeded {
-  files: number; rows: number; distinctEventIds: number; amountSum: number; seconds: number;
+  files: number;
+  rows: number;
+  distinctEventIds: number;
+  amountSum: number;
+  seconds: number;
   /** What the plan's file lists take in history inline (GroupFile JSON, paths relative to the table). */
   inlinePlanBytes: number;
 }
@@ -50,7 +54,8 @@ async function seedCopies(cfg: FloeConfig, table: string): Promise<Seeded> {
   try {
     await tables.ensureIngestTables(t);
     const { metadata } = await tables.load(table);
-    let n = 0, amountQuarters = 0;
+    let n = 0,
+      amountQuarters = 0;
     const templates: Array<{ file: DataFile; bytes: Uint8Array }> = [];
     for (let d = 0; d < DAYS; d++) {
       for (const type of TYPES) {
@@ -59,9 +64,15 @@ async function seedCopies(cfg: FloeConfig, table: string): Promise<Seeded> {
             const i = n++;
             amountQuarters += (i % 400) * COPIES;
             return {
-              event_id: `evt-${i}`, order_id: BigInt(1_000_000 + i), event_type: type,
-              event_time: BigInt(Date.UTC(2026, 6, 1 + d, 12)) * 1000n + BigInt(i), customer_id: BigInt(i % 97),
-              amount: (i % 400) / 4, currency: 'EUR', kafka_partition: 0, kafka_offset: BigInt(i),
+              event_id: `evt-${i}`,
+              order_id: BigInt(1_000_000 + i),
+              event_type: type,
+              event_time: BigInt(Date.UTC(2026, 6, 1 + d, 12)) * 1000n + BigInt(i),
+              customer_id: BigInt(i % 97),
+              amount: (i % 400) / 4,
+              currency: 'EUR',
+              kafka_partition: 0,
+              kafka_offset: BigInt(i),
             };
           });
           const [file] = await writePartitionedRows(tables.io, metadata, rows, { fileName: () => `seed-d${d}-${type}-t${k}.parquet` });
@@ -79,12 +90,23 @@ async function seedCopies(cfg: FloeConfig, table: string): Promise<Seeded> {
       return { ...tpl.file, filePath };
     });
     for (let i = 0; i < files.length; i += 5000) {
-      await tables.appendOnce(table, { files: files.slice(i, i + 5000), summary: { 'floe.commit-id': `seed-${table}-${i}` }, validate: () => undefined });
+      await tables.appendOnce(table, {
+        files: files.slice(i, i + 5000),
+        summary: { 'floe.commit-id': `seed-${table}-${i}` },
+        validate: () => undefined,
+      });
     }
     return {
-      files: files.length, rows: files.length * ROWS_PER_FILE, distinctEventIds: n,
-      amountSum: amountQuarters / 4, seconds: (Date.now() - started) / 1000,
-      inlinePlanBytes: Buffer.byteLength(JSON.stringify(files.map((f) => ({ path: relPath(metadata.location, f.filePath), size: f.fileSizeInBytes, records: f.recordCount })))),
+      files: files.length,
+      rows: files.length * ROWS_PER_FILE,
+      distinctEventIds: n,
+      amountSum: amountQuarters / 4,
+      seconds: (Date.now() - started) / 1000,
+      inlinePlanBytes: Buffer.byteLength(
+        JSON.stringify(
+          files.map((f) => ({ path: relPath(metadata.location, f.filePath), size: f.fileSizeInBytes, records: f.recordCount })),
+        ),
+      ),
     };
   } finally {
     await tables.close();
@@ -110,7 +132,9 @@ function payloads(events: temporal.api.history.v1.IHistoryEvent[]): { largest: {
 }
 
 describe('compaction of 30,000 small files (real stack)', { timeout: 5 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 's3']);
+  });
 
   it(`compacts ${FILES} small files in ${PARTITIONS} partitions; PyIceberg and DuckDB read the same rows; history stays small`, async (t) => {
     const { table, cfg } = maintenanceTestConfig(`it_compact_large_${Date.now().toString(36)}`);
@@ -125,7 +149,9 @@ describe('compaction of 30,000 small files (real stack)', { timeout: 5 * 60_000 
       const r = await withWorker(cfg, async () => {
         const started = Date.now();
         const handle = await fc.client.workflow.start(compactWorkflow, {
-          taskQueue: cfg.temporal.taskQueue, workflowId, args: [{ table, options: { maxConcurrentFileGroupRewrites: 2 } }],
+          taskQueue: cfg.temporal.taskQueue,
+          workflowId,
+          args: [{ table, options: { maxConcurrentFileGroupRewrites: 2 } }],
         });
         const res = await handle.result();
         compactSeconds = (Date.now() - started) / 1000;
@@ -140,11 +166,16 @@ describe('compaction of 30,000 small files (real stack)', { timeout: 5 * 60_000 
 
       const history = await fc.client.workflow.getHandle(workflowId).fetchHistory();
       const { largest, total } = payloads(history.events ?? []);
-      t.diagnostic(`${seeded.files} files (${seeded.rows} rows) seeded in ${seeded.seconds.toFixed(1)} s; compaction workflow ${compactSeconds.toFixed(1)} s; `
-        + `${history.events?.length} history events, payloads ${total} bytes in all (${(total / seeded.files).toFixed(2)} per input file), largest ${largest.bytes} bytes (${largest.where}); `
-        + `inline the plan's file lists alone would be ${seeded.inlinePlanBytes} bytes (${(seeded.inlinePlanBytes / seeded.files).toFixed(0)} per file), in the plan result and again in rewrite and commit inputs`);
+      t.diagnostic(
+        `${seeded.files} files (${seeded.rows} rows) seeded in ${seeded.seconds.toFixed(1)} s; compaction workflow ${compactSeconds.toFixed(1)} s; ` +
+          `${history.events?.length} history events, payloads ${total} bytes in all (${(total / seeded.files).toFixed(2)} per input file), largest ${largest.bytes} bytes (${largest.where}); ` +
+          `inline the plan's file lists alone would be ${seeded.inlinePlanBytes} bytes (${(seeded.inlinePlanBytes / seeded.files).toFixed(0)} per file), in the plan result and again in rewrite and commit inputs`,
+      );
       assert.ok(largest.bytes < 1 * MiB, `largest payload ${largest.bytes} bytes at ${largest.where}`);
-      assert.ok(largest.bytes < 64 * 1024, `the plan travels as group summaries: largest payload ${largest.bytes} bytes at ${largest.where}`);
+      assert.ok(
+        largest.bytes < 64 * 1024,
+        `the plan travels as group summaries: largest payload ${largest.bytes} bytes at ${largest.where}`,
+      );
       if (FILES >= 30_000) assert.ok(seeded.inlinePlanBytes > 2 * MiB, 'inline, this plan would have exceeded the 2 MB payload limit');
     } finally {
       await fc.close();

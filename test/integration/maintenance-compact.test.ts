@@ -14,11 +14,15 @@ import { compactTable, tableFiles } from '../../client/maintenance';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
 import type { CompactResult } from '../../maintenance/types';
 
-const quiet = (m: string) => { if (process.env.FLOE_TEST_VERBOSE) console.log(m); };
+const quiet = (m: string) => {
+  if (process.env.FLOE_TEST_VERBOSE) console.log(m);
+};
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 
 describe('compaction (real stack)', { timeout: 20 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+  });
 
   it('turns many small files into one per partition; floe, PyIceberg and DuckDB read the same rows', async () => {
     const name = uniq('it_compact');
@@ -81,7 +85,13 @@ describe('compaction (real stack)', { timeout: 20 * 60_000 }, () => {
     const name = uniq('it_compact_live');
     const bg: { midStream?: Promise<CompactResult>; close?: () => Promise<void> } = {};
     const r = await runScenario({
-      name, ratePerS: 20, durationS: 40, partitions: 2, commitInterval: '2s', kills: [], log: quiet,
+      name,
+      ratePerS: 20,
+      durationS: 40,
+      partitions: 2,
+      commitInterval: '2s',
+      kills: [],
+      log: quiet,
       onTick: async (elapsed) => {
         if (elapsed < 20 || bg.midStream) return;
         // Mid-stream: the scenario's worker process runs it, while it keeps committing ingest cycles.
@@ -109,7 +119,10 @@ describe('compaction (real stack)', { timeout: 20 * 60_000 }, () => {
       await fc.close();
     }
     const files = await tableFiles(cfg, r.table);
-    assert.ok(files.overall.files <= files.partitions.length + 1, `about one file per partition: ${files.overall.files} files in ${files.partitions.length} partitions`);
+    assert.ok(
+      files.overall.files <= files.partitions.length + 1,
+      `about one file per partition: ${files.overall.files} files in ${files.partitions.length} partitions`,
+    );
     const v = await verifyTable(cfg, r.table, r.topic);
     assert.deepEqual(v.problems, []);
     assert.equal(v.rows, r.rows);

@@ -21,7 +21,15 @@ const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 const produce = produceOrderEvents;
 
 /** Ingests in `bursts` (several commits), then drains and stops. */
-async function ingest(fc: FloeClient, cfg: FloeConfig, table: string, topic: string, from: number, bursts: number, perBurst: number): Promise<void> {
+async function ingest(
+  fc: FloeClient,
+  cfg: FloeConfig,
+  table: string,
+  topic: string,
+  from: number,
+  bursts: number,
+  perBurst: number,
+): Promise<void> {
   await startIngest(fc, table);
   for (let b = 0; b < bursts; b++) {
     await produce(cfg, topic, from + b * perBurst, perBurst);
@@ -61,7 +69,9 @@ async function listing(cfg: FloeConfig, table: string): Promise<Set<string>> {
 }
 
 describe('snapshot expiry (real stack)', { timeout: 20 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+  });
 
   it('deletes exactly the unreachable files; the cursor survives expiry of every snapshot that carried it and ingest resumes at it', async () => {
     const name = uniq('it_expire');
@@ -108,7 +118,8 @@ describe('snapshot expiry (real stack)', { timeout: 20 * 60_000 }, () => {
         assert.ok(deleted.length > 0);
         assert.equal(r.deleted.manifestLists + r.deleted.manifests + r.deleted.dataFiles + r.deleted.metadataFiles, deleted.length);
         assert.equal(r.deleted.manifestLists, r.expiredSnapshots);
-        for (const l of [...liveAfter, ...reachAfter.manifests, ...reachAfter.manifestLists]) assert.ok(listAfter.has(l), `reachable ${l} still exists`);
+        for (const l of [...liveAfter, ...reachAfter.manifests, ...reachAfter.manifestLists])
+          assert.ok(listAfter.has(l), `reachable ${l} still exists`);
 
         const reads = await engineReads(after.metadataLocation);
         assert.equal(reads.pyiceberg.rows, 180);

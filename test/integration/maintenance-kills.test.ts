@@ -50,7 +50,10 @@ function killMarker(point: string): { env: Record<string, string>; marker: strin
 }
 
 /** The retried attempts of `activityType` in a history, with the failure that ended the previous one. */
-function retriedAttempts(events: temporal.api.history.v1.IHistoryEvent[], activityType: string): Array<{ attempt: number; timeoutType: number | null; message: string }> {
+function retriedAttempts(
+  events: temporal.api.history.v1.IHistoryEvent[],
+  activityType: string,
+): Array<{ attempt: number; timeoutType: number | null; message: string }> {
   const scheduled = new Set<string>();
   for (const e of events) {
     if (e.activityTaskScheduledEventAttributes?.activityType?.name === activityType) scheduled.add(String(e.eventId));
@@ -59,13 +62,19 @@ function retriedAttempts(events: temporal.api.history.v1.IHistoryEvent[], activi
   for (const e of events) {
     const a = e.activityTaskStartedEventAttributes;
     if (!a || !scheduled.has(String(a.scheduledEventId)) || (a.attempt ?? 1) < 2) continue;
-    out.push({ attempt: a.attempt!, timeoutType: a.lastFailure?.timeoutFailureInfo?.timeoutType ?? null, message: a.lastFailure?.message ?? '' });
+    out.push({
+      attempt: a.attempt!,
+      timeoutType: a.lastFailure?.timeoutFailureInfo?.timeoutType ?? null,
+      message: a.lastFailure?.message ?? '',
+    });
   }
   return out;
 }
 
 describe('maintenance with a worker SIGKILLed mid-activity (real stack)', { timeout: 15 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 's3']);
+  });
 
   it('a compaction killed in commitRewrite before its CAS is retried after the heartbeat timeout and completes', async () => {
     const name = uniq('it_kill_commit');
@@ -78,7 +87,8 @@ describe('maintenance with a worker SIGKILLed mid-activity (real stack)', { time
     try {
       fc = await connectClient(cfg);
       const handle = await fc.client.workflow.start(compactWorkflow, {
-        taskQueue: cfg.temporal.taskQueue, workflowId: `test-${name}`,
+        taskQueue: cfg.temporal.taskQueue,
+        workflowId: `test-${name}`,
         args: [{ table, options: { minInputFiles: 2 }, window: null }],
       });
       const r = await handle.result();
@@ -91,11 +101,17 @@ describe('maintenance with a worker SIGKILLed mid-activity (real stack)', { time
       const { events } = await handle.fetchHistory();
       const retries = retriedAttempts(events ?? [], 'commitRewrite');
       assert.equal(retries.length, 1, `one retried commitRewrite attempt: ${JSON.stringify(retries)}`);
-      assert.equal(retries[0]!.timeoutType, HEARTBEAT, `the dead attempt ended by its heartbeat timeout, not start-to-close: ${JSON.stringify(retries[0])}`);
+      assert.equal(
+        retries[0]!.timeoutType,
+        HEARTBEAT,
+        `the dead attempt ended by its heartbeat timeout, not start-to-close: ${JSON.stringify(retries[0])}`,
+      );
 
       const after = await unreachable(cfg, table);
-      assert.deepEqual(await engineReads(after.metadataLocation).then((x) => [x.pyiceberg.rows, x.duckdb.distinctEventIds, x.duckdb.amountSum]),
-        [before_.pyiceberg.rows, before_.duckdb.distinctEventIds, before_.duckdb.amountSum]);
+      assert.deepEqual(
+        await engineReads(after.metadataLocation).then((x) => [x.pyiceberg.rows, x.duckdb.distinctEventIds, x.duckdb.amountSum]),
+        [before_.pyiceberg.rows, before_.duckdb.distinctEventIds, before_.duckdb.amountSum],
+      );
     } finally {
       await worker.stop();
       await fc?.close();
@@ -128,8 +144,10 @@ describe('maintenance with a worker SIGKILLed mid-activity (real stack)', { time
       const end = await unreachable(cfg, table);
       assert.deepEqual(end.files, [], 'no file only the expired snapshots reached is left');
       const after = await engineReads(end.metadataLocation);
-      assert.deepEqual([after.pyiceberg.rows, after.duckdb.distinctEventIds, after.duckdb.amountSum],
-        [before_.pyiceberg.rows, before_.duckdb.distinctEventIds, before_.duckdb.amountSum]);
+      assert.deepEqual(
+        [after.pyiceberg.rows, after.duckdb.distinctEventIds, after.duckdb.amountSum],
+        [before_.pyiceberg.rows, before_.duckdb.distinctEventIds, before_.duckdb.amountSum],
+      );
     } finally {
       await worker.stop();
       await fc?.close();

@@ -20,7 +20,6 @@ import { openTables } from '../../ingest/tables';
 import { findTable, loadConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
 
-
 // PyIceberg on the same SQLite catalog: create a.b.c at <wh>/a/b/c (no floe check on this path)
 // and append to it three times, or scan it.
 const PY = String.raw`
@@ -46,9 +45,11 @@ else:
 `;
 
 describe('nested table locations (real stack)', { timeout: 10 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 's3']);
+  });
 
-  it('orphan removal of a.b never deletes a.b.c\'s files; floe refuses to create a.b.c inside a.b', async () => {
+  it("orphan removal of a.b never deletes a.b.c's files; floe refuses to create a.b.c inside a.b", async () => {
     // A catalog of its own: exactly the tables a.b and a.b.c (and a.b's dead-letter table elsewhere).
     const name = `it_nested_${Date.now().toString(36)}`;
     const { path } = maintenanceTestConfig(name);
@@ -72,13 +73,18 @@ describe('nested table locations (real stack)', { timeout: 10 * 60_000 }, () => 
       // floe refuses the nested table, naming both.
       const nested = { ...findTable(cfg, 'a.b'), table: 'a.b.c', deadLetterTable: 'dl.a_b_c_dead_letters' };
       await assert.rejects(tables.ensureIngestTables(nested), (e: Error) => {
-        assert.match(e.message, /cannot create table a\.b\.c at s3:\/\/floe\/.*\/a\/b\/c: its location lies inside the location of table a\.b/);
+        assert.match(
+          e.message,
+          /cannot create table a\.b\.c at s3:\/\/floe\/.*\/a\/b\/c: its location lies inside the location of table a\.b/,
+        );
         return true;
       });
       assert.equal(await tables.catalog.tableExists({ namespace: ['a', 'b'], name: 'c' }), false);
 
       // Another engine creates it anyway, with data.
-      const created = await runPythonJson<{ location: string; metadata_location: string }>(PY, [db, warehouse, 'create'], { timeoutMs: 180_000 });
+      const created = await runPythonJson<{ location: string; metadata_location: string }>(PY, [db, warehouse, 'create'], {
+        timeoutMs: 180_000,
+      });
       assert.equal(created.location, `${warehouse}/a/b/c`);
       const innerFiles: string[] = [];
       for await (const f of tables.io.list(`${warehouse}/a/b/c/`)) innerFiles.push(f.location);
@@ -93,7 +99,7 @@ describe('nested table locations (real stack)', { timeout: 10 * 60_000 }, () => 
         const fc = await connectClient(cfg);
         try {
           const r = await removeOrphans(fc, 'a.b', { olderThanMs: 1000, force: true });
-          assert.deepEqual(r.sample, [stray], 'the sweep of a.b deletes only a.b\'s own orphan');
+          assert.deepEqual(r.sample, [stray], "the sweep of a.b deletes only a.b's own orphan");
           assert.equal(r.deleted, 1);
           assert.deepEqual(r.nestedTables, ['a.b.c']);
           assert.equal(r.keptByOtherTables, innerFiles.length);

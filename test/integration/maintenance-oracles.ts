@@ -20,7 +20,10 @@ import { floeHome } from '../../stack/paths';
  * A config for a fresh table `demo.<name>` (topic `<name>`, task queue `floe-<name>`), derived
  * from examples/orders.yaml like demo/scenario's, with maintenance overrides.
  */
-export function maintenanceTestConfig(name: string, maintenance: Record<string, unknown> = {}): { path: string; table: string; cfg: FloeConfig } {
+export function maintenanceTestConfig(
+  name: string,
+  maintenance: Record<string, unknown> = {},
+): { path: string; table: string; cfg: FloeConfig } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../../examples/orders.yaml'), 'utf8')) as any;
   const table = `demo.${name}`;
   const t = base.tables[0];
@@ -58,9 +61,15 @@ export function orderRows(from: number, count: number): Row[] {
     if (n >= from + count) break;
     if (n++ < from) continue;
     rows.push({
-      event_id: e.event_id, order_id: BigInt(e.order_id), event_type: e.event_type,
-      event_time: BigInt(Date.parse(e.event_time)) * 1000n, customer_id: BigInt(e.customer_id),
-      amount: e.amount, currency: e.currency, kafka_partition: 0, kafka_offset: BigInt(n - 1),
+      event_id: e.event_id,
+      order_id: BigInt(e.order_id),
+      event_type: e.event_type,
+      event_time: BigInt(Date.parse(e.event_time)) * 1000n,
+      customer_id: BigInt(e.customer_id),
+      amount: e.amount,
+      currency: e.currency,
+      kafka_partition: 0,
+      kafka_offset: BigInt(n - 1),
     });
   }
   return rows;
@@ -84,7 +93,12 @@ export async function seedSmallFiles(cfg: FloeConfig, table: string, commits: nu
   }
 }
 
-export interface EngineRead { rows: number; distinctEventIds: number; amountSum: number; files: number }
+export interface EngineRead {
+  rows: number;
+  distinctEventIds: number;
+  amountSum: number;
+  files: number;
+}
 
 const READ = String.raw`
 import json, sys

@@ -21,7 +21,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 
-async function unreachable(cfg: FloeConfig, table: string): Promise<{ location: string; files: string[]; all: Set<string>; metadataLocation: string }> {
+async function unreachable(
+  cfg: FloeConfig,
+  table: string,
+): Promise<{ location: string; files: string[]; all: Set<string>; metadataLocation: string }> {
   const tables = await openTables(cfg);
   try {
     const t = await tables.load(table);
@@ -39,7 +42,9 @@ async function unreachable(cfg: FloeConfig, table: string): Promise<{ location: 
 }
 
 describe('killed compaction and orphan removal (real stack)', { timeout: 20 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 's3']);
+  });
 
   it('a worker killed mid-rewrite leaves orphans; the retry completes; orphans removes them and nothing else', async () => {
     const name = uniq('it_orphans');
@@ -83,7 +88,10 @@ describe('killed compaction and orphan removal (real stack)', { timeout: 20 * 60
       await assert.rejects(removeOrphans(fc, table, { olderThanMs: 10 * 60_000 }), (e: Error) => {
         const cause = (e as Error & { cause?: Error & { type?: string } }).cause;
         assert.equal(cause?.type, 'UnsafeGracePeriod');
-        assert.match(cause.message, /grace period: expected at least 60 minutes \(files of in-flight commits look like orphans\), found 600 s/);
+        assert.match(
+          cause.message,
+          /grace period: expected at least 60 minutes \(files of in-flight commits look like orphans\), found 600 s/,
+        );
         return true;
       });
 

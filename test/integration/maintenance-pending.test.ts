@@ -44,9 +44,11 @@ const failureType = (e: unknown): string | undefined => {
 };
 
 describe('pending commits, missing outputs and bad windows (real stack)', { timeout: 10 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 's3']);
+  });
 
-  it('an in-flight cycle\'s marked files survive a forced sweep that deletes an unmarked file of the same age; cleared, they are swept', async () => {
+  it("an in-flight cycle's marked files survive a forced sweep that deletes an unmarked file of the same age; cleared, they are swept", async () => {
     const { table, cfg } = maintenanceTestConfig(uniq('it_pending'));
     await seedSmallFiles(cfg, table, 2, 20);
     const t = findTable(cfg, table);
@@ -74,11 +76,15 @@ describe('pending commits, missing outputs and bad windows (real stack)', { time
         await withTables(cfg, async (tables) => {
           for (const f of inflight) assert.ok(await tables.io.exists(f), `${f} of the pending commit is kept`);
           for (const f of dead) assert.ok(!(await tables.io.exists(f)), `${f} is swept`);
-          assert.deepEqual((await listPending(tables.io, location)).map((p) => p.owner), [owner], 'the sweep never deletes a marker');
+          assert.deepEqual(
+            (await listPending(tables.io, location)).map((p) => p.owner),
+            [owner],
+            'the sweep never deletes a marker',
+          );
           await clearPending(tables.io, location, owner); // the cycle ended without a commit
         });
         const r2 = await removeOrphans(fc, table, { olderThanMs: 1000, force: true });
-        assert.deepEqual([...r2.sample].sort(), [...inflight].sort(), 'unmarked, the abandoned cycle\'s files are orphans');
+        assert.deepEqual([...r2.sample].sort(), [...inflight].sort(), "unmarked, the abandoned cycle's files are orphans");
         await withTables(cfg, async (tables) => {
           for (const f of inflight) assert.ok(!(await tables.io.exists(f)));
         });
@@ -105,14 +111,18 @@ describe('pending commits, missing outputs and bad windows (real stack)', { time
             }
           });
         })();
-        const r = await compactTable(fc, table, { minInputFiles: 2, maxConcurrentFileGroupRewrites: 1 }).finally(() => { done = true; });
+        const r = await compactTable(fc, table, { minInputFiles: 2, maxConcurrentFileGroupRewrites: 1 }).finally(() => {
+          done = true;
+        });
         await poll;
         assert.ok(r.commits >= 1);
         assert.equal(owners.size, 1, `one marker during the run, found ${[...owners].join(', ')}`);
         const [owner, prefix] = [...owners][0]!.split('|');
         assert.match(owner!, /^compact-/);
-        assert.equal(prefix, `${owner}-`, 'the marker protects exactly the run\'s output names');
-        await withTables(cfg, async (tables) => assert.deepEqual(await listPending(tables.io, location), [], 'cleared at the end of the run'));
+        assert.equal(prefix, `${owner}-`, "the marker protects exactly the run's output names");
+        await withTables(cfg, async (tables) =>
+          assert.deepEqual(await listPending(tables.io, location), [], 'cleared at the end of the run'),
+        );
       } finally {
         done = true;
         await fc.close();
@@ -131,24 +141,48 @@ describe('pending commits, missing outputs and bad windows (real stack)', { time
       const runId = `compact-test-${Date.now()}`;
       const results: Array<Awaited<ReturnType<typeof rewriteFileGroup>>> = [];
       for (const g of plan.groups) {
-        results.push(await act(() => rewriteFileGroup(tables, { table, location: plan.location, runId, group: g, targetFileSizeBytes: plan.options.targetFileSizeBytes })));
+        results.push(
+          await act(() =>
+            rewriteFileGroup(tables, {
+              table,
+              location: plan.location,
+              runId,
+              group: g,
+              targetFileSizeBytes: plan.options.targetFileSizeBytes,
+            }),
+          ),
+        );
       }
       const lost = String(results[0]!.outputs[0]!.filePath);
       await tables.io.delete(lost); // a lifecycle rule, a sweep, a lost write
       const before = (await tables.load(table)).metadata;
-      const r = await act(() => commitRewrite(tables, {
-        table, location: plan.location, commitId: `c-${runId}`, groups: plan.groups.map((g, i) => ({ group: g, result: results[i]! })),
-      }));
-      assert.deepEqual(r.skippedGroups.map((s) => s.index), [plan.groups[0]!.index]);
-      assert.match(r.skippedGroups[0]!.reason, /missing or incomplete \(e\.g\. s3:\/\/.* does not exist\); not committed, the group is rewritten on the next run/);
-      assert.deepEqual(r.committedGroups, plan.groups.slice(1).map((g) => g.index));
+      const r = await act(() =>
+        commitRewrite(tables, {
+          table,
+          location: plan.location,
+          commitId: `c-${runId}`,
+          groups: plan.groups.map((g, i) => ({ group: g, result: results[i]! })),
+        }),
+      );
+      assert.deepEqual(
+        r.skippedGroups.map((s) => s.index),
+        [plan.groups[0]!.index],
+      );
+      assert.match(
+        r.skippedGroups[0]!.reason,
+        /missing or incomplete \(e\.g\. s3:\/\/.* does not exist\); not committed, the group is rewritten on the next run/,
+      );
+      assert.deepEqual(
+        r.committedGroups,
+        plan.groups.slice(1).map((g) => g.index),
+      );
       const after = (await tables.load(table)).metadata;
       assert.equal(after.snapshots.length, before.snapshots.length + 1);
       const { liveDataFiles } = await import('../../maintenance/reachable');
       const live = new Set((await liveDataFiles(tables.io, after)).map((f) => f.dataFile.filePath));
       for (const f of live) assert.ok(await tables.io.exists(f), `every live file exists: ${f}`);
       assert.ok(!live.has(lost));
-      for (const f of plan.groups[0]!.files) assert.ok(live.has(`${plan.location}/${f.path}`), 'the failed group\'s inputs stay live');
+      for (const f of plan.groups[0]!.files) assert.ok(live.has(`${plan.location}/${f.path}`), "the failed group's inputs stay live");
     });
   });
 
@@ -156,7 +190,12 @@ describe('pending commits, missing outputs and bad windows (real stack)', { time
     const { table, cfg, path } = maintenanceTestConfig(uniq('it_window'));
     await seedSmallFiles(cfg, table, 3, 20);
     const future = new Date(Date.now() + 86_400_000).toISOString();
-    const cli = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', resolve(REPO, 'cli/main.ts'), '-c', path, ...args], { cwd: REPO, encoding: 'utf8', timeout: 120_000 });
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', resolve(REPO, 'cli/main.ts'), '-c', path, ...args], {
+        cwd: REPO,
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
     for (const w of ['garbage', future]) {
       const r = cli(['maintain', table, '--window', w]);
       assert.equal(r.status, 1, r.stdout + r.stderr);
@@ -178,9 +217,16 @@ describe('pending commits, missing outputs and bad windows (real stack)', { time
           await assert.rejects(removeOrphans(fc, table, { olderThanMs: 1000, force: true, window }), InvalidWindowError);
           await assert.rejects(maintainTable(fc, table, { window }), InvalidWindowError);
           // Past the client: the workflows refuse it too.
-          for (const [wf, args] of [[orphansWorkflow, { table, window, olderThanMs: 1000, force: true }], [maintainWorkflow, { table, window }]] as const) {
+          for (const [wf, args] of [
+            [orphansWorkflow, { table, window, olderThanMs: 1000, force: true }],
+            [maintainWorkflow, { table, window }],
+          ] as const) {
             await assert.rejects(
-              fc.client.workflow.execute(wf as typeof orphansWorkflow, { taskQueue: cfg.temporal.taskQueue, workflowId: uniq(`it-window-${wf.name}`), args: [args as never] }),
+              fc.client.workflow.execute(wf as typeof orphansWorkflow, {
+                taskQueue: cfg.temporal.taskQueue,
+                workflowId: uniq(`it-window-${wf.name}`),
+                args: [args as never],
+              }),
               (e: unknown) => e instanceof WorkflowFailedError && failureType(e) === 'InvalidWindow',
             );
           }

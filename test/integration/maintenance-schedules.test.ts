@@ -12,7 +12,13 @@ import { stackEnv } from '../../stack/env';
 import { runCommand } from '../../stack/proc';
 import { connectClient } from '../../client';
 import {
-  applySchedules, backfillSchedule, maintenanceScheduleId, maintenanceWorkflowId, setSchedulesPaused, tableFiles, windowOf,
+  applySchedules,
+  backfillSchedule,
+  maintenanceScheduleId,
+  maintenanceWorkflowId,
+  setSchedulesPaused,
+  tableFiles,
+  windowOf,
 } from '../../client/maintenance';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,7 +27,9 @@ const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 const HOUR = 3_600_000;
 
 describe('maintenance schedules (real stack)', { timeout: 20 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 's3']);
+  });
 
   it('a backfill over three past windows runs three workflows; running it again changes nothing', async () => {
     const name = uniq('it_sched');
@@ -36,9 +44,19 @@ describe('maintenance schedules (real stack)', { timeout: 20 * 60_000 }, () => {
     const ids = (['compact', 'expire', 'orphans'] as const).map((k) => maintenanceScheduleId(k, table));
     try {
       const created = await applySchedules(fc, [table]);
-      assert.deepEqual(created.map((s) => [s.kind, s.action, s.paused]), [['compact', 'created', true], ['expire', 'created', true], ['orphans', 'created', true]]);
+      assert.deepEqual(
+        created.map((s) => [s.kind, s.action, s.paused]),
+        [
+          ['compact', 'created', true],
+          ['expire', 'created', true],
+          ['orphans', 'created', true],
+        ],
+      );
       const updated = await applySchedules(fc, [table]);
-      assert.deepEqual(updated.map((s) => s.action), ['updated', 'updated', 'updated']);
+      assert.deepEqual(
+        updated.map((s) => s.action),
+        ['updated', 'updated', 'updated'],
+      );
       const h = fc.client.schedule.getHandle(ids[0]!);
       const d = await h.describe();
       assert.equal(d.state.paused, true);
@@ -51,10 +69,15 @@ describe('maintenance schedules (real stack)', { timeout: 20 * 60_000 }, () => {
       const top = Math.floor(Date.now() / HOUR) * HOUR;
       const windows = [top - 3 * HOUR, top - 2 * HOUR, top - HOUR].map((t) => windowOf(new Date(t)));
       const children = windows.map((w) => fc.client.workflow.getHandle(maintenanceWorkflowId('compact', table, w)));
-      const describeAll = async () => Promise.all(children.map((c) => c.describe().catch((e) => {
-        if (e instanceof WorkflowNotFoundError) return null;
-        throw e;
-      })));
+      const describeAll = async () =>
+        Promise.all(
+          children.map((c) =>
+            c.describe().catch((e) => {
+              if (e instanceof WorkflowNotFoundError) return null;
+              throw e;
+            }),
+          ),
+        );
 
       await withWorker(cfg, async () => {
         // Backfills run on a paused schedule too (they are manual actions).
@@ -64,10 +87,24 @@ describe('maintenance schedules (real stack)', { timeout: 20 * 60_000 }, () => {
           await sleep(1000);
           runs = await describeAll();
         }
-        assert.deepEqual(runs.map((r) => r?.status.name), ['COMPLETED', 'COMPLETED', 'COMPLETED'], 'three windows, three workflows');
-        const results = await Promise.all(children.map((c) => c.result() as Promise<{ commits: number; window: string; rewritten_data_files_count: number }>));
-        assert.deepEqual(results.map((r) => r.window), windows, 'each run got its window from its scheduled start time');
-        assert.equal(results.reduce((a, r) => a + r.rewritten_data_files_count, 0), seeded, 'the files were rewritten once, by one of the windows');
+        assert.deepEqual(
+          runs.map((r) => r?.status.name),
+          ['COMPLETED', 'COMPLETED', 'COMPLETED'],
+          'three windows, three workflows',
+        );
+        const results = await Promise.all(
+          children.map((c) => c.result() as Promise<{ commits: number; window: string; rewritten_data_files_count: number }>),
+        );
+        assert.deepEqual(
+          results.map((r) => r.window),
+          windows,
+          'each run got its window from its scheduled start time',
+        );
+        assert.equal(
+          results.reduce((a, r) => a + r.rewritten_data_files_count, 0),
+          seeded,
+          'the files were rewritten once, by one of the windows',
+        );
         const metadata1 = await currentMetadataLocation(cfg, table);
         const files1 = await tableFiles(cfg, table);
         const reads1 = await engineReads(metadata1);
@@ -75,18 +112,39 @@ describe('maintenance schedules (real stack)', { timeout: 20 * 60_000 }, () => {
 
         // Same backfill again, through the temporal CLI as an operator would.
         const temporal = `${stackEnv().python.bin}/temporal`;
-        await runCommand(temporal, ['schedule', 'backfill', '--address', cfg.temporal.address, '--namespace', cfg.temporal.namespace,
-          '--schedule-id', ids[0]!, '--overlap-policy', 'BufferAll',
-          '--start-time', new Date(top - 3 * HOUR - 60_000).toISOString(), '--end-time', new Date(top - HOUR + 60_000).toISOString()]);
+        await runCommand(temporal, [
+          'schedule',
+          'backfill',
+          '--address',
+          cfg.temporal.address,
+          '--namespace',
+          cfg.temporal.namespace,
+          '--schedule-id',
+          ids[0]!,
+          '--overlap-policy',
+          'BufferAll',
+          '--start-time',
+          new Date(top - 3 * HOUR - 60_000).toISOString(),
+          '--end-time',
+          new Date(top - HOUR + 60_000).toISOString(),
+        ]);
         // Let the scheduler start whatever it starts for those windows and let it finish.
         await sleep(15_000);
         const runs2 = await describeAll();
-        assert.deepEqual(runs2.map((r) => r?.runId), runs.map((r) => r?.runId), 'no window ran a second time');
+        assert.deepEqual(
+          runs2.map((r) => r?.runId),
+          runs.map((r) => r?.runId),
+          'no window ran a second time',
+        );
         assert.equal(await currentMetadataLocation(cfg, table), metadata1, 'the table did not change');
         assert.deepEqual(await engineReads(metadata1), reads1);
       });
     } finally {
-      for (const id of ids) await fc.client.schedule.getHandle(id).delete().catch(() => undefined);
+      for (const id of ids)
+        await fc.client.schedule
+          .getHandle(id)
+          .delete()
+          .catch(() => undefined);
       await fc.close();
     }
   });

@@ -49,7 +49,8 @@ function orderIdsByBucket(): bigint[][] {
 
 /** Seconds from scheduling to completion of each activity of type `name` in a history. */
 function activitySeconds(events: temporal.api.history.v1.IHistoryEvent[], name: string): number[] {
-  const ms = (e: temporal.api.history.v1.IHistoryEvent) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
+  const ms = (e: temporal.api.history.v1.IHistoryEvent) =>
+    Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
   const scheduled = new Map<string, number>();
   const out: number[] = [];
   for (const e of events) {
@@ -88,12 +89,17 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
   // A worker process of its own, as in production (an in-process worker would keep this process
   // alive for minutes after the test: the commit's best-effort Kafka offset mirror leaves a
   // consumer-group client connected).
-  after(async () => { await worker?.kill('SIGTERM'); });
+  after(async () => {
+    await worker?.kill('SIGTERM');
+  });
 
   before(async () => {
     await ensureStack(['temporal', 'kafka', 's3']);
     const c = scenarioConfig(`it_payload_${Date.now().toString(36)}`, 2, '30s', {
-      partitionBy: [{ column: 'order_id', transform: `bucket[${BUCKETS}]` }, { column: 'currency', transform: 'identity' }],
+      partitionBy: [
+        { column: 'order_id', transform: `bucket[${BUCKETS}]` },
+        { column: 'currency', transform: 'identity' },
+      ],
       parallelism: 2,
     });
     cfg = loadConfig(c.path);
@@ -112,10 +118,16 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
       for (const bucketIds of ids) {
         for (const orderId of bucketIds) {
           messages.push({
-            key: `${orderId}-${currency}`, partition: ci % 2,
+            key: `${orderId}-${currency}`,
+            partition: ci % 2,
             value: JSON.stringify({
-              event_id: `evt-${n}`, order_id: Number(orderId), event_type: 'placed', event_time: new Date(Date.UTC(2026, 6, 1) + n).toISOString(),
-              customer_id: n, amount: (n % 1000) / 4, currency,
+              event_id: `evt-${n}`,
+              order_id: Number(orderId),
+              event_type: 'placed',
+              event_time: new Date(Date.UTC(2026, 6, 1) + n).toISOString(),
+              customer_id: n,
+              amount: (n % 1000) / 4,
+              currency,
             }),
           });
           n++;
@@ -139,8 +151,11 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
       // Started with the drain signal already delivered: the first cycle polls until caught up
       // with the topic (one cycle reads it all), the second finds nothing and ends the run.
       await fc.client.workflow.signalWithStart(ingestWorkflow, {
-        taskQueue: cfg.temporal.taskQueue, workflowId, args: [{ table: tc.table, ingestId: tc.ingestId }],
-        signal: drainAndStopSignal, signalArgs: [],
+        taskQueue: cfg.temporal.taskQueue,
+        workflowId,
+        args: [{ table: tc.table, ingestId: tc.ingestId }],
+        signal: drainAndStopSignal,
+        signalArgs: [],
       });
       const status = await waitForIngest(fc, table);
       cycleMs = Date.now() - started;
@@ -161,7 +176,8 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
         // rows == messages, read back from the files themselves (floe's Parquet reader)
         const ids = new Set<string>();
         await mapConcurrent(files, 16, async (f) => {
-          for await (const b of readParquetBatches(tables.io, f.filePath, { columns: ['event_id'] })) for (const v of b.getChild('event_id')!) ids.add(v as string);
+          for await (const b of readParquetBatches(tables.io, f.filePath, { columns: ['event_id'] }))
+            for (const v of b.getChild('event_id')!) ids.add(v as string);
         });
         assert.equal(ids.size, MESSAGES);
         // and by an independent engine
@@ -177,14 +193,21 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
       // History: every payload small; the file lists travelled as references.
       const history = await fc.client.workflow.getHandle(workflowId).fetchHistory();
       const carried = payloadTexts(history.events ?? []).join('\n');
-      for (const l of leftStaged) assert.ok(!carried.includes(l), `staged list ${l} was carried by the workflow, yet not deleted after the commit`);
+      for (const l of leftStaged)
+        assert.ok(!carried.includes(l), `staged list ${l} was carried by the workflow, yet not deleted after the commit`);
       const payloads = (history.events ?? []).flatMap(payloadSizes).sort((a, b) => b.bytes - a.bytes);
       const total = payloads.reduce((a, p) => a + p.bytes, 0);
       const largest = payloads[0]!;
       const inlineBytesPerFile = Buffer.byteLength(JSON.stringify(files.map(dataFileToWire))) / FILES;
-      const polls = activitySeconds(history.events ?? [], 'pollAndWrite').map((x) => x.toFixed(1)).join(' s, ');
-      const commits = activitySeconds(history.events ?? [], 'commit').map((x) => x.toFixed(1)).join(' s, ');
-      t.diagnostic(`${FILES} files, ${MESSAGES} rows: start to drained ${(cycleMs / 1000).toFixed(1)} s (pollAndWrite ${polls} s; commit ${commits} s); history payloads ${total} bytes in all (${(total / FILES).toFixed(2)} bytes per file), largest ${largest.bytes} bytes (${largest.where}); inline wire form ${inlineBytesPerFile.toFixed(0)} bytes per file (${(inlineBytesPerFile * FILES / MiB).toFixed(1)} MiB per list, twice per cycle)`);
+      const polls = activitySeconds(history.events ?? [], 'pollAndWrite')
+        .map((x) => x.toFixed(1))
+        .join(' s, ');
+      const commits = activitySeconds(history.events ?? [], 'commit')
+        .map((x) => x.toFixed(1))
+        .join(' s, ');
+      t.diagnostic(
+        `${FILES} files, ${MESSAGES} rows: start to drained ${(cycleMs / 1000).toFixed(1)} s (pollAndWrite ${polls} s; commit ${commits} s); history payloads ${total} bytes in all (${(total / FILES).toFixed(2)} bytes per file), largest ${largest.bytes} bytes (${largest.where}); inline wire form ${inlineBytesPerFile.toFixed(0)} bytes per file (${((inlineBytesPerFile * FILES) / MiB).toFixed(1)} MiB per list, twice per cycle)`,
+      );
       assert.ok(largest.bytes < 1 * MiB, `largest payload ${largest.bytes} bytes at ${largest.where}`);
       assert.ok(largest.bytes < 64 * 1024, `file lists travel as references: largest payload ${largest.bytes} bytes at ${largest.where}`);
       assert.ok(inlineBytesPerFile * FILES > 2 * MiB, 'inline, this cycle would have exceeded the 2 MB payload limit');
@@ -196,8 +219,14 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
 
 /** Every payload's data as text (history payloads are JSON-encoded bytes). */
 function payloadTexts(node: unknown, out: string[] = []): string[] {
-  if (node instanceof Uint8Array) { out.push(Buffer.from(node).toString('utf8')); return out; }
-  if (Array.isArray(node)) { for (const x of node) payloadTexts(x, out); return out; }
+  if (node instanceof Uint8Array) {
+    out.push(Buffer.from(node).toString('utf8'));
+    return out;
+  }
+  if (Array.isArray(node)) {
+    for (const x of node) payloadTexts(x, out);
+    return out;
+  }
   if (node !== null && typeof node === 'object') for (const v of Object.values(node)) payloadTexts(v, out);
   return out;
 }

@@ -18,9 +18,15 @@ before(async () => {
   env = await ensureStack(['s3']);
   const s3 = env.s3;
   io = new S3FileIO({
-    endpoint: s3.endpoint, region: s3.region, forcePathStyle: true,
-    accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
-    maxAttempts: 3, multipartThresholdBytes: 6 * 1024 * 1024, partSizeBytes: 5 * 1024 * 1024, listPageSize: 2,
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    maxAttempts: 3,
+    multipartThresholdBytes: 6 * 1024 * 1024,
+    partSizeBytes: 5 * 1024 * 1024,
+    listPageSize: 2,
   });
   base = `s3://${s3.bucket}/test/s3-io-${randomUUID().slice(0, 8)}`;
 });
@@ -89,10 +95,16 @@ void test('multipart upload above the threshold; ranged reads across part bounda
 
 void test('bad credentials are a non-retryable Io error, not NotFound', async () => {
   const bad = new S3FileIO({
-    endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true,
-    accessKeyId: env.s3.accessKeyId, secretAccessKey: 'wrong-secret', maxAttempts: 1,
+    endpoint: env.s3.endpoint,
+    region: env.s3.region,
+    forcePathStyle: true,
+    accessKeyId: env.s3.accessKeyId,
+    secretAccessKey: 'wrong-secret',
+    maxAttempts: 1,
   });
-  await assert.rejects(bad.write(`${base}/denied`, new Uint8Array(1)), (e: unknown) =>
-    isIcebergError(e, 'Io') && !e.retryable && /HTTP 403/.test(e.message));
+  await assert.rejects(
+    bad.write(`${base}/denied`, new Uint8Array(1)),
+    (e: unknown) => isIcebergError(e, 'Io') && !e.retryable && /HTTP 403/.test(e.message),
+  );
   bad.client.destroy();
 });

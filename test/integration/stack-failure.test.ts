@@ -19,7 +19,10 @@ describe('stack start failures (real services)', { timeout: 5 * 60_000 }, () => 
     await ensureStack(['postgres'], { log: () => undefined });
     await stackDown(['postgres'], { log: () => undefined });
     squatter = createServer((s) => s.destroy());
-    await new Promise<void>((resolve, reject) => { squatter!.once('error', reject); squatter!.listen(PORTS.postgres, '127.0.0.1', resolve); });
+    await new Promise<void>((resolve, reject) => {
+      squatter!.once('error', reject);
+      squatter!.listen(PORTS.postgres, '127.0.0.1', resolve);
+    });
     await assert.rejects(ensureStack(['postgres'], { log: () => undefined }), (e: Error) => {
       assert.match(e.message, new RegExp(`^postgres: port ${PORTS.postgres} failed: the port is taken`));
       return true;

@@ -29,7 +29,11 @@ describe('local stack', () => {
   let env: StackEnv;
   before(async () => {
     // Worker INFO lines would bury the test report; the runtime is per process (one per file).
-    try { Runtime.install({ logger: new DefaultLogger('WARN') }); } catch { /* already installed */ }
+    try {
+      Runtime.install({ logger: new DefaultLogger('WARN') });
+    } catch {
+      /* already installed */
+    }
     env = await ensureStack();
   });
 
@@ -43,7 +47,10 @@ describe('local stack', () => {
 
     const producer = kafka.producer();
     await producer.connect();
-    const sent = [{ key: 'k1', value: 'hello' }, { key: 'k2', value: 'floe' }];
+    const sent = [
+      { key: 'k1', value: 'hello' },
+      { key: 'k2', value: 'floe' },
+    ];
     await producer.send({ topic, messages: sent });
     await producer.disconnect();
 
@@ -54,18 +61,30 @@ describe('local stack', () => {
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`expected ${sent.length} messages within 30 s, got ${got.length}`)), 30_000);
-        consumer.run({
-          eachMessage: async ({ message }) => {
-            got.push({ key: message.key?.toString() ?? '', value: message.value?.toString() ?? '', offset: message.offset });
-            if (got.length === sent.length) { clearTimeout(timer); resolve(); }
-          },
-        }).catch(reject);
+        consumer
+          .run({
+            eachMessage: async ({ message }) => {
+              got.push({ key: message.key?.toString() ?? '', value: message.value?.toString() ?? '', offset: message.offset });
+              if (got.length === sent.length) {
+                clearTimeout(timer);
+                resolve();
+              }
+            },
+          })
+          .catch(reject);
       });
     } finally {
       await consumer.disconnect();
     }
-    assert.deepEqual(got.map(({ key, value }) => ({ key, value })), sent);
-    assert.deepEqual(got.map((m) => m.offset), ['0', '1'], 'offsets of a fresh single-partition topic');
+    assert.deepEqual(
+      got.map(({ key, value }) => ({ key, value })),
+      sent,
+    );
+    assert.deepEqual(
+      got.map((m) => m.offset),
+      ['0', '1'],
+      'offsets of a fresh single-partition topic',
+    );
   });
 
   it('temporal: a workflow runs an activity on the dev server', async () => {
@@ -101,16 +120,25 @@ describe('local stack', () => {
       const body = await (await client.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }))).Body?.transformToString();
       assert.equal(body, 'hello floe');
       const listed = await client.send(new ListObjectsV2Command({ Bucket: env.s3.bucket, Prefix: key.split('/')[0] }));
-      assert.deepEqual(listed.Contents?.map((o) => o.Key), [key]);
+      assert.deepEqual(
+        listed.Contents?.map((o) => o.Key),
+        [key],
+      );
     } finally {
       client.destroy();
     }
     const wrong = new S3Client({
-      endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, maxAttempts: 1,
+      endpoint: env.s3.endpoint,
+      region: env.s3.region,
+      forcePathStyle: true,
+      maxAttempts: 1,
       credentials: { accessKeyId: env.s3.accessKeyId, secretAccessKey: 'not-the-secret' },
     });
     try {
-      await assert.rejects(wrong.send(new ListObjectsV2Command({ Bucket: env.s3.bucket })), /SignatureDoesNotMatch|AccessDenied|InvalidAccessKeyId/);
+      await assert.rejects(
+        wrong.send(new ListObjectsV2Command({ Bucket: env.s3.bucket })),
+        /SignatureDoesNotMatch|AccessDenied|InvalidAccessKeyId/,
+      );
     } finally {
       wrong.destroy();
     }
@@ -120,7 +148,9 @@ describe('local stack', () => {
     const pg = new PgClient({ connectionString: env.postgres.url });
     await pg.connect();
     try {
-      const r = await pg.query<{ db: string; usr: string; addr: string | null }>('SELECT current_database() AS db, current_user AS usr, inet_server_addr()::text AS addr');
+      const r = await pg.query<{ db: string; usr: string; addr: string | null }>(
+        'SELECT current_database() AS db, current_user AS usr, inet_server_addr()::text AS addr',
+      );
       assert.deepEqual(r.rows[0], { db: 'floe', usr: 'floe', addr: '127.0.0.1/32' });
     } finally {
       await pg.end();
@@ -156,7 +186,8 @@ describe('local stack', () => {
       rows: unknown[][];
       footerFieldIds: Record<string, number | null>;
       s3Rows: number;
-    }>(`
+    }>(
+      `
 import json, sys
 import pyarrow.parquet as pq
 from floe_duckdb import connect
@@ -168,11 +199,18 @@ con = connect()
 footer = {r[0]: r[1] for r in con.execute("SELECT name, field_id FROM parquet_schema(?) WHERE num_children IS NULL OR num_children = 0", [sys.argv[1]]).fetchall()}
 s3_rows = con.execute(f"SELECT count(*) FROM read_parquet('s3://{sys.argv[2]}')").fetchone()[0]
 print(json.dumps({"pyarrowFieldIds": ids, "rows": [list(r.values()) for r in f.read().to_pylist()], "footerFieldIds": footer, "s3Rows": s3_rows}))
-`, [file, `${env.s3.bucket}/${key}`], { timeoutMs: 120_000 });
+`,
+      [file, `${env.s3.bucket}/${key}`],
+      { timeoutMs: 120_000 },
+    );
 
     assert.deepEqual(out.footerFieldIds, { id: 1, name: 2 }, 'field_id in the Parquet footer (DuckDB parquet_schema)');
     assert.deepEqual(out.pyarrowFieldIds, { id: '1', name: '2' }, 'PARQUET:field_id as pyarrow reads the Parquet schema');
-    assert.deepEqual(out.rows, [[1, 'a'], [2, null], [3, 'c']]);
+    assert.deepEqual(out.rows, [
+      [1, 'a'],
+      [2, null],
+      [3, 'c'],
+    ]);
     assert.equal(out.s3Rows, 3, 'DuckDB httpfs reads the same file from SeaweedFS with the stack credentials');
   });
 });

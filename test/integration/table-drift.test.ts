@@ -47,7 +47,12 @@ t = t.refresh()
 print(json.dumps([[f.name, str(f.field_type)] for f in t.schema().fields]))
 `;
 
-async function alter(cfg: FloeConfig, table: string, op: 'widen' | 'rename' | 'delete', ...args: string[]): Promise<Array<[string, string]>> {
+async function alter(
+  cfg: FloeConfig,
+  table: string,
+  op: 'widen' | 'rename' | 'delete',
+  ...args: string[]
+): Promise<Array<[string, string]>> {
   return runPythonJson(PY_ALTER, [cfg.catalog.name, cfg.catalog.uri, cfg.catalog.warehouse, table, op, ...args]);
 }
 
@@ -55,7 +60,9 @@ const produce = (cfg: FloeConfig, topic: string, count: number) => produceOrderE
 
 async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms); });
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
   try {
     return await Promise.race([p, timeout]);
   } finally {
@@ -64,7 +71,9 @@ async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
 }
 
 describe('table drift (real stack)', { timeout: 10 * 60_000 }, () => {
-  before(async () => { await ensureStack(['temporal', 'kafka', 's3']); });
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+  });
 
   it('a running ingest fails with TableDrift when another engine widens int -> long; ingest start then refuses', async () => {
     const c = scenarioConfig(uniq('it_drift_widen'), 1, '1s');
@@ -82,15 +91,28 @@ describe('table drift (real stack)', { timeout: 10 * 60_000 }, () => {
           assert.ok(Date.now() < deadline, `the ingest committed 20 rows within 60 s (status ${JSON.stringify(s)})`);
         }
         const columns = await alter(cfg, c.table, 'widen', 'kafka_partition');
-        assert.deepEqual(columns.find(([n]) => n === 'kafka_partition'), ['kafka_partition', 'long']);
+        assert.deepEqual(
+          columns.find(([n]) => n === 'kafka_partition'),
+          ['kafka_partition', 'long'],
+        );
 
         // The next cycle's loadCursor sees the drift and fails the workflow, once, visibly.
         const handle = fc.client.workflow.getHandle(ingestWorkflowId(c.table, t.ingestId));
-        const err = await within(60_000, 'the ingest workflow fails', handle.result().then(() => null, (e: unknown) => e));
+        const err = await within(
+          60_000,
+          'the ingest workflow fails',
+          handle.result().then(
+            () => null,
+            (e: unknown) => e,
+          ),
+        );
         assert.ok(err, 'the ingest workflow failed instead of going on');
         const cause = rootCause(err);
         assert.equal(cause.name, 'TableDrift');
-        assert.match(cause.message, new RegExp(`table ${c.table.replace('.', '\\.')}: column "kafka_partition" is long in the table but int in the config`));
+        assert.match(
+          cause.message,
+          new RegExp(`table ${c.table.replace('.', '\\.')}: column "kafka_partition" is long in the table but int in the config`),
+        );
         const d = await handle.describe();
         assert.equal(d.status.name, 'FAILED');
       });
@@ -136,7 +158,9 @@ describe('table drift (real stack)', { timeout: 10 * 60_000 }, () => {
 
     // The CLI prints one line per problem and exits 1.
     const root = resolve(__dirname, '../..');
-    const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', '-c', c.path, 'ingest', 'start', c.table], { cwd: root });
+    const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', '-c', c.path, 'ingest', 'start', c.table], {
+      cwd: root,
+    });
     await assert.rejects(run, (e: { code?: number; stderr?: string }) => {
       assert.equal(e.code, 1);
       assert.match(e.stderr ?? '', new RegExp(`ingest ${c.table.replace('.', '\\.')} not started`));

@@ -24,15 +24,27 @@ function floatBits(x: number): string {
 export function canonValue(type: PrimitiveType, v: unknown): Canon {
   if (v === null || v === undefined) return null;
   switch (type) {
-    case 'boolean': return v as boolean;
-    case 'int': case 'long': case 'date': case 'time':
-    case 'timestamp': case 'timestamptz': case 'timestamp_ns': case 'timestamptz_ns':
+    case 'boolean':
+      return v as boolean;
+    case 'int':
+    case 'long':
+    case 'date':
+    case 'time':
+    case 'timestamp':
+    case 'timestamptz':
+    case 'timestamp_ns':
+    case 'timestamptz_ns':
       return BigInt(v as number | bigint).toString();
-    case 'float': return floatBits(Math.fround(v as number));
-    case 'double': return floatBits(v as number);
-    case 'string': return v as string;
-    case 'uuid': return typeof v === 'string' ? uuidFromBytes(uuidToBytes(v)) : uuidFromBytes(v as Uint8Array);
-    case 'binary': return hex(v as Uint8Array);
+    case 'float':
+      return floatBits(Math.fround(v as number));
+    case 'double':
+      return floatBits(v as number);
+    case 'string':
+      return v as string;
+    case 'uuid':
+      return typeof v === 'string' ? uuidFromBytes(uuidToBytes(v)) : uuidFromBytes(v as Uint8Array);
+    case 'binary':
+      return hex(v as Uint8Array);
     default: {
       const dec = parseDecimalType(type);
       if (dec) return (typeof v === 'bigint' ? v : unscaledDecimal(v as string | number, dec.scale)).toString();
@@ -50,7 +62,10 @@ export const columnsOf = (schema: Schema): Array<[string, PrimitiveType]> =>
 
 /** Sorts like iceberg_oracle.py's sort_rows (by the JSON text of each row). */
 export const sortRows = (rows: CanonRow[]): CanonRow[] =>
-  rows.map((r) => [JSON.stringify(r), r] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, r]) => r);
+  rows
+    .map((r) => [JSON.stringify(r), r] as const)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([, r]) => r);
 
 export function canonRows(schema: Schema, rows: ReadonlyArray<Record<string, unknown>>): CanonRow[] {
   const cols = columnsOf(schema);
@@ -63,18 +78,28 @@ export function canonRows(schema: Schema, rows: ReadonlyArray<Record<string, unk
  */
 export function canonArrow(type: PrimitiveType, vec: arrow.Vector, i: number): Canon {
   if (!vec.isValid(i)) return null;
-  let chunk = 0, at = i;
+  let chunk = 0,
+    at = i;
   while (at >= vec.data[chunk]!.length) at -= vec.data[chunk++]!.length;
   const d = vec.data[chunk]!;
   const idx = at + d.offset;
   switch (type) {
-    case 'int': case 'date':
-    case 'long': case 'time': case 'timestamp': case 'timestamptz': case 'timestamp_ns': case 'timestamptz_ns': {
+    case 'int':
+    case 'date':
+    case 'long':
+    case 'time':
+    case 'timestamp':
+    case 'timestamptz':
+    case 'timestamp_ns':
+    case 'timestamptz_ns': {
       const values = d.values as Int32Array | BigInt64Array;
       return BigInt(values[idx]!).toString();
     }
-    case 'float': case 'double': return floatBits((d.values as Float32Array | Float64Array)[idx]!);
-    default: break;
+    case 'float':
+    case 'double':
+      return floatBits((d.values as Float32Array | Float64Array)[idx]!);
+    default:
+      break;
   }
   const dec = parseDecimalType(type);
   if (dec) {

@@ -10,7 +10,13 @@ import { pathToFileURL } from 'node:url';
 import type { Catalog } from '../../iceberg/catalog/catalog';
 import { catalogFromConfig, type SqlCatalogConfig } from '../../iceberg/catalog/config';
 import type { FileIO } from '../../iceberg/io/file-io';
-import { parquetWriteOptionsFromProperties, readParquetBatches, writePartitionedRows, RollingParquetWriter, type Row } from '../../iceberg/parquet';
+import {
+  parquetWriteOptionsFromProperties,
+  readParquetBatches,
+  writePartitionedRows,
+  RollingParquetWriter,
+  type Row,
+} from '../../iceberg/parquet';
 import { planFiles } from '../../iceberg/scan';
 import { currentSchema, newTableMetadata, specById } from '../../iceberg/spec/metadata';
 import { partitionKey, partitionPath } from '../../iceberg/spec/partition';
@@ -36,12 +42,23 @@ export function backend(kind: BackendKind, root: string, catalogName = 'floe'): 
   const db = join(root, 'catalog.db');
   const uri = `sqlite:///${db}`; // db is absolute: 4 slashes, as SQLAlchemy wants
   const s3 = stackEnv().s3;
-  const warehouse = kind === 'file'
-    ? pathToFileURL(join(root, 'warehouse')).href
-    : `s3://${s3.bucket}/interop-tests/${Date.now()}-${randomUUID().slice(0, 8)}`;
+  const warehouse =
+    kind === 'file'
+      ? pathToFileURL(join(root, 'warehouse')).href
+      : `s3://${s3.bucket}/interop-tests/${Date.now()}-${randomUUID().slice(0, 8)}`;
   const config: SqlCatalogConfig = {
-    type: 'sql', name: catalogName, uri, warehouse, busyTimeoutMs: 30_000,
-    s3: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+    type: 'sql',
+    name: catalogName,
+    uri,
+    warehouse,
+    busyTimeoutMs: 30_000,
+    s3: {
+      endpoint: s3.endpoint,
+      region: s3.region,
+      forcePathStyle: true,
+      accessKeyId: s3.accessKeyId,
+      secretAccessKey: s3.secretAccessKey,
+    },
   };
   return { kind, warehouse, config, oracle: { name: catalogName, uri, warehouse } };
 }
@@ -50,14 +67,25 @@ export async function open(b: Backend): Promise<{ catalog: Catalog; io: FileIO }
   return catalogFromConfig(b.config);
 }
 
-export async function createTable(catalog: Catalog, b: Backend, id: TableIdentifier, schema: Schema, spec: PartitionSpec,
-  properties: Record<string, string> = {}): Promise<LoadedTable> {
+export async function createTable(
+  catalog: Catalog,
+  b: Backend,
+  id: TableIdentifier,
+  schema: Schema,
+  spec: PartitionSpec,
+  properties: Record<string, string> = {},
+): Promise<LoadedTable> {
   if (!(await catalog.namespaceExists(id.namespace))) await catalog.createNamespace(id.namespace);
-  return catalog.createTable(id, newTableMetadata({
-    location: `${b.warehouse}/${id.namespace.join('/')}/${id.name}`,
-    schema, spec, tableUuid: randomUUID(),
-    properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd', ...properties },
-  }));
+  return catalog.createTable(
+    id,
+    newTableMetadata({
+      location: `${b.warehouse}/${id.namespace.join('/')}/${id.name}`,
+      schema,
+      spec,
+      tableUuid: randomUUID(),
+      properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd', ...properties },
+    }),
+  );
 }
 
 /** Writes rows as Parquet, one file per partition (the writer activities/tables.ts uses). */
@@ -68,8 +96,14 @@ export async function writeFiles(io: FileIO, metadata: TableMetadata, rows: read
 export const FAST_RETRY = { maxAttempts: 60, minWaitMs: 10, maxWaitMs: 400 };
 
 /** Writes and fast-appends `rows` in one snapshot; returns the files and the committed table. */
-export async function appendRows(catalog: Catalog, io: FileIO, id: TableIdentifier, rows: readonly Row[], prefix: string,
-  summary: Record<string, string> = {}): Promise<{ files: DataFile[]; table: LoadedTable; snapshotId: bigint }> {
+export async function appendRows(
+  catalog: Catalog,
+  io: FileIO,
+  id: TableIdentifier,
+  rows: readonly Row[],
+  prefix: string,
+  summary: Record<string, string> = {},
+): Promise<{ files: DataFile[]; table: LoadedTable; snapshotId: bigint }> {
   const loaded = await catalog.loadTable(id);
   const files = await writeFiles(io, loaded.metadata, rows, prefix);
   const tx = new Transaction(id);
@@ -97,8 +131,14 @@ export async function readRows(io: FileIO, schema: Schema, files: readonly DataF
  * into one new file, then commit one `replace` snapshot. Concurrency: see RewriteFiles (fails with
  * CommitFailed if a replaced file vanished; concurrent appends are kept).
  */
-export async function compact(catalog: Catalog, io: FileIO, table: LoadedTable, files: readonly DataFile[], prefix: string,
-  retry = FAST_RETRY): Promise<{ added: DataFile[]; table: LoadedTable }> {
+export async function compact(
+  catalog: Catalog,
+  io: FileIO,
+  table: LoadedTable,
+  files: readonly DataFile[],
+  prefix: string,
+  retry = FAST_RETRY,
+): Promise<{ added: DataFile[]; table: LoadedTable }> {
   const m = table.metadata;
   const schema = currentSchema(m);
   const groups = new Map<string, DataFile[]>();
@@ -115,7 +155,9 @@ export async function compact(catalog: Catalog, io: FileIO, table: LoadedTable, 
     const spec = specById(m, first.specId);
     const dir = spec.fields.length ? `${m.location}/data/${partitionPath(spec, schema, first.partition)}` : `${m.location}/data`;
     const w = new RollingParquetWriter({
-      ...parquetWriteOptionsFromProperties(schema, m.properties), schema, io,
+      ...parquetWriteOptionsFromProperties(schema, m.properties),
+      schema,
+      io,
       location: () => `${dir}/${prefix}-${String(n++).padStart(5, '0')}-${randomUUID()}.parquet`,
     });
     for (const f of group) {
@@ -135,6 +177,8 @@ export async function dropWarehouse(io: FileIO, b: Backend): Promise<void> {
   const files: string[] = [];
   try {
     for await (const f of io.list(b.warehouse)) files.push(f.location);
-  } catch { /* best effort */ }
+  } catch {
+    /* best effort */
+  }
   for (let i = 0; i < files.length; i += 32) await Promise.all(files.slice(i, i + 32).map((f) => io.delete(f).catch(() => undefined)));
 }

@@ -24,7 +24,11 @@ interface Args {
   go: string;
 }
 
-export interface AppendReport { mode: 'append'; writer: number; commits: Array<{ snapshotId: string; sequenceNumber: string; ids: [number, number] }> }
+export interface AppendReport {
+  mode: 'append';
+  writer: number;
+  commits: Array<{ snapshotId: string; sequenceNumber: string; ids: [number, number] }>;
+}
 export interface RewriteOutcome {
   outcome: 'committed' | 'commit-failed' | 'conflict-exhausted' | 'skipped';
   snapshotId?: string;
@@ -33,8 +37,11 @@ export interface RewriteOutcome {
   missing?: string[];
   message?: string;
 }
-export interface RewriteReport { mode: 'rewrite'; writer: number; rounds: RewriteOutcome[] }
-
+export interface RewriteReport {
+  mode: 'rewrite';
+  writer: number;
+  rounds: RewriteOutcome[];
+}
 
 async function main(): Promise<void> {
   const a = JSON.parse(process.argv[2]!) as Args;
@@ -48,9 +55,16 @@ async function main(): Promise<void> {
       for (let c = 0; c < a.commits!; c++) {
         const first = a.writer * 1_000_000 + c * a.rows!;
         const rows = Array.from({ length: a.rows! }, (_, j) => ({ id: BigInt(first + j), writer: a.writer, part: (first + j) % 3 }));
-        const r = await appendRows(catalog, io, id, rows, `w${a.writer}-c${c}`, { 'floe.writer': String(a.writer), 'floe.commit': String(c) });
+        const r = await appendRows(catalog, io, id, rows, `w${a.writer}-c${c}`, {
+          'floe.writer': String(a.writer),
+          'floe.commit': String(c),
+        });
         const snap = snapshotById(r.table.metadata, r.snapshotId)!;
-        report.commits.push({ snapshotId: r.snapshotId.toString(), sequenceNumber: snap['sequence-number'].toString(), ids: [first, first + a.rows! - 1] });
+        report.commits.push({
+          snapshotId: r.snapshotId.toString(),
+          sequenceNumber: snap['sequence-number'].toString(),
+          ids: [first, first + a.rows! - 1],
+        });
       }
       process.stdout.write(`${JSON.stringify(report)}\n`);
     } else {
@@ -70,13 +84,20 @@ async function main(): Promise<void> {
         try {
           const r = await compact(catalog, io, t, files, `rw${a.writer}-r${k}`, { maxAttempts: 8, minWaitMs: 10, maxWaitMs: 300 });
           report.rounds.push({
-            outcome: 'committed', snapshotId: r.table.metadata['current-snapshot-id']?.toString(),
-            replaced: files.map((f) => f.filePath), added: r.added.map((f) => f.filePath),
+            outcome: 'committed',
+            snapshotId: r.table.metadata['current-snapshot-id']?.toString(),
+            replaced: files.map((f) => f.filePath),
+            added: r.added.map((f) => f.filePath),
           });
         } catch (e) {
           if (isIcebergError(e, 'CommitFailed')) {
-            const missing = ((e as { context?: { missing?: string[] } }).context?.missing) ?? [];
-            report.rounds.push({ outcome: 'commit-failed', missing, replaced: files.map((f) => f.filePath), message: (e as Error).message });
+            const missing = (e as { context?: { missing?: string[] } }).context?.missing ?? [];
+            report.rounds.push({
+              outcome: 'commit-failed',
+              missing,
+              replaced: files.map((f) => f.filePath),
+              message: (e as Error).message,
+            });
           } else if (isIcebergError(e, 'CommitConflict')) {
             report.rounds.push({ outcome: 'conflict-exhausted', message: (e as Error).message });
           } else {

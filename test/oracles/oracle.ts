@@ -10,7 +10,11 @@ import type { CanonRow } from './canonical';
 
 export const ORACLE_SCRIPT = join(__dirname, 'iceberg_oracle.py');
 
-export interface OracleCatalog { name: string; uri: string; warehouse: string }
+export interface OracleCatalog {
+  name: string;
+  uri: string;
+  warehouse: string;
+}
 
 export interface OracleFile {
   file_path: string;
@@ -49,7 +53,10 @@ export interface OracleSnapshot {
   operation: string | null;
   summary: Record<string, string>;
 }
-export interface OracleSnapshots { current: string | null; list: OracleSnapshot[] }
+export interface OracleSnapshots {
+  current: string | null;
+  list: OracleSnapshot[];
+}
 
 export interface ReadResult {
   metadata_location: string;
@@ -69,7 +76,9 @@ async function run<T>(request: Record<string, unknown>): Promise<T> {
     try {
       return JSON.parse(last) as T;
     } catch {
-      throw new Error(`oracle ${String(request['op'])}: expected JSON on the last stdout line, found ${JSON.stringify(last.slice(0, 300))}`);
+      throw new Error(
+        `oracle ${String(request['op'])}: expected JSON on the last stdout line, found ${JSON.stringify(last.slice(0, 300))}`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -79,8 +88,11 @@ async function run<T>(request: Record<string, unknown>): Promise<T> {
 export const pyRead = (catalog: OracleCatalog, table: string, opts: { referenceStats?: boolean } = {}): Promise<ReadResult> =>
   run({ op: 'read', catalog, table, reference_stats: opts.referenceStats ?? false });
 
-export const duckRead = (metadataLocation: string, columns: Array<[string, string]>, queries: Record<string, string> = {}):
-Promise<{ count: number; rows: CanonRow[]; queries?: Record<string, unknown[][]> }> =>
+export const duckRead = (
+  metadataLocation: string,
+  columns: Array<[string, string]>,
+  queries: Record<string, string> = {},
+): Promise<{ count: number; rows: CanonRow[]; queries?: Record<string, unknown[][]> }> =>
   run({ op: 'duckdb', metadata_location: metadataLocation, columns, queries });
 
 /** PyIceberg plan_files per row filter (PyIceberg's string filter syntax); `__all__` = no filter. */
@@ -88,10 +100,15 @@ export const pyPlan = (catalog: OracleCatalog, table: string, filters: Record<st
   run({ op: 'plan', catalog, table, filters });
 
 /** Appends rows given in canonical form (keyed by column name) with PyIceberg. */
-export const pyAppend = (catalog: OracleCatalog, table: string, rows: Array<Record<string, unknown>>, summary: Record<string, string> = {}):
-Promise<{ metadata_location: string; snapshot_id: string }> =>
-  run({ op: 'append', catalog, table, rows, summary });
+export const pyAppend = (
+  catalog: OracleCatalog,
+  table: string,
+  rows: Array<Record<string, unknown>>,
+  summary: Record<string, string> = {},
+): Promise<{ metadata_location: string; snapshot_id: string }> => run({ op: 'append', catalog, table, rows, summary });
 
-export const pyCount = (catalog: OracleCatalog, table: string, column: string):
-Promise<{ count: number; values: number[]; snapshots: OracleSnapshots }> =>
-  run({ op: 'count', catalog, table, column });
+export const pyCount = (
+  catalog: OracleCatalog,
+  table: string,
+  column: string,
+): Promise<{ count: number; values: number[]; snapshots: OracleSnapshots }> => run({ op: 'count', catalog, table, column });

@@ -55,33 +55,52 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 18
   const seqs = new Set<string>();
   const done = () => [...want.values()].every((w) => w.next >= w.high);
   if (done()) return out;
-  const consumer = kafka.consumer({ groupId: `floe-chaos-check-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, maxBytes: 16 << 20 });
+  const consumer = kafka.consumer({
+    groupId: `floe-chaos-check-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
+    maxBytes: 16 << 20,
+  });
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`reading topic ${topic}: not at the high watermarks after ${timeoutMs / 1000} s: ${JSON.stringify([...want].map(([p, w]) => [p, String(w.next), String(w.high)]))}`)), timeoutMs);
-      consumer.run({
-        autoCommit: false,
-        eachBatch: async ({ batch }) => {
-          const w = want.get(batch.partition);
-          for (const m of batch.messages) {
-            const off = BigInt(m.offset);
-            if (!w || off >= w.high) continue;
-            w.next = off + 1n;
-            const seq = m.headers?.[SEQ_HEADER]?.toString();
-            const kind = m.headers?.[KIND_HEADER]?.toString();
-            if (seq === undefined || (kind !== 'good' && kind !== 'bad')) { out.foreign++; continue; }
-            if (seqs.has(seq)) {
-              out.resent++;
-              if (kind === 'good') out.resentGood++;
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `reading topic ${topic}: not at the high watermarks after ${timeoutMs / 1000} s: ${JSON.stringify([...want].map(([p, w]) => [p, String(w.next), String(w.high)]))}`,
+            ),
+          ),
+        timeoutMs,
+      );
+      consumer
+        .run({
+          autoCommit: false,
+          eachBatch: async ({ batch }) => {
+            const w = want.get(batch.partition);
+            for (const m of batch.messages) {
+              const off = BigInt(m.offset);
+              if (!w || off >= w.high) continue;
+              w.next = off + 1n;
+              const seq = m.headers?.[SEQ_HEADER]?.toString();
+              const kind = m.headers?.[KIND_HEADER]?.toString();
+              if (seq === undefined || (kind !== 'good' && kind !== 'bad')) {
+                out.foreign++;
+                continue;
+              }
+              if (seqs.has(seq)) {
+                out.resent++;
+                if (kind === 'good') out.resentGood++;
+              }
+              seqs.add(seq);
+              (kind === 'good' ? out.good : out.bad).push([batch.partition, Number(off)]);
             }
-            seqs.add(seq);
-            (kind === 'good' ? out.good : out.bad).push([batch.partition, Number(off)]);
-          }
-          if (done()) { clearTimeout(timer); resolve(); }
-        },
-      }).catch(reject);
+            if (done()) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+        })
+        .catch(reject);
     });
   } finally {
     await consumer.disconnect().catch(() => undefined);
@@ -98,7 +117,8 @@ export async function catalogMetadataLocation(pgUrl: string, catalogName: string
   try {
     const r = await c.query<{ metadata_location: string }>(
       'SELECT metadata_location FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3',
-      [catalogName, table.slice(0, i), table.slice(i + 1)]);
+      [catalogName, table.slice(0, i), table.slice(i + 1)],
+    );
     if (r.rows.length !== 1 || !r.rows[0]!.metadata_location) {
       throw new Error(`catalog ${catalogName}: expected one iceberg_tables row for ${table}, found ${r.rows.length}`);
     }
@@ -241,13 +261,18 @@ export async function engineCheck(mainMetadata: string, deadLetterMetadata: stri
   }
 }
 
-export interface ListedFile { location: string; lastModified: number; size: number }
+export interface ListedFile {
+  location: string;
+  lastModified: number;
+  size: number;
+}
 
 /** Everything under `<location>/` (S3 ListObjectsV2, paginated). */
 export async function listLocation(location: string): Promise<ListedFile[]> {
   const m = /^s3a?:\/\/([^/]+)\/(.*)$/.exec(location.replace(/\/+$/, ''));
   if (!m) throw new Error(`table location: expected s3://bucket/prefix, found ${location}`);
-  const bucket = m[1]!, prefix = `${m[2]}/`;
+  const bucket = m[1]!,
+    prefix = `${m[2]}/`;
   const client = stackS3Client();
   const out: ListedFile[] = [];
   try {
@@ -305,21 +330,42 @@ const norm = (l: string) => l.replace(/^s3[an]:\/\//i, 's3://');
  */
 export function auditFiles(files: TableFiles, listed: ListedFile[], cutoffMs: number, maintenanceRunning = false): FileAudit {
   const have = new Set(listed.map((f) => norm(f.location)));
-  const needed = new Set([files.metadataLocation, ...files.manifestLists, ...files.manifests, ...files.live, ...files.statistics].map(norm));
-  const log = files.metadataLog.map(norm), deleted = files.deletedEntries.map(norm);
+  const needed = new Set(
+    [files.metadataLocation, ...files.manifestLists, ...files.manifests, ...files.live, ...files.statistics].map(norm),
+  );
+  const log = files.metadataLog.map(norm),
+    deleted = files.deletedEntries.map(norm);
   const referenced = new Set([...needed, ...log, ...deleted]);
   const markerDir = `${norm(files.location).replace(/\/+$/, '')}/metadata/floe-pending/`;
-  const audit: FileAudit = { listed: listed.length, missing: [], missingMetadataLog: [], missingDeletedEntries: [], orphans: [], young: 0, pendingMarkers: [], inFlight: [] };
+  const audit: FileAudit = {
+    listed: listed.length,
+    missing: [],
+    missingMetadataLog: [],
+    missingDeletedEntries: [],
+    orphans: [],
+    young: 0,
+    pendingMarkers: [],
+    inFlight: [],
+  };
   for (const l of needed) if (!have.has(l)) audit.missing.push(l);
   for (const l of new Set(log)) if (!have.has(l) && !needed.has(l)) audit.missingMetadataLog.push(l);
   for (const l of new Set(deleted)) if (!have.has(l) && !needed.has(l)) audit.missingDeletedEntries.push(l);
-  const prefixes = listed.map((f) => norm(f.location)).filter((l) => l.startsWith(markerDir)).map(markerPrefix)
+  const prefixes = listed
+    .map((f) => norm(f.location))
+    .filter((l) => l.startsWith(markerDir))
+    .map(markerPrefix)
     .filter((p): p is string => p !== undefined && p.length > 0);
   for (const f of listed) {
     const l = norm(f.location);
-    if (l.startsWith(markerDir)) { audit.pendingMarkers.push(l); continue; }
+    if (l.startsWith(markerDir)) {
+      audit.pendingMarkers.push(l);
+      continue;
+    }
     if (referenced.has(l)) continue;
-    if (f.lastModified >= cutoffMs) { audit.young++; continue; }
+    if (f.lastModified >= cutoffMs) {
+      audit.young++;
+      continue;
+    }
     const base = l.slice(l.lastIndexOf('/') + 1);
     if (maintenanceRunning && prefixes.some((p) => base.startsWith(p))) audit.inFlight.push(f);
     else audit.orphans.push(f);

@@ -64,7 +64,10 @@ export class ChaosWorkerPool {
   private scheduleRestart(s: Slot, delayMs: number): void {
     if (this.stopping) return;
     if (s.restartTimer) clearTimeout(s.restartTimer);
-    s.restartTimer = setTimeout(() => { s.restartTimer = null; if (!s.worker) this.start(s); }, delayMs);
+    s.restartTimer = setTimeout(() => {
+      s.restartTimer = null;
+      if (!s.worker) this.start(s);
+    }, delayMs);
   }
 
   running(): number {
@@ -92,18 +95,22 @@ export class ChaosWorkerPool {
   /** SIGTERM (graceful), then SIGKILL after `graceMs`. */
   async stopAll(graceMs = 15_000): Promise<void> {
     this.stopping = true;
-    await Promise.all(this.slots.map(async (s) => {
-      if (s.restartTimer) clearTimeout(s.restartTimer);
-      s.restartTimer = null;
-      const w = s.worker;
-      if (!w) return;
-      s.expectedExit = true;
-      const timer = setTimeout(() => { void w.kill('SIGKILL'); }, graceMs);
-      try {
-        await w.kill('SIGTERM');
-      } finally {
-        clearTimeout(timer);
-      }
-    }));
+    await Promise.all(
+      this.slots.map(async (s) => {
+        if (s.restartTimer) clearTimeout(s.restartTimer);
+        s.restartTimer = null;
+        const w = s.worker;
+        if (!w) return;
+        s.expectedExit = true;
+        const timer = setTimeout(() => {
+          void w.kill('SIGKILL');
+        }, graceMs);
+        try {
+          await w.kill('SIGTERM');
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
   }
 }

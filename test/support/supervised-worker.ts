@@ -23,13 +23,17 @@ export function superviseWorker(configPath: string, name: string, env: Record<st
     void w.exited.then(() => {
       if (stopping) return;
       exits++;
-      setTimeout(() => { if (!stopping) worker = start(); }, 1000);
+      setTimeout(() => {
+        if (!stopping) worker = start();
+      }, 1000);
     });
     return w;
   };
   worker = start();
   return {
-    get exits() { return exits; },
+    get exits() {
+      return exits;
+    },
     async stop() {
       stopping = true;
       await worker.kill('SIGTERM').catch(() => undefined);

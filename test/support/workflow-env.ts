@@ -19,9 +19,21 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle
 import type { createActivities } from '../../activities';
 import type { TableMaintenanceSettings } from '../../activities/maintenance';
 import type {
-  CommitRewriteInput, CommitRewriteResult, CompactionPlan, CompactOptions, DeleteExpiredInput, DeleteExpiredResult,
-  ExpireCommitInput, ExpireCommitResult, FileGroup, FileStats, OrphansInput, OrphansResult, PlanCompactionInput,
-  RewriteGroupInput, RewriteGroupResult,
+  CommitRewriteInput,
+  CommitRewriteResult,
+  CompactionPlan,
+  CompactOptions,
+  DeleteExpiredInput,
+  DeleteExpiredResult,
+  ExpireCommitInput,
+  ExpireCommitResult,
+  FileGroup,
+  FileStats,
+  OrphansInput,
+  OrphansResult,
+  PlanCompactionInput,
+  RewriteGroupInput,
+  RewriteGroupResult,
 } from '../../maintenance/types';
 import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../../ingest/types';
 import type { Offsets } from '../../ingest/cursor';
@@ -36,7 +48,9 @@ export type MockActivities = Partial<Activities>;
 export function temporalExecutable(): string {
   const path = venvBin('temporal');
   if (!existsSync(path)) {
-    throw new Error(`workflow tests: expected the Temporal CLI at ${path} (installed by \`npx tsx cli/stack-main.ts stack up\`), found nothing`);
+    throw new Error(
+      `workflow tests: expected the Temporal CLI at ${path} (installed by \`npx tsx cli/stack-main.ts stack up\`), found nothing`,
+    );
   }
   return path;
 }
@@ -48,7 +62,9 @@ export function temporalExecutable(): string {
 export function quietRuntime(): void {
   try {
     Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
-  } catch { /* already installed */ }
+  } catch {
+    /* already installed */
+  }
 }
 
 /** An ephemeral dev server (in memory, random port) from the stack's binary. Tear it down after use. */
@@ -86,11 +102,15 @@ export type History = proto.temporal.api.history.v1.IHistory;
 // protobufjs 8 nested separately under @temporalio/common, /proto and /worker) they throw
 // "type must be a Type", as common's protojson checks `instanceof` against its own copy while the
 // History type is built by @temporalio/proto's. So: protojson from the copy @temporalio/proto uses.
-const protojson = require(require.resolve('protobufjs/ext/protojson', { paths: [dirname(require.resolve('@temporalio/proto/package.json'))] })) as {
+const protojson = require(
+  require.resolve('protobufjs/ext/protojson', { paths: [dirname(require.resolve('@temporalio/proto/package.json'))] }),
+) as {
   toJson(type: unknown, message: unknown): unknown;
   fromJson(type: unknown, json: unknown, options: { ignoreUnknownFields: boolean }): unknown;
 };
-const historyType = (patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }).lookupType('temporal.api.history.v1.History');
+const historyType = (patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }).lookupType(
+  'temporal.api.history.v1.History',
+);
 
 /** A history as pretty-printed proto3 JSON (a re-recording shows up as a readable diff). */
 export function historyToJson(history: History): string {
@@ -109,7 +129,9 @@ export function historyFromJson(text: string): History {
  * worker shuts down when `fn` settles.
  */
 export async function withWorker<T>(
-  env: TestWorkflowEnvironment, activities: MockActivities, fn: (taskQueue: string) => Promise<T>,
+  env: TestWorkflowEnvironment,
+  activities: MockActivities,
+  fn: (taskQueue: string) => Promise<T>,
 ): Promise<T> {
   const taskQueue = uniqueId('wf-test');
   const worker = await Worker.create({
@@ -158,7 +180,11 @@ export interface FakeIngestState {
   snapshots: number;
 }
 
-export interface ActivityCall<I> { input: I; attempt: number; runId: string }
+export interface ActivityCall<I> {
+  input: I;
+  attempt: number;
+  runId: string;
+}
 
 /**
  * The ingest activities over a fake topic and table: a commit moves the table's cursor to the
@@ -167,7 +193,12 @@ export interface ActivityCall<I> { input: I; attempt: number; runId: string }
  */
 export function fakeIngest(opts: FakeIngestOptions) {
   const groups = opts.groups ?? [Object.keys(opts.high).map(Number)];
-  const state: FakeIngestState = { high: { ...opts.high }, cursor: { ...(opts.cursor ?? {}) }, snapshotId: opts.cursor ? '1' : null, snapshots: opts.cursor ? 1 : 0 };
+  const state: FakeIngestState = {
+    high: { ...opts.high },
+    cursor: { ...(opts.cursor ?? {}) },
+    snapshotId: opts.cursor ? '1' : null,
+    snapshots: opts.cursor ? 1 : 0,
+  };
   const calls = {
     loadCursor: [] as ActivityCall<TableRef>[],
     pollAndWrite: [] as ActivityCall<PollInput>[],
@@ -177,11 +208,15 @@ export function fakeIngest(opts: FakeIngestOptions) {
   const idle = {
     /** Polls waiting at the gate now. */
     held: 0,
-    gate: new Promise<void>((resolve) => { open = resolve; }),
+    gate: new Promise<void>((resolve) => {
+      open = resolve;
+    }),
     /** Lets the polls held now return (a later idle poll waits at a new gate). */
     release(): void {
       const opening = open;
-      idle.gate = new Promise<void>((resolve) => { open = resolve; });
+      idle.gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
       opening();
     },
   };
@@ -196,16 +231,24 @@ export function fakeIngest(opts: FakeIngestOptions) {
       const startOffsets: Offsets = {};
       for (const p of Object.keys(state.high)) startOffsets[p] = state.cursor[p] ?? '0';
       return {
-        baseSnapshotId: state.snapshotId, startOffsets, highWatermarks: { ...state.high }, deadLetterFloor: {},
-        deadLetterBaseCommitId: null, groups, commitIntervalMs: 1000, maxRecordsPerCycle: 10_000,
-        maxBytesPerCycle: 1 << 20, cyclesPerRun: opts.cyclesPerRun ?? 1000,
+        baseSnapshotId: state.snapshotId,
+        startOffsets,
+        highWatermarks: { ...state.high },
+        deadLetterFloor: {},
+        deadLetterBaseCommitId: null,
+        groups,
+        commitIntervalMs: 1000,
+        maxRecordsPerCycle: 10_000,
+        maxBytesPerCycle: 1 << 20,
+        cyclesPerRun: opts.cyclesPerRun ?? 1000,
       };
     },
     async pollAndWrite(input: PollInput): Promise<PollResult> {
       calls.pollAndWrite.push(call(input));
       opts.beforePoll?.(input, calls.pollAndWrite.length);
       const read = () => {
-        const endOffsets: Offsets = {}, highWatermarks: Offsets = {};
+        const endOffsets: Offsets = {},
+          highWatermarks: Offsets = {};
         let records = 0;
         for (const p of input.partitions.map(String)) {
           const start = BigInt(input.startOffsets[p] ?? '0');
@@ -234,7 +277,16 @@ export function fakeIngest(opts: FakeIngestOptions) {
       }
       const { endOffsets, highWatermarks, records } = r;
       const files = records > 0 ? [{ 'file-path': `data/${input.commitId}-${input.groupIndex}-1.parquet`, 'record-count': records }] : [];
-      return { groupIndex: input.groupIndex, files, deadLetterFiles: [], endOffsets, highWatermarks, records, deadLetters: 0, bytes: records * 100 };
+      return {
+        groupIndex: input.groupIndex,
+        files,
+        deadLetterFiles: [],
+        endOffsets,
+        highWatermarks,
+        records,
+        deadLetters: 0,
+        bytes: records * 100,
+      };
     },
     async commit(input: CommitInput): Promise<CommitResult> {
       calls.commit.push(call(input));
@@ -265,8 +317,15 @@ export interface FakeMaintenanceOptions {
 export const MiB = 1024 * 1024;
 
 export const fakeCompactOptions = (o: Partial<CompactOptions> = {}): CompactOptions => ({
-  targetFileSizeBytes: 8 * MiB, minInputFiles: 2, minFileSizeBytes: 6 * MiB, maxFileSizeBytes: 14 * MiB,
-  maxFileGroupSizeBytes: 1024 * MiB, maxConcurrentFileGroupRewrites: 1, partialProgress: false, maxCommits: 10, ...o,
+  targetFileSizeBytes: 8 * MiB,
+  minInputFiles: 2,
+  minFileSizeBytes: 6 * MiB,
+  maxFileSizeBytes: 14 * MiB,
+  maxFileGroupSizeBytes: 1024 * MiB,
+  maxConcurrentFileGroupRewrites: 1,
+  partialProgress: false,
+  maxCommits: 10,
+  ...o,
 });
 
 /** The maintenance activities (compaction, expiry, orphans, settings) over a fake table. */
@@ -294,8 +353,13 @@ export function fakeMaintenance(opts: FakeMaintenanceOptions = {}) {
       calls.planCompaction.push(input);
       calls.order.push('planCompaction');
       return {
-        table: input.table, location: `s3://floe/${input.table}`, snapshotId: '1', groups, before: stats(groups.length * 5),
-        partitionsScanned: groups.length, options: fakeCompactOptions({ ...opts.options, ...input.options }),
+        table: input.table,
+        location: `s3://floe/${input.table}`,
+        snapshotId: '1',
+        groups,
+        before: stats(groups.length * 5),
+        partitionsScanned: groups.length,
+        options: fakeCompactOptions({ ...opts.options, ...input.options }),
       };
     },
     async rewriteFileGroup(input: RewriteGroupInput): Promise<RewriteGroupResult> {
@@ -305,8 +369,13 @@ export function fakeMaintenance(opts: FakeMaintenanceOptions = {}) {
       opts.beforeRewrite?.(input, calls.rewriteFileGroup.length);
       const g = input.group;
       return {
-        index: g.index, outputs: [{ 'file-path': `data/${g.partitionPath}/${input.runId}-${g.index}-${info.attempt}-0.parquet` }],
-        inputBytes: g.bytes, outputBytes: g.bytes - 1000, records: g.records, durationMs: 5, peakRssBytes: 64 * MiB,
+        index: g.index,
+        outputs: [{ 'file-path': `data/${g.partitionPath}/${input.runId}-${g.index}-${info.attempt}-0.parquet` }],
+        inputBytes: g.bytes,
+        outputBytes: g.bytes - 1000,
+        records: g.records,
+        durationMs: 5,
+        peakRssBytes: 64 * MiB,
       };
     },
     async commitRewrite(input: CommitRewriteInput): Promise<CommitRewriteResult> {
@@ -315,7 +384,12 @@ export function fakeMaintenance(opts: FakeMaintenanceOptions = {}) {
       const skippedGroups = opts.beforeCommitRewrite?.(input, calls.commitRewrite.length) ?? [];
       const skipped = new Set(skippedGroups.map((s) => s.index));
       const committedGroups = input.groups.map((g) => g.group.index).filter((i) => !skipped.has(i));
-      return { snapshotId: committedGroups.length > 0 ? String(++snapshots + 1) : null, alreadyCommitted: false, committedGroups, skippedGroups };
+      return {
+        snapshotId: committedGroups.length > 0 ? String(++snapshots + 1) : null,
+        alreadyCommitted: false,
+        committedGroups,
+        skippedGroups,
+      };
     },
     async tableFileStats(_input: { table: string }): Promise<FileStats> {
       calls.order.push('tableFileStats');
@@ -338,10 +412,12 @@ export function fakeMaintenance(opts: FakeMaintenanceOptions = {}) {
       calls.expireSnapshotsCommit.push(input);
       calls.order.push('expireSnapshotsCommit');
       opts.beforeExpire?.(input, calls.expireSnapshotsCommit.length);
-      const expiredSnapshotIds = input.dryRun ? [] : opts.expired ?? ['1', '2'];
+      const expiredSnapshotIds = input.dryRun ? [] : (opts.expired ?? ['1', '2']);
       const changed = expiredSnapshotIds.length > 0;
       return {
-        expiredSnapshotIds, carriedCursors: [], retainedSnapshots: 3,
+        expiredSnapshotIds,
+        carriedCursors: [],
+        retainedSnapshots: 3,
         beforeMetadataLocation: changed ? `s3://floe/${input.table}/metadata/00002.metadata.json` : null,
         afterMetadataLocation: changed ? `s3://floe/${input.table}/metadata/00003.metadata.json` : null,
         alreadyCommitted: false,
@@ -357,9 +433,21 @@ export function fakeMaintenance(opts: FakeMaintenanceOptions = {}) {
       calls.order.push('removeOrphanFiles');
       opts.beforeOrphans?.(input, calls.removeOrphanFiles.length);
       return {
-        table: input.table, cutoffMs: input.asOfMs - input.olderThanMs, filesListed: 30, reachableFiles: 27, orphans: 3,
-        orphanBytes: 3 * MiB, keptByGracePeriod: 1, keptByPending: 0, pendingMarkers: 0, stalePendingOwners: [],
-        keptByOtherTables: 0, nestedTables: [], deleted: input.dryRun ? 0 : 3, dryRun: input.dryRun, sample: [],
+        table: input.table,
+        cutoffMs: input.asOfMs - input.olderThanMs,
+        filesListed: 30,
+        reachableFiles: 27,
+        orphans: 3,
+        orphanBytes: 3 * MiB,
+        keptByGracePeriod: 1,
+        keptByPending: 0,
+        pendingMarkers: 0,
+        stalePendingOwners: [],
+        keptByOtherTables: 0,
+        nestedTables: [],
+        deleted: input.dryRun ? 0 : 3,
+        dryRun: input.dryRun,
+        sample: [],
       };
     },
   } satisfies MockActivities;

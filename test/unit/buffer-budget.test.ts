@@ -7,7 +7,10 @@ describe('worker buffer budget', () => {
     const b = new BufferBudget(100);
     const a = await b.acquire(60);
     let secondGranted = false;
-    const second = b.acquire(60).then((l) => { secondGranted = true; return l; });
+    const second = b.acquire(60).then((l) => {
+      secondGranted = true;
+      return l;
+    });
     await new Promise((r) => setImmediate(r));
     assert.equal(secondGranted, false, 'would exceed the budget');
     assert.equal(b.inUse, 60);
@@ -29,8 +32,14 @@ describe('worker buffer budget', () => {
     const b = new BufferBudget(100);
     const first = await b.acquire(90);
     const order: string[] = [];
-    const big = b.acquire(80).then((l) => { order.push('big'); return l; });
-    const small = b.acquire(10).then((l) => { order.push('small'); return l; });
+    const big = b.acquire(80).then((l) => {
+      order.push('big');
+      return l;
+    });
+    const small = b.acquire(10).then((l) => {
+      order.push('small');
+      return l;
+    });
     first.release();
     (await big).release();
     (await small).release();

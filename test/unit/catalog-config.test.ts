@@ -11,8 +11,11 @@ const root = mkdtempSync(join(tmpdir(), 'floe-catcfg-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
 const rejectsKey = (cfg: unknown, key: string): void => {
-  assert.throws(() => validateCatalogConfig(cfg), (e: unknown) =>
-    isIcebergError(e, 'DataInvalid') && e.message.includes(`"${key}"`), `config ${JSON.stringify(cfg)} should fail naming "${key}"`);
+  assert.throws(
+    () => validateCatalogConfig(cfg),
+    (e: unknown) => isIcebergError(e, 'DataInvalid') && e.message.includes(`"${key}"`),
+    `config ${JSON.stringify(cfg)} should fail naming "${key}"`,
+  );
 };
 
 void test('validation fails fast naming the offending key', () => {
@@ -37,7 +40,10 @@ void test('sqlite URIs follow SQLAlchemy: three slashes relative, four absolute'
   assert.equal(sqlitePathFromUri('sqlite:////tmp/a.db'), '/tmp/a.db');
   assert.equal(sqlitePathFromUri('sqlite:///rel/a.db'), resolve('rel/a.db'));
   assert.equal(sqlitePathFromUri('sqlite:///:memory:'), ':memory:');
-  assert.throws(() => sqlitePathFromUri('sqlite:///'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
+  assert.throws(
+    () => sqlitePathFromUri('sqlite:///'),
+    (e: unknown) => isIcebergError(e, 'DataInvalid'),
+  );
 });
 
 void test('catalogFromConfig opens a SQLite catalog and its FileIO writes to the warehouse', async () => {

@@ -15,7 +15,9 @@ import type { Schema, TableIdentifier } from '../../iceberg/spec/types';
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
 
-async function tableWith(props: Record<string, string>): Promise<{ io: MemoryFileIO; catalog: MemoryCatalog; id: TableIdentifier; location: string }> {
+async function tableWith(
+  props: Record<string, string>,
+): Promise<{ io: MemoryFileIO; catalog: MemoryCatalog; id: TableIdentifier; location: string }> {
   const io = new MemoryFileIO();
   const catalog = new MemoryCatalog('m', io);
   const id = { namespace: ['ns'], name: 't' };
@@ -40,8 +42,11 @@ void test('delete-after-commit with previous-versions-max 3: the log keeps 3 ver
   const t = await catalog.loadTable(id);
   assert.equal(t.metadata['metadata-log'].length, 3);
   const files = await metadataJsons(io, location);
-  assert.deepEqual(files, [...t.metadata['metadata-log'].map((e) => e['metadata-file']), t.metadataLocation].sort(),
-    'exactly the current version and the ones its log names remain');
+  assert.deepEqual(
+    files,
+    [...t.metadata['metadata-log'].map((e) => e['metadata-file']), t.metadataLocation].sort(),
+    'exactly the current version and the ones its log names remain',
+  );
 });
 
 void test('without delete-after-commit old metadata.json files stay (Java default), the log is still trimmed', async () => {
@@ -76,9 +81,24 @@ void test('nested tables a.b and a.b.c: every table is found across nested names
   await catalog.createTable({ namespace: ['a', 'b'], name: 'c' }, mk('memory://wh/a/b/c'));
   await catalog.createTable({ namespace: ['a'], name: 'bc' }, mk('memory://wh/a/bc'));
   assert.deepEqual((await listAllTables(catalog)).map((t) => [...t.namespace, t.name].join('.')).sort(), ['a.b', 'a.b.c', 'a.bc']);
-  assert.deepEqual((await tableLocations(catalog, { exclude: { namespace: ['a'], name: 'b' } })).map((t) => t.name).sort(), ['a.b.c', 'a.bc']);
-  assert.deepEqual((await overlappingTables(catalog, 'memory://wh/a/b/c', { namespace: ['a', 'b'], name: 'c' })).map((o) => [o.name, o.relation]), [['a.b', 'inside']]);
-  assert.deepEqual((await overlappingTables(catalog, 'memory://wh/a/b', { namespace: ['a'], name: 'b' })).map((o) => [o.name, o.relation]), [['a.b.c', 'contains']]);
-  assert.deepEqual((await overlappingTables(catalog, 'memory://wh/a/b/')).map((o) => [o.name, o.relation]), [['a.b', 'same'], ['a.b.c', 'contains']]);
+  assert.deepEqual((await tableLocations(catalog, { exclude: { namespace: ['a'], name: 'b' } })).map((t) => t.name).sort(), [
+    'a.b.c',
+    'a.bc',
+  ]);
+  assert.deepEqual(
+    (await overlappingTables(catalog, 'memory://wh/a/b/c', { namespace: ['a', 'b'], name: 'c' })).map((o) => [o.name, o.relation]),
+    [['a.b', 'inside']],
+  );
+  assert.deepEqual(
+    (await overlappingTables(catalog, 'memory://wh/a/b', { namespace: ['a'], name: 'b' })).map((o) => [o.name, o.relation]),
+    [['a.b.c', 'contains']],
+  );
+  assert.deepEqual(
+    (await overlappingTables(catalog, 'memory://wh/a/b/')).map((o) => [o.name, o.relation]),
+    [
+      ['a.b', 'same'],
+      ['a.b.c', 'contains'],
+    ],
+  );
   assert.deepEqual(await overlappingTables(catalog, 'memory://wh/a/x'), []);
 });

@@ -22,7 +22,8 @@ import { Transaction } from '../../iceberg/transaction/transaction';
 import { MAIN_BRANCH } from '../../iceberg/spec/metadata';
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0,
+  type: 'struct',
+  'schema-id': 0,
   fields: [
     { id: 1, name: 'event_id', required: true, type: 'string' },
     { id: 2, name: 'event_type', required: true, type: 'string' },
@@ -30,13 +31,24 @@ const schema: Schema = {
   ],
 };
 
-interface GrowthResult { commits: number; snapshots: number; metadataJsonBytes: number; metadataLog: number; metadataFiles: number; maxMetadataJsonBytes: number }
+interface GrowthResult {
+  commits: number;
+  snapshots: number;
+  metadataJsonBytes: number;
+  metadataLog: number;
+  metadataFiles: number;
+  maxMetadataJsonBytes: number;
+}
 
 /**
  * `commits` ingest commits every `intervalMs` of simulated time starting 2026-07-01T00:00Z, with
  * expiry (olderThan, retainLast) run at 03:00 every simulated day.
  */
-async function simulate(commits: number, intervalMs: number, expire: { olderThanMs: number; retainLast: number; everyMs?: number; firstAt?: string }): Promise<GrowthResult> {
+async function simulate(
+  commits: number,
+  intervalMs: number,
+  expire: { olderThanMs: number; retainLast: number; everyMs?: number; firstAt?: string },
+): Promise<GrowthResult> {
   const io = new MemoryFileIO();
   let now = Date.parse('2026-07-01T00:00:00Z');
   const realNow = Date.now;
@@ -46,34 +58,70 @@ async function simulate(commits: number, intervalMs: number, expire: { olderThan
     const id: TableIdentifier = { namespace: ['demo'], name: 'orders' };
     await catalog.createNamespace(['demo']);
     const location = 'memory://wh/demo/orders';
-    await catalog.createTable(id, newTableMetadata({
-      location, schema, tableUuid: randomUUID(),
-      spec: { 'spec-id': 0, fields: [
-        { 'source-id': 3, 'field-id': 1000, transform: 'day', name: 'event_time_day' },
-        { 'source-id': 2, 'field-id': 1001, transform: 'identity', name: 'event_type' },
-      ] },
-      // what activities/tables.ts `create` sets on floe tables
-      properties: { 'write.format.default': 'parquet', 'write.parquet.compression-codec': 'zstd', [METADATA_DELETE_AFTER_COMMIT]: 'true', [METADATA_PREVIOUS_VERSIONS_MAX]: '100' },
-    }));
+    await catalog.createTable(
+      id,
+      newTableMetadata({
+        location,
+        schema,
+        tableUuid: randomUUID(),
+        spec: {
+          'spec-id': 0,
+          fields: [
+            { 'source-id': 3, 'field-id': 1000, transform: 'day', name: 'event_time_day' },
+            { 'source-id': 2, 'field-id': 1001, transform: 'identity', name: 'event_type' },
+          ],
+        },
+        // what activities/tables.ts `create` sets on floe tables
+        properties: {
+          'write.format.default': 'parquet',
+          'write.parquet.compression-codec': 'zstd',
+          [METADATA_DELETE_AFTER_COMMIT]: 'true',
+          [METADATA_PREVIOUS_VERSIONS_MAX]: '100',
+        },
+      }),
+    );
     const offsets = [0, 0, 0, 0];
     let maxBytes = 0;
     let nextExpire = Date.parse(expire.firstAt ?? '2026-07-01T03:00:00Z');
     for (let c = 0; c < commits; c++) {
       now += intervalMs;
       const day = Math.floor(now / 86_400_000);
-      const files: DataFile[] = ['placed', 'paid'].map((t, k) => ({
-        content: 0, filePath: `${location}/data/event_time_day=${day}/event_type=${t}/${randomUUID()}-a1-0000${k}.parquet`,
-        fileFormat: 'PARQUET', specId: 0, partition: { event_time_day: day, event_type: t }, recordCount: 100, fileSizeInBytes: 20_000,
-        columnSizes: new Map(), valueCounts: new Map(), nullValueCounts: new Map(), nanValueCounts: new Map(), lowerBounds: new Map(), upperBounds: new Map(),
-      }) as unknown as DataFile);
+      const files: DataFile[] = ['placed', 'paid'].map(
+        (t, k) =>
+          ({
+            content: 0,
+            filePath: `${location}/data/event_time_day=${day}/event_type=${t}/${randomUUID()}-a1-0000${k}.parquet`,
+            fileFormat: 'PARQUET',
+            specId: 0,
+            partition: { event_time_day: day, event_type: t },
+            recordCount: 100,
+            fileSizeInBytes: 20_000,
+            columnSizes: new Map(),
+            valueCounts: new Map(),
+            nullValueCounts: new Map(),
+            nanValueCounts: new Map(),
+            lowerBounds: new Map(),
+            upperBounds: new Map(),
+          }) as unknown as DataFile,
+      );
       for (let p = 0; p < offsets.length; p++) offsets[p]! += 50;
       const commitId = randomUUID();
       const tx = new Transaction(id);
       const append = tx.fastAppend(files, {
-        'floe.ingest-id': 'main', 'floe.offsets': JSON.stringify(Object.fromEntries(offsets.map((o, p) => [String(p), String(o)]))),
-        'floe.commit-id': commitId, 'floe.topic': 'orders', 'floe.dead-letters': '0',
+        'floe.ingest-id': 'main',
+        'floe.offsets': JSON.stringify(Object.fromEntries(offsets.map((o, p) => [String(p), String(o)]))),
+        'floe.commit-id': commitId,
+        'floe.topic': 'orders',
+        'floe.dead-letters': '0',
       });
-      tx.setProperties({ 'floe.cursor.main': JSON.stringify({ topic: 'orders', offsets: Object.fromEntries(offsets.map((o, p) => [String(p), String(o)])), 'snapshot-id': String(append.snapshotId), 'commit-id': commitId }) });
+      tx.setProperties({
+        'floe.cursor.main': JSON.stringify({
+          topic: 'orders',
+          offsets: Object.fromEntries(offsets.map((o, p) => [String(p), String(o)])),
+          'snapshot-id': String(append.snapshotId),
+          'commit-id': commitId,
+        }),
+      });
       const r = await tx.commit(catalog, io);
       maxBytes = Math.max(maxBytes, (await io.stat(r.table.metadataLocation)).size);
       if (now >= nextExpire) {
@@ -81,8 +129,11 @@ async function simulate(commits: number, intervalMs: number, expire: { olderThan
         const m = r.table.metadata;
         const { expire: gone } = snapshotsToExpire(m, { olderThanMs: BigInt(now - expire.olderThanMs), retainLast: expire.retainLast });
         if (gone.length) {
-          await catalog.commitTable(id, [{ type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': m.refs[MAIN_BRANCH]!['snapshot-id'] }],
-            [{ action: 'remove-snapshots', 'snapshot-ids': gone.map((s) => s['snapshot-id']) }]);
+          await catalog.commitTable(
+            id,
+            [{ type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': m.refs[MAIN_BRANCH]!['snapshot-id'] }],
+            [{ action: 'remove-snapshots', 'snapshot-ids': gone.map((s) => s['snapshot-id']) }],
+          );
         }
       }
     }
@@ -90,8 +141,12 @@ async function simulate(commits: number, intervalMs: number, expire: { olderThan
     let metadataFiles = 0;
     for await (const f of io.list(`${location}/metadata/`)) if (f.location.endsWith('.metadata.json')) metadataFiles++;
     return {
-      commits, snapshots: t.metadata.snapshots.length, metadataJsonBytes: Buffer.byteLength(serializeTableMetadata(t.metadata)),
-      metadataLog: t.metadata['metadata-log'].length, metadataFiles, maxMetadataJsonBytes: maxBytes,
+      commits,
+      snapshots: t.metadata.snapshots.length,
+      metadataJsonBytes: Buffer.byteLength(serializeTableMetadata(t.metadata)),
+      metadataLog: t.metadata['metadata-log'].length,
+      metadataFiles,
+      maxMetadataJsonBytes: maxBytes,
     };
   } finally {
     Date.now = realNow;
@@ -110,9 +165,18 @@ void test('metadata log and metadata/ folder stay at previous-versions-max; expi
   assert.equal(r.snapshots, 45 * 6 + 1);
 });
 
-void test('a simulated day at a 10 s commit interval with the expire defaults keeps metadata.json under 1.2 MB (FLOE_SIM_DAY=1)', { skip: !process.env.FLOE_SIM_DAY }, async () => {
-  // config/load.ts defaults: hourly at :07, older than 2 h, retain last 10.
-  const day = await simulate(8_640, 10_000, { olderThanMs: 2 * 3_600_000, retainLast: 10, everyMs: 3_600_000, firstAt: '2026-07-01T00:07:00Z' });
-  console.log(JSON.stringify({ defaults: 'olderThan 2h, retainLast 10, hourly', ...day }));
-  assert.ok(day.maxMetadataJsonBytes < 1_200_000, `largest metadata.json ${day.maxMetadataJsonBytes} bytes`);
-});
+void test(
+  'a simulated day at a 10 s commit interval with the expire defaults keeps metadata.json under 1.2 MB (FLOE_SIM_DAY=1)',
+  { skip: !process.env.FLOE_SIM_DAY },
+  async () => {
+    // config/load.ts defaults: hourly at :07, older than 2 h, retain last 10.
+    const day = await simulate(8_640, 10_000, {
+      olderThanMs: 2 * 3_600_000,
+      retainLast: 10,
+      everyMs: 3_600_000,
+      firstAt: '2026-07-01T00:07:00Z',
+    });
+    console.log(JSON.stringify({ defaults: 'olderThan 2h, retainLast 10, hourly', ...day }));
+    assert.ok(day.maxMetadataJsonBytes < 1_200_000, `largest metadata.json ${day.maxMetadataJsonBytes} bytes`);
+  },
+);

@@ -15,7 +15,8 @@ import { MemoryFileIO } from '../../iceberg/io/memory';
 const PW = 'Sup3r-Secret-pw';
 
 /** Everything a logger could print for `e`: message, stack, own properties, the whole cause chain. */
-const printed = (e: unknown): string => `${String((e as Error)?.message)}\n${String((e as Error)?.stack)}\n${inspect(e, { depth: 20, showHidden: true })}`;
+const printed = (e: unknown): string =>
+  `${String((e as Error)?.message)}\n${String((e as Error)?.stack)}\n${inspect(e, { depth: 20, showHidden: true })}`;
 
 void test('redactSecrets masks URI passwords (also with @ in them), key=value secrets and bearer tokens, and keeps the rest', () => {
   assert.equal(redactSecrets(`postgresql://floe:${PW}@127.0.0.1:5433/floe`), 'postgresql://floe:***@127.0.0.1:5433/floe');
@@ -25,12 +26,20 @@ void test('redactSecrets masks URI passwords (also with @ in them), key=value se
   assert.equal(redactSecrets(`failed for ${PW} here`, [PW]), 'failed for *** here');
   assert.equal(redactSecrets('catalog "floe" of floe', ['floe']), 'catalog "floe" of floe', 'short secrets are masked only inside URIs');
   assert.equal(redactSecrets('sqlite:////home/u/.cache/floe/catalog.db'), 'sqlite:////home/u/.cache/floe/catalog.db');
-  assert.deepEqual(configSecrets({ uri: `postgresql://u:${encodeURIComponent('p@ss/wd')}@h/db`, credential: 'id:s3cr3t', token: 'tok' }),
-    ['p%40ss%2Fwd', 'p@ss/wd', 'tok', 'id:s3cr3t', 's3cr3t']);
+  assert.deepEqual(configSecrets({ uri: `postgresql://u:${encodeURIComponent('p@ss/wd')}@h/db`, credential: 'id:s3cr3t', token: 'tok' }), [
+    'p%40ss%2Fwd',
+    'p@ss/wd',
+    'tok',
+    'id:s3cr3t',
+    's3cr3t',
+  ]);
 });
 
 void test('redactError copies message, stack and causes redacted, keeps error codes, never mutates the original', () => {
-  const inner = Object.assign(new TypeError(`Invalid URL postgresql://u:${PW}@x`), { code: 'ERR_INVALID_URL', input: `postgresql://u:${PW}@x` });
+  const inner = Object.assign(new TypeError(`Invalid URL postgresql://u:${PW}@x`), {
+    code: 'ERR_INVALID_URL',
+    input: `postgresql://u:${PW}@x`,
+  });
   const outer = new Error(`connect failed: ${PW}`, { cause: inner });
   const safe = redactError(outer, [PW]);
   assert.ok(!printed(safe).includes(PW), printed(safe));
@@ -49,7 +58,12 @@ void test('a failing Postgres connect with a password in the URI: the error name
   });
   // The SqlCatalog's own errors (what activities and logs see), with and without the secret list.
   for (const secrets of [[PW], undefined]) {
-    const cat = new SqlCatalog({ name: 'c', dialect: new PostgresDialect({ connectionString: uri, connectTimeoutMs: 2000 }), io: new MemoryFileIO(), secrets });
+    const cat = new SqlCatalog({
+      name: 'c',
+      dialect: new PostgresDialect({ connectionString: uri, connectTimeoutMs: 2000 }),
+      io: new MemoryFileIO(),
+      secrets,
+    });
     await assert.rejects(cat.listNamespaces(), (e: Error) => {
       assert.ok(!printed(e).includes(PW), printed(e));
       return true;
@@ -68,13 +82,19 @@ void test('a Postgres URI node-postgres cannot parse: no password in the error o
 });
 
 void test('a mistyped catalog URI is quoted back without its password', () => {
-  assert.throws(() => validateCatalogConfig({ type: 'sql', name: 'c', uri: `mysql://u:${PW}@h/db`, warehouse: 'file:///w' }), (e: Error) => {
-    assert.match(e.message, /"uri"/);
-    assert.match(e.message, /mysql:\/\/u:\*\*\*@h\/db/);
-    assert.ok(!printed(e).includes(PW));
-    return true;
-  });
-  assert.throws(() => new RestCatalog({ uri: `ftp://u:${PW}@h` }), (e: Error) => !printed(e).includes(PW));
+  assert.throws(
+    () => validateCatalogConfig({ type: 'sql', name: 'c', uri: `mysql://u:${PW}@h/db`, warehouse: 'file:///w' }),
+    (e: Error) => {
+      assert.match(e.message, /"uri"/);
+      assert.match(e.message, /mysql:\/\/u:\*\*\*@h\/db/);
+      assert.ok(!printed(e).includes(PW));
+      return true;
+    },
+  );
+  assert.throws(
+    () => new RestCatalog({ uri: `ftp://u:${PW}@h` }),
+    (e: Error) => !printed(e).includes(PW),
+  );
 });
 
 void test('REST catalog: credentials in the URI, a token and a client secret never reach the error', async () => {
@@ -83,7 +103,8 @@ void test('REST catalog: credentials in the URI, a token and a client secret nev
     return true;
   });
   // A server that echoes what it got (a misconfigured proxy): token and client secret masked.
-  const echo: typeof fetch = async (_url, init) => new Response(`rejected ${String(init?.body ?? '')} ${JSON.stringify(init?.headers ?? {})}`, { status: 403 });
+  const echo: typeof fetch = async (_url, init) =>
+    new Response(`rejected ${String(init?.body ?? '')} ${JSON.stringify(init?.headers ?? {})}`, { status: 403 });
   for (const opts of [{ token: `tok-${PW}` }, { credential: `client:${PW}` }]) {
     const cat = new RestCatalog({ uri: 'http://127.0.0.1:1', fetch: echo, ...opts });
     await assert.rejects(cat.listNamespaces(), (e: Error) => {

@@ -12,7 +12,12 @@ import { isIcebergError } from '../../iceberg/errors';
 import { newTableMetadata, parseIcebergJson, serializeTableMetadata } from '../../iceberg/spec/metadata';
 import type { Schema, TableMetadata } from '../../iceberg/spec/types';
 
-interface Seen { method: string; url: string; auth: string | undefined; body: string }
+interface Seen {
+  method: string;
+  url: string;
+  auth: string | undefined;
+  body: string;
+}
 const seen: Seen[] = [];
 let commitMode: 'ok' | '409' | '503' | 'hang' | '400' = 'ok';
 let server: Server;
@@ -26,22 +31,27 @@ const send = (res: ServerResponse, status: number, body?: string): void => {
   res.writeHead(status, { 'Content-Type': 'application/json' });
   res.end(body);
 };
-const loadResult = (): string => `{"metadata-location":"s3://b/wh/db/t/metadata/00001-x.metadata.json","metadata":${serializeTableMetadata(table)},"config":{"s3.endpoint":"http://s3"}}`;
+const loadResult = (): string =>
+  `{"metadata-location":"s3://b/wh/db/t/metadata/00001-x.metadata.json","metadata":${serializeTableMetadata(table)},"config":{"s3.endpoint":"http://s3"}}`;
 const err = (code: number, type: string, message: string): string => JSON.stringify({ error: { code, type, message } });
 
 const handle = (req: IncomingMessage, res: ServerResponse, body: string): void => {
   seen.push({ method: req.method!, url: req.url!, auth: req.headers.authorization, body });
   const u = req.url!;
   if (u.startsWith('/v1/config')) return send(res, 200, JSON.stringify({ defaults: { 'x.default': '1' }, overrides: { prefix: 'wh1' } }));
-  if (u === '/v1/wh1/namespaces' && req.method === 'GET') return send(res, 200, JSON.stringify({ namespaces: [['db']], 'next-page-token': 'p2' }));
+  if (u === '/v1/wh1/namespaces' && req.method === 'GET')
+    return send(res, 200, JSON.stringify({ namespaces: [['db']], 'next-page-token': 'p2' }));
   if (u === '/v1/wh1/namespaces?pageToken=p2') return send(res, 200, JSON.stringify({ namespaces: [['db2']] }));
-  if (u === '/v1/wh1/namespaces' && req.method === 'POST') return send(res, 409, err(409, 'AlreadyExistsException', 'Namespace already exists: db'));
+  if (u === '/v1/wh1/namespaces' && req.method === 'POST')
+    return send(res, 409, err(409, 'AlreadyExistsException', 'Namespace already exists: db'));
   if (u === '/v1/wh1/namespaces/a%1Fb' && req.method === 'HEAD') return send(res, 204);
   if (u === '/v1/wh1/namespaces/zz' && req.method === 'HEAD') return send(res, 404);
-  if (u === '/v1/wh1/namespaces/a%1Fb/tables') return send(res, 200, JSON.stringify({ identifiers: [{ namespace: ['a', 'b'], name: 't' }] }));
+  if (u === '/v1/wh1/namespaces/a%1Fb/tables')
+    return send(res, 200, JSON.stringify({ identifiers: [{ namespace: ['a', 'b'], name: 't' }] }));
   if (u === '/v1/wh1/namespaces/db/tables' && req.method === 'POST') return send(res, 200, loadResult());
   if (u === '/v1/wh1/namespaces/db/tables/t' && req.method === 'GET') return send(res, 200, loadResult());
-  if (u === '/v1/wh1/namespaces/db/tables/missing' && req.method === 'GET') return send(res, 404, err(404, 'NoSuchTableException', 'Table does not exist: db.missing'));
+  if (u === '/v1/wh1/namespaces/db/tables/missing' && req.method === 'GET')
+    return send(res, 404, err(404, 'NoSuchTableException', 'Table does not exist: db.missing'));
   if (u === '/v1/wh1/namespaces/db/tables/t' && req.method === 'POST') {
     if (commitMode === '409') return send(res, 409, err(409, 'CommitFailedException', 'Requirement failed: branch main has changed'));
     if (commitMode === '503') return send(res, 503, err(503, 'ServiceUnavailable', 'busy'));
@@ -50,8 +60,12 @@ const handle = (req: IncomingMessage, res: ServerResponse, body: string): void =
     const parsed = parseIcebergJson(body) as { updates: Array<{ snapshot?: { 'snapshot-id': bigint } }> };
     const snapshotId = parsed.updates[0]!.snapshot!['snapshot-id'];
     table = {
-      ...table, snapshots: [{ 'snapshot-id': snapshotId, 'sequence-number': 1n, 'timestamp-ms': 1n, 'manifest-list': 'm', summary: { operation: 'append' } }],
-      'current-snapshot-id': snapshotId, refs: { main: { 'snapshot-id': snapshotId, type: 'branch' } },
+      ...table,
+      snapshots: [
+        { 'snapshot-id': snapshotId, 'sequence-number': 1n, 'timestamp-ms': 1n, 'manifest-list': 'm', summary: { operation: 'append' } },
+      ],
+      'current-snapshot-id': snapshotId,
+      refs: { main: { 'snapshot-id': snapshotId, type: 'branch' } },
     };
     return send(res, 200, loadResult());
   }
@@ -62,7 +76,9 @@ const handle = (req: IncomingMessage, res: ServerResponse, body: string): void =
 before(async () => {
   server = createServer((req, res) => {
     let body = '';
-    req.on('data', (c: Buffer) => { body += c.toString(); });
+    req.on('data', (c: Buffer) => {
+      body += c.toString();
+    });
     req.on('end', () => handle(req, res, body));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -88,8 +104,14 @@ void test('namespaces and tables: 0x1F-joined levels, HEAD existence, 409 on cre
   assert.equal(await c.namespaceExists(['a', 'b']), true);
   assert.equal(await c.namespaceExists(['zz']), false);
   assert.deepEqual(await c.listTables(['a', 'b']), [{ namespace: ['a', 'b'], name: 't' }]);
-  await assert.rejects(c.createNamespace(['db']), (e: unknown) => isIcebergError(e, 'AlreadyExists') && /Namespace already exists/.test(e.message));
-  await assert.rejects(c.loadTable({ namespace: ['db'], name: 'missing' }), (e: unknown) => isIcebergError(e, 'NotFound') && /NoSuchTableException/.test(e.message));
+  await assert.rejects(
+    c.createNamespace(['db']),
+    (e: unknown) => isIcebergError(e, 'AlreadyExists') && /Namespace already exists/.test(e.message),
+  );
+  await assert.rejects(
+    c.loadTable({ namespace: ['db'], name: 'missing' }),
+    (e: unknown) => isIcebergError(e, 'NotFound') && /NoSuchTableException/.test(e.message),
+  );
 });
 
 void test('create/load: request carries schema, spec, location; metadata parses with 64-bit ids; config is kept', async () => {
@@ -107,10 +129,17 @@ void test('create/load: request carries schema, spec, location; metadata parses 
 void test('commit: bigint ids go out and come back exactly', async () => {
   commitMode = 'ok';
   const c = catalog();
-  const out = await c.commitTable({ namespace: ['db'], name: 't' }, [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }], [
-    { action: 'add-snapshot', snapshot: { 'snapshot-id': BIG, 'sequence-number': 1n, 'timestamp-ms': 1n, 'manifest-list': 'm', summary: { operation: 'append' } } },
-    { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': BIG, type: 'branch' },
-  ]);
+  const out = await c.commitTable(
+    { namespace: ['db'], name: 't' },
+    [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': null }],
+    [
+      {
+        action: 'add-snapshot',
+        snapshot: { 'snapshot-id': BIG, 'sequence-number': 1n, 'timestamp-ms': 1n, 'manifest-list': 'm', summary: { operation: 'append' } },
+      },
+      { action: 'set-snapshot-ref', 'ref-name': 'main', 'snapshot-id': BIG, type: 'branch' },
+    ],
+  );
   const body = seen.at(-1)!.body;
   assert.match(body, /"snapshot-id":9223372036854775807[,}]/);
   assert.match(body, /"requirements":\[\{"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":null\}\]/);
@@ -122,11 +151,17 @@ void test('commit errors: 409 CommitConflict (retryable), 5xx and timeout Commit
   const c = catalog();
   const id = { namespace: ['db'], name: 't' };
   commitMode = '409';
-  await assert.rejects(c.commitTable(id, [], []), (e: unknown) => isIcebergError(e, 'CommitConflict') && e.retryable && /branch main has changed/.test(e.message));
+  await assert.rejects(
+    c.commitTable(id, [], []),
+    (e: unknown) => isIcebergError(e, 'CommitConflict') && e.retryable && /branch main has changed/.test(e.message),
+  );
   commitMode = '503';
   await assert.rejects(c.commitTable(id, [], []), (e: unknown) => isIcebergError(e, 'CommitStateUnknown') && !e.retryable);
   commitMode = 'hang';
-  await assert.rejects(c.commitTable(id, [], []), (e: unknown) => isIcebergError(e, 'CommitStateUnknown') && /may or may not/.test(e.message));
+  await assert.rejects(
+    c.commitTable(id, [], []),
+    (e: unknown) => isIcebergError(e, 'CommitStateUnknown') && /may or may not/.test(e.message),
+  );
   commitMode = '400';
   await assert.rejects(c.commitTable(id, [], []), (e: unknown) => isIcebergError(e, 'DataInvalid') && !e.retryable);
   commitMode = 'ok';

@@ -26,8 +26,12 @@ const open = (dbPath: string, name = 'floe'): SqlCatalog =>
 const freshDb = (): string => join(root, `cat-${++n}.db`);
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0,
-  fields: [{ id: 1, name: 'id', required: true, type: 'long' }, { id: 2, name: 'v', required: false, type: 'string' }],
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: 'long' },
+    { id: 2, name: 'v', required: false, type: 'string' },
+  ],
 };
 const metadataFor = async (cat: SqlCatalog, id: TableIdentifier, props: Record<string, string> = {}): Promise<TableMetadata> =>
   newTableMetadata({ location: await cat.defaultTableLocation(id), schema, tableUuid: randomUUID(), properties: props });
@@ -54,16 +58,28 @@ void test('schema matches the JDBC/PyIceberg DDL: columns, nullability, primary 
   await cat.init();
   await cat.close();
   const db = new Database(path, { readonly: true });
-  const info = (t: string) => db.prepare(`PRAGMA table_info(${t})`).all() as Array<{ name: string; type: string; notnull: number; pk: number }>;
-  assert.deepEqual(info('iceberg_tables').map((c) => [c.name, c.type, c.notnull, c.pk]), [
-    ['catalog_name', 'VARCHAR(255)', 1, 1], ['table_namespace', 'VARCHAR(255)', 1, 2], ['table_name', 'VARCHAR(255)', 1, 3],
-    ['metadata_location', 'VARCHAR(1000)', 0, 0], ['previous_metadata_location', 'VARCHAR(1000)', 0, 0],
-    ['iceberg_type', 'VARCHAR(5)', 0, 0],
-  ]);
-  assert.deepEqual(info('iceberg_namespace_properties').map((c) => [c.name, c.type, c.notnull, c.pk]), [
-    ['catalog_name', 'VARCHAR(255)', 1, 1], ['namespace', 'VARCHAR(255)', 1, 2], ['property_key', 'VARCHAR(255)', 1, 3],
-    ['property_value', 'VARCHAR(1000)', 1, 0],
-  ]);
+  const info = (t: string) =>
+    db.prepare(`PRAGMA table_info(${t})`).all() as Array<{ name: string; type: string; notnull: number; pk: number }>;
+  assert.deepEqual(
+    info('iceberg_tables').map((c) => [c.name, c.type, c.notnull, c.pk]),
+    [
+      ['catalog_name', 'VARCHAR(255)', 1, 1],
+      ['table_namespace', 'VARCHAR(255)', 1, 2],
+      ['table_name', 'VARCHAR(255)', 1, 3],
+      ['metadata_location', 'VARCHAR(1000)', 0, 0],
+      ['previous_metadata_location', 'VARCHAR(1000)', 0, 0],
+      ['iceberg_type', 'VARCHAR(5)', 0, 0],
+    ],
+  );
+  assert.deepEqual(
+    info('iceberg_namespace_properties').map((c) => [c.name, c.type, c.notnull, c.pk]),
+    [
+      ['catalog_name', 'VARCHAR(255)', 1, 1],
+      ['namespace', 'VARCHAR(255)', 1, 2],
+      ['property_key', 'VARCHAR(255)', 1, 3],
+      ['property_value', 'VARCHAR(1000)', 1, 0],
+    ],
+  );
   assert.equal((db.pragma('journal_mode', { simple: true }) as string).toLowerCase(), 'wal');
   db.close();
 });
@@ -85,8 +101,10 @@ void test('namespaces: create, exists, nested listing, properties, drop rules', 
   assert.equal(await cat.defaultTableLocation({ namespace: ['db'], name: 't' }), `${warehouseFor(`cat-${n}.db`)}/db.db/t`);
   await assert.rejects(cat.createNamespace(['db']), (e: unknown) => isIcebergError(e, 'AlreadyExists'));
   await assert.rejects(cat.createNamespace(['a.b']), (e: unknown) => isIcebergError(e, 'DataInvalid') && /"a\.b"/.test(e.message));
-  await assert.rejects(cat.dropNamespace(['db']), (e: unknown) =>
-    isIcebergError(e, 'DataInvalid') && /found 0 table\(s\), 1 child namespace\(s\)/.test(e.message));
+  await assert.rejects(
+    cat.dropNamespace(['db']),
+    (e: unknown) => isIcebergError(e, 'DataInvalid') && /found 0 table\(s\), 1 child namespace\(s\)/.test(e.message),
+  );
   await assert.rejects(cat.dropNamespace(['nope']), (e: unknown) => isIcebergError(e, 'NotFound'));
   await assert.rejects(cat.listNamespaces(['nope']), (e: unknown) => isIcebergError(e, 'NotFound'));
   await cat.dropNamespace(['other']);
@@ -111,7 +129,10 @@ void test('tables: create writes 00000-<uuid>.metadata.json; load, list, exists;
   assert.equal(await cat.tableExists(id), true);
   assert.equal(await cat.tableExists({ namespace: ['db'], name: 'nope' }), false);
   await assert.rejects(cat.createTable(id, m), (e: unknown) => isIcebergError(e, 'AlreadyExists'));
-  await assert.rejects(cat.loadTable({ namespace: ['db'], name: 'nope' }), (e: unknown) => isIcebergError(e, 'NotFound') && /db\.nope/.test(e.message));
+  await assert.rejects(
+    cat.loadTable({ namespace: ['db'], name: 'nope' }),
+    (e: unknown) => isIcebergError(e, 'NotFound') && /db\.nope/.test(e.message),
+  );
   await assert.rejects(cat.dropNamespace(['db']), (e: unknown) => isIcebergError(e, 'DataInvalid') && /1 table\(s\)/.test(e.message));
   // a second catalog name in the same database does not see the table
   const other = open(path, 'other');
@@ -130,11 +151,17 @@ void test('commit: CAS chain of versions, metadata-log, previous_metadata_locati
   const t1 = await cat.commitTable(id, [mainIs(null)], appendUpdates(s1));
   assert.equal(parseMetadataVersion(t1.metadataLocation), 1);
   assert.equal(t1.metadata['current-snapshot-id'], 9007199254740993n);
-  assert.deepEqual(t1.metadata['metadata-log'].map((e) => e['metadata-file']), [t0.metadataLocation]);
+  assert.deepEqual(
+    t1.metadata['metadata-log'].map((e) => e['metadata-file']),
+    [t0.metadataLocation],
+  );
   const s2 = snap(9223372036854775807n, s1['snapshot-id'], 2n, t1.metadata);
   const t2 = await cat.commitTable(id, [mainIs(s1['snapshot-id'])], appendUpdates(s2));
   assert.equal(parseMetadataVersion(t2.metadataLocation), 2);
-  assert.deepEqual(t2.metadata['metadata-log'].map((e) => e['metadata-file']), [t0.metadataLocation, t1.metadataLocation]);
+  assert.deepEqual(
+    t2.metadata['metadata-log'].map((e) => e['metadata-file']),
+    [t0.metadataLocation, t1.metadataLocation],
+  );
   const reloaded = await cat.loadTable(id);
   assert.deepEqual(reloaded.metadata, t2.metadata);
   assert.equal(reloaded.metadata.snapshots[1]!['snapshot-id'], 9223372036854775807n);
@@ -184,25 +211,35 @@ void test('commit: two catalog instances on one SQLite file race; the loser gets
   const ioSpy = { writes: [] as string[], deletes: [] as string[] };
   let raced = false;
   const spying = new SqlCatalog({
-    name: 'floe', dialect: new SqliteDialect({ path }), warehouse: warehouseFor(path),
+    name: 'floe',
+    dialect: new SqliteDialect({ path }),
+    warehouse: warehouseFor(path),
     io: {
-      read: (l) => io.read(l), readRange: (l, o, len) => io.readRange(l, o, len), exists: (l) => io.exists(l),
-      stat: (l) => io.stat(l), list: (p) => io.list(p),
+      read: (l) => io.read(l),
+      readRange: (l, o, len) => io.readRange(l, o, len),
+      exists: (l) => io.exists(l),
+      stat: (l) => io.stat(l),
+      list: (p) => io.list(p),
       write: async (l, d) => {
         ioSpy.writes.push(l);
         await io.write(l, d);
-        if (!raced) { // between our metadata write and our pointer swap, `a` commits
+        if (!raced) {
+          // between our metadata write and our pointer swap, `a` commits
           raced = true;
           await a.commitTable(id, [], appendUpdates(snap(1n, undefined, 1n, t0.metadata)));
         }
       },
-      delete: async (l) => { ioSpy.deletes.push(l); await io.delete(l); },
+      delete: async (l) => {
+        ioSpy.deletes.push(l);
+        await io.delete(l);
+      },
     },
   });
   // `spying` writes its version 1, and before it swaps, catalog `a` commits its own version 1.
-  await assert.rejects(spying.commitTable(id, [], appendUpdates(snap(2n, undefined, 1n, t0.metadata))), (e: unknown) =>
-    isIcebergError(e, 'CommitConflict') && e.retryable
-    && e.message.includes(`expected ${t0.metadataLocation}, found `));
+  await assert.rejects(
+    spying.commitTable(id, [], appendUpdates(snap(2n, undefined, 1n, t0.metadata))),
+    (e: unknown) => isIcebergError(e, 'CommitConflict') && e.retryable && e.message.includes(`expected ${t0.metadataLocation}, found `),
+  );
   assert.equal(ioSpy.deletes.length, 1);
   assert.equal(ioSpy.deletes[0], ioSpy.writes[0]);
   assert.equal(await io.exists(ioSpy.writes[0]!), false, 'the losing metadata file is removed');
@@ -211,7 +248,10 @@ void test('commit: two catalog instances on one SQLite file race; the loser gets
   assert.equal(current.metadata['current-snapshot-id'], 1n);
   const t2 = await spying.commitTable(id, [mainIs(1n)], appendUpdates(snap(2n, 1n, 2n, current.metadata)));
   assert.equal(parseMetadataVersion(t2.metadataLocation), 2);
-  assert.deepEqual(t2.metadata.snapshots.map((s) => s['snapshot-id']), [1n, 2n]);
+  assert.deepEqual(
+    t2.metadata.snapshots.map((s) => s['snapshot-id']),
+    [1n, 2n],
+  );
   for (const c of [a, b, spying]) await c.close();
 });
 
@@ -252,16 +292,23 @@ void test('metadata-log is bounded by write.metadata.previous-versions-max; dele
   const cat = open(freshDb());
   await cat.createNamespace(['db']);
   const id = { namespace: ['db'], name: 't' };
-  const t0 = await cat.createTable(id, await metadataFor(cat, id, {
-    'write.metadata.previous-versions-max': '2', 'write.metadata.delete-after-commit.enabled': 'true',
-  }));
+  const t0 = await cat.createTable(
+    id,
+    await metadataFor(cat, id, {
+      'write.metadata.previous-versions-max': '2',
+      'write.metadata.delete-after-commit.enabled': 'true',
+    }),
+  );
   let cur = t0;
   const locations = [t0.metadataLocation];
   for (let i = 1; i <= 4; i++) {
     cur = await cat.commitTable(id, [], [{ action: 'set-properties', updates: { round: String(i) } }]);
     locations.push(cur.metadataLocation);
   }
-  assert.deepEqual(cur.metadata['metadata-log'].map((e) => e['metadata-file']), locations.slice(2, 4));
+  assert.deepEqual(
+    cur.metadata['metadata-log'].map((e) => e['metadata-file']),
+    locations.slice(2, 4),
+  );
   assert.equal(await io.exists(locations[0]!), false);
   assert.equal(await io.exists(locations[1]!), false);
   assert.equal(await io.exists(locations[2]!), true);
@@ -320,19 +367,24 @@ void test('commit: a DB error on the swap is CommitStateUnknown (file kept) unle
   const failing = (error: Error & { code?: string }): SqlCatalog => {
     const inner = new SqliteDialect({ path });
     const dialect = Object.assign(Object.create(inner) as SqliteDialect, {
-      execute: (sql: string, params?: unknown[]) => (sql.trimStart().startsWith('UPDATE iceberg_tables') ? Promise.reject(error) : inner.execute(sql, params)),
+      execute: (sql: string, params?: unknown[]) =>
+        sql.trimStart().startsWith('UPDATE iceberg_tables') ? Promise.reject(error) : inner.execute(sql, params),
     });
     return new SqlCatalog({ name: 'floe', dialect, io, warehouse: warehouseFor(path) });
   };
   const lost = failing(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
-  await assert.rejects(lost.commitTable(id, [], [{ action: 'set-properties', updates: { a: '1' } }]), (e: unknown) =>
-    isIcebergError(e, 'CommitStateUnknown') && !e.retryable && typeof e.context['metadataLocation'] === 'string');
+  await assert.rejects(
+    lost.commitTable(id, [], [{ action: 'set-properties', updates: { a: '1' } }]),
+    (e: unknown) => isIcebergError(e, 'CommitStateUnknown') && !e.retryable && typeof e.context['metadataLocation'] === 'string',
+  );
   assert.equal(readdirSync(metaDir).length, 2, 'unknown state: the new metadata file is kept');
   await lost.close();
 
   const busy = failing(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
-  await assert.rejects(busy.commitTable(id, [], [{ action: 'set-properties', updates: { a: '2' } }]), (e: unknown) =>
-    isIcebergError(e, 'Io') && e.retryable);
+  await assert.rejects(
+    busy.commitTable(id, [], [{ action: 'set-properties', updates: { a: '2' } }]),
+    (e: unknown) => isIcebergError(e, 'Io') && e.retryable,
+  );
   assert.equal(readdirSync(metaDir).length, 2, 'definite failure: the new metadata file is deleted');
   await busy.close();
 });

@@ -8,17 +8,33 @@ import { compactDefaults, type CompactionPlan, type FileGroup, type RewriteGroup
 import { commitBatchSize, commitInput, emptyResult, initialProgress, recordCommit, recordFailed } from '../../workflows/compact-state';
 
 const group = (index: number, files: number, bytes: number, staged = false): FileGroup => ({
-  index, partitionPath: `day=${index}`, specId: 0, bytes, records: files * 10,
+  index,
+  partitionPath: `day=${index}`,
+  specId: 0,
+  bytes,
+  records: files * 10,
   files: staged ? [] : Array.from({ length: files }, (_, i) => ({ path: `data/f${index}-${i}.parquet`, size: bytes / files, records: 10 })),
   ...(staged ? { fileCount: files } : {}),
 });
 const rewritten = (index: number, outputs: number, outputBytes: number, attempt?: number): RewriteGroupResult => ({
-  index, outputs: Array.from({ length: outputs }, () => ({})), outputBytes, inputBytes: 0, records: 0, durationMs: 1, peakRssBytes: 1,
+  index,
+  outputs: Array.from({ length: outputs }, () => ({})),
+  outputBytes,
+  inputBytes: 0,
+  records: 0,
+  durationMs: 1,
+  peakRssBytes: 1,
   ...(attempt ? { outputs: [], outputCount: outputs, attempt } : {}),
 });
 const plan = (groups: FileGroup[], over: Partial<CompactionPlan['options']> = {}, staged?: string): CompactionPlan => ({
-  table: 'db.t', location: 's3://b/t', snapshotId: '1', groups, partitionsScanned: groups.length,
-  before: { files: 9, bytes: 900, avgFileSizeBytes: 100 }, options: { ...compactDefaults(1000), ...over }, ...(staged ? { staged } : {}),
+  table: 'db.t',
+  location: 's3://b/t',
+  snapshotId: '1',
+  groups,
+  partitionsScanned: groups.length,
+  before: { files: 9, bytes: 900, avgFileSizeBytes: 100 },
+  options: { ...compactDefaults(1000), ...over },
+  ...(staged ? { staged } : {}),
 });
 
 void test('groups commit all at once, or in at most maxCommits batches with partial progress', () => {
@@ -34,7 +50,12 @@ void test('an inline plan commits its groups with their outputs; a staged plan n
   assert.equal(inline.groups.length, 1);
   assert.equal(inline.staged, undefined);
   const sg = group(3, 4, 400, true);
-  const staged = commitInput('db.t', plan([sg], {}, 's3://b/t/metadata/floe-staged/run-plan-a1'), [{ group: sg, result: rewritten(3, 2, 300, 2) }], 'cid');
+  const staged = commitInput(
+    'db.t',
+    plan([sg], {}, 's3://b/t/metadata/floe-staged/run-plan-a1'),
+    [{ group: sg, result: rewritten(3, 2, 300, 2) }],
+    'cid',
+  );
   assert.deepEqual(staged.groups, []);
   assert.deepEqual(staged.staged, { plan: 's3://b/t/metadata/floe-staged/run-plan-a1', groups: [{ index: 3, attempt: 2 }] });
 });
@@ -44,9 +65,21 @@ void test('a commit counts only its committed groups; skipped groups fail with t
   const p = plan(gs);
   const result = emptyResult('db.t', null, p);
   const progress = initialProgress();
-  const batch = [{ group: gs[0]!, result: rewritten(0, 1, 180) }, { group: gs[1]!, result: rewritten(1, 2, 250, 1) }, { group: gs[2]!, result: rewritten(2, 1, 390) }];
-  recordCommit(result, progress, p, batch, { snapshotId: '5', alreadyCommitted: false, committedGroups: [0, 1], skippedGroups: [{ index: 2, reason: 'outputs missing' }] });
-  assert.deepEqual([result.rewritten_data_files_count, result.rewritten_bytes_count, result.added_data_files_count, result.added_bytes_count], [5, 500, 3, 430]);
+  const batch = [
+    { group: gs[0]!, result: rewritten(0, 1, 180) },
+    { group: gs[1]!, result: rewritten(1, 2, 250, 1) },
+    { group: gs[2]!, result: rewritten(2, 1, 390) },
+  ];
+  recordCommit(result, progress, p, batch, {
+    snapshotId: '5',
+    alreadyCommitted: false,
+    committedGroups: [0, 1],
+    skippedGroups: [{ index: 2, reason: 'outputs missing' }],
+  });
+  assert.deepEqual(
+    [result.rewritten_data_files_count, result.rewritten_bytes_count, result.added_data_files_count, result.added_bytes_count],
+    [5, 500, 3, 430],
+  );
   assert.deepEqual([result.commits, progress.commits, result.snapshotIds], [1, 1, ['5']]);
   assert.deepEqual(result.failed_data_file_groups, [{ index: 2, partitionPath: 'day=2', reason: 'skipped at commit: outputs missing' }]);
   recordFailed(result, progress, gs[0]!, 'boom');

@@ -60,7 +60,8 @@ function floeVarsInCode(): Set<string> {
       else if (path.endsWith('.ts')) for (const m of readFileSync(path, 'utf8').matchAll(/\bFLOE_[A-Z0-9_]+\b/g)) found.add(m[0]);
     }
   };
-  for (const d of ['activities', 'cli', 'client', 'config', 'demo', 'iceberg', 'workers', 'workflows']) if (existsSync(join(root, d))) walk(join(root, d));
+  for (const d of ['activities', 'cli', 'client', 'config', 'demo', 'iceberg', 'workers', 'workflows'])
+    if (existsSync(join(root, d))) walk(join(root, d));
   return new Set([...found].filter((v) => !v.startsWith('FLOE_TEST_')));
 }
 
@@ -78,7 +79,7 @@ describe('docker-compose.yml', () => {
     assert.equal(IMAGES.kafka, `apache/kafka:${MAVEN['kafka.version']}`, 'compose runs the Kafka version the local stack runs');
   });
 
-  it('publishes the local stack\'s ports on 127.0.0.1', () => {
+  it("publishes the local stack's ports on 127.0.0.1", () => {
     assert.equal(published('kafka').get(PORTS.kafka), 9092);
     assert.equal(published('postgres').get(PORTS.postgres), 5432);
     assert.equal(published('temporal').get(PORTS.temporal), 7233);
@@ -97,8 +98,10 @@ describe('docker-compose.yml', () => {
     }
 
     const kafkaEnv = envOf('kafka');
-    assert.ok(kafkaEnv.KAFKA_ADVERTISED_LISTENERS?.split(',').some((l) => l.endsWith(`//${env.FLOE_KAFKA_BROKERS}`)),
-      `FLOE_KAFKA_BROKERS=${env.FLOE_KAFKA_BROKERS} must be an advertised listener, found ${kafkaEnv.KAFKA_ADVERTISED_LISTENERS}`);
+    assert.ok(
+      kafkaEnv.KAFKA_ADVERTISED_LISTENERS?.split(',').some((l) => l.endsWith(`//${env.FLOE_KAFKA_BROKERS}`)),
+      `FLOE_KAFKA_BROKERS=${env.FLOE_KAFKA_BROKERS} must be an advertised listener, found ${kafkaEnv.KAFKA_ADVERTISED_LISTENERS}`,
+    );
     assert.equal(env.FLOE_TEMPORAL_ADDRESS, 'temporal:7233');
 
     const s3 = new URL(env.FLOE_S3_ENDPOINT!);
@@ -117,7 +120,10 @@ describe('docker-compose.yml', () => {
     assert.equal(pg.hostname, 'postgres');
     assert.equal(pg.port, '5432');
     assert.deepEqual([pg.username, pg.password, pg.pathname.slice(1)], [pgEnv.POSTGRES_USER, pgEnv.POSTGRES_PASSWORD, pgEnv.POSTGRES_DB]);
-    assert.deepEqual([pgEnv.POSTGRES_USER, pgEnv.POSTGRES_PASSWORD, pgEnv.POSTGRES_DB], [PG_DEFAULTS.user, PG_DEFAULTS.password, PG_DEFAULTS.database]);
+    assert.deepEqual(
+      [pgEnv.POSTGRES_USER, pgEnv.POSTGRES_PASSWORD, pgEnv.POSTGRES_DB],
+      [PG_DEFAULTS.user, PG_DEFAULTS.password, PG_DEFAULTS.database],
+    );
 
     const deps = service('floe-worker').depends_on ?? {};
     const depNames = Array.isArray(deps) ? deps : Object.keys(deps);
@@ -143,7 +149,8 @@ describe('Dockerfile', () => {
   it('copies only paths that exist, including everything cli/main.ts needs', () => {
     const sources = [...dockerfile.matchAll(/^COPY (.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
     for (const src of sources) assert.ok(existsSync(join(root, src)), `Dockerfile COPY ${src}: no such path`);
-    for (const dir of ['cli', 'workers', 'workflows', 'activities', 'iceberg', 'config']) assert.ok(sources.includes(dir), `Dockerfile copies ${dir}`);
+    for (const dir of ['cli', 'workers', 'workflows', 'activities', 'iceberg', 'config'])
+      assert.ok(sources.includes(dir), `Dockerfile copies ${dir}`);
     // A top-level folder imported by runtime code but not copied would crash the worker at start.
     const imported = new Set<string>();
     for (const dir of sources.filter((s) => existsSync(join(root, s)) && statSync(join(root, s)).isDirectory())) {
@@ -177,7 +184,7 @@ describe('stack pins', () => {
     assert.deepEqual([...used].sort(), Object.keys(MAVEN).sort(), 'pom placeholders == MAVEN keys');
   });
 
-  it('pip requirements pin every package exactly, with duckdb extensions at duckdb\'s version', () => {
+  it("pip requirements pin every package exactly, with duckdb extensions at duckdb's version", () => {
     const reqs = pythonRequirements();
     assert.equal(reqs.length, Object.keys(PYTHON).length);
     for (const r of reqs) assert.match(r, /^[a-z0-9-]+(\[[a-z0-9,-]+\])?==[0-9][0-9.]*$/, r);

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  compareBytes, compareStrings, compareValues, decimalFromBytes, decimalToBytes, formatDecimal, fromBytes, toBytes, unscaledDecimal,
+  compareBytes,
+  compareStrings,
+  compareValues,
+  decimalFromBytes,
+  decimalToBytes,
+  formatDecimal,
+  fromBytes,
+  toBytes,
+  unscaledDecimal,
   type PrimitiveValue,
 } from '../../iceberg/spec/conversions';
 import { isIcebergError } from '../../iceberg/errors';
@@ -44,10 +52,23 @@ test('Appendix D encodings match the spec byte for byte', () => {
 
 test('fromBytes inverts toBytes for every primitive type', () => {
   const cases: Array<[PrimitiveType, PrimitiveValue]> = [
-    ['boolean', true], ['int', -123], ['long', 2n ** 62n], ['float', 1.5], ['double', Math.PI], ['date', -1],
-    ['time', 86_399_999_999n], ['timestamp', -5n], ['timestamptz', 1n], ['timestamp_ns', 10n ** 18n], ['timestamptz_ns', 7n],
-    ['string', 'héllo 🌍'], ['uuid', '00000000-0000-0000-0000-0000000000ff'], ['fixed[2]', Uint8Array.of(9, 8)],
-    ['binary', Uint8Array.of()], ['decimal(38, 10)', -(10n ** 37n) + 1n], ['decimal(5, 2)', 99999n],
+    ['boolean', true],
+    ['int', -123],
+    ['long', 2n ** 62n],
+    ['float', 1.5],
+    ['double', Math.PI],
+    ['date', -1],
+    ['time', 86_399_999_999n],
+    ['timestamp', -5n],
+    ['timestamptz', 1n],
+    ['timestamp_ns', 10n ** 18n],
+    ['timestamptz_ns', 7n],
+    ['string', 'héllo 🌍'],
+    ['uuid', '00000000-0000-0000-0000-0000000000ff'],
+    ['fixed[2]', Uint8Array.of(9, 8)],
+    ['binary', Uint8Array.of()],
+    ['decimal(38, 10)', -(10n ** 37n) + 1n],
+    ['decimal(5, 2)', 99999n],
   ];
   for (const [type, value] of cases) assert.deepEqual(fromBytes(type, toBytes(type, value)), value, type);
   assert.ok(Number.isNaN(fromBytes('double', toBytes('double', NaN)) as number));
@@ -59,14 +80,20 @@ test('decimal helpers', () => {
   assert.equal(unscaledDecimal('-0.5', 3), -500n);
   assert.equal(unscaledDecimal('12', 2), 1200n);
   assert.equal(unscaledDecimal('1.230', 2), 123n); // trailing zeros beyond the scale are exact
-  assert.throws(() => unscaledDecimal('1.234', 2), (e) => isIcebergError(e, 'DataInvalid'));
+  assert.throws(
+    () => unscaledDecimal('1.234', 2),
+    (e) => isIcebergError(e, 'DataInvalid'),
+  );
   assert.equal(formatDecimal(-5n, 2), '-0.05');
   assert.equal(formatDecimal(123456n, 3), '123.456');
 });
 
 test('values that do not fit the type are rejected with expected vs found', () => {
   assert.throws(() => toBytes('int', 2 ** 31), /expected a 32-bit integer/);
-  assert.throws(() => toBytes('int', 1.5), (e) => isIcebergError(e, 'DataInvalid'));
+  assert.throws(
+    () => toBytes('int', 1.5),
+    (e) => isIcebergError(e, 'DataInvalid'),
+  );
   assert.throws(() => toBytes('long', 2n ** 63n), /64-bit/);
   assert.throws(() => toBytes('long', 2 ** 60), /safe-integer/);
   assert.throws(() => toBytes('decimal(3, 0)', 1000n), /at most 3 digits/);

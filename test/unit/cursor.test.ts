@@ -1,35 +1,72 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  allCursors, carryLegacyCursors, cursorProperty, findCommit, formatOffsets, landedCommit, legacyCursors, maxOffsets,
-  parseOffsets, readCursor, readDeadLetterCursor, deadLetterCursorProperty,
+  allCursors,
+  carryLegacyCursors,
+  cursorProperty,
+  findCommit,
+  formatOffsets,
+  landedCommit,
+  legacyCursors,
+  maxOffsets,
+  parseOffsets,
+  readCursor,
+  readDeadLetterCursor,
+  deadLetterCursorProperty,
 } from '../../ingest/cursor';
 import type { Snapshot, TableMetadata } from '../../iceberg/spec/types';
 
 const snap = (id: bigint, parent: bigint | undefined, summary: Record<string, string>): Snapshot => ({
-  'snapshot-id': id, ...(parent === undefined ? {} : { 'parent-snapshot-id': parent }), 'sequence-number': id,
-  'timestamp-ms': 1000n + id, 'manifest-list': `s3://b/m/${id}.avro`, summary: { operation: 'append', ...summary },
+  'snapshot-id': id,
+  ...(parent === undefined ? {} : { 'parent-snapshot-id': parent }),
+  'sequence-number': id,
+  'timestamp-ms': 1000n + id,
+  'manifest-list': `s3://b/m/${id}.avro`,
+  summary: { operation: 'append', ...summary },
 });
 const BIG = 2n ** 62n + 12345n; // beyond 2^53: must survive as bigint
 
 const meta = (snapshots: Snapshot[], head: bigint): TableMetadata => ({
-  'format-version': 2, 'table-uuid': 'u', location: 's3://b/t', 'last-sequence-number': 10n, 'last-updated-ms': 0n,
-  'last-column-id': 1, schemas: [], 'current-schema-id': 0, 'partition-specs': [], 'default-spec-id': 0, 'last-partition-id': 999,
-  properties: {}, 'current-snapshot-id': head, snapshots, 'snapshot-log': [], 'metadata-log': [], 'sort-orders': [],
-  'default-sort-order-id': 0, refs: { main: { 'snapshot-id': head, type: 'branch' } },
+  'format-version': 2,
+  'table-uuid': 'u',
+  location: 's3://b/t',
+  'last-sequence-number': 10n,
+  'last-updated-ms': 0n,
+  'last-column-id': 1,
+  schemas: [],
+  'current-schema-id': 0,
+  'partition-specs': [],
+  'default-spec-id': 0,
+  'last-partition-id': 999,
+  properties: {},
+  'current-snapshot-id': head,
+  snapshots,
+  'snapshot-log': [],
+  'metadata-log': [],
+  'sort-orders': [],
+  'default-sort-order-id': 0,
+  refs: { main: { 'snapshot-id': head, type: 'branch' } },
 });
 
 describe('ingest cursor in snapshot summaries', () => {
-  const m = meta([
-    snap(1n, undefined, { 'floe.ingest-id': 'main', 'floe.offsets': '{"0":"10"}', 'floe.commit-id': 'c1' }),
-    snap(2n, 1n, { 'floe.ingest-id': 'other', 'floe.offsets': '{"0":"5"}', 'floe.commit-id': 'c2' }),
-    snap(BIG, 2n, { 'floe.ingest-id': 'main', 'floe.offsets': '{"0":"20","1":"9007199254740993"}', 'floe.commit-id': 'c3' }),
-    snap(4n, BIG, { operation: 'replace' }),
-    snap(5n, 4n, { 'floe.ingest-id': 'main', 'floe.offsets': '{"0":"99"}', 'floe.commit-id': 'dangling' }), // not on main
-  ], 4n);
+  const m = meta(
+    [
+      snap(1n, undefined, { 'floe.ingest-id': 'main', 'floe.offsets': '{"0":"10"}', 'floe.commit-id': 'c1' }),
+      snap(2n, 1n, { 'floe.ingest-id': 'other', 'floe.offsets': '{"0":"5"}', 'floe.commit-id': 'c2' }),
+      snap(BIG, 2n, { 'floe.ingest-id': 'main', 'floe.offsets': '{"0":"20","1":"9007199254740993"}', 'floe.commit-id': 'c3' }),
+      snap(4n, BIG, { operation: 'replace' }),
+      snap(5n, 4n, { 'floe.ingest-id': 'main', 'floe.offsets': '{"0":"99"}', 'floe.commit-id': 'dangling' }), // not on main
+    ],
+    4n,
+  );
 
   it('reads the newest legacy (summary-only) cursor of an ingest id across a compaction snapshot', () => {
-    assert.deepEqual(readCursor(m, 'main'), { snapshotId: BIG.toString(), commitId: 'c3', topic: null, offsets: { 0: '20', 1: '9007199254740993' } });
+    assert.deepEqual(readCursor(m, 'main'), {
+      snapshotId: BIG.toString(),
+      commitId: 'c3',
+      topic: null,
+      offsets: { 0: '20', 1: '9007199254740993' },
+    });
     assert.deepEqual(readCursor(m, 'other'), { snapshotId: '2', commitId: 'c2', topic: null, offsets: { 0: '5' } });
     assert.deepEqual(readCursor(m, 'new'), { snapshotId: null, commitId: null, topic: null, offsets: {} });
   });
@@ -57,10 +94,15 @@ describe('ingest cursor as a table property', () => {
   const withCursor = (props: Record<string, string>): TableMetadata => ({ ...head, properties: props });
 
   it('a cursor whose snapshots were all expired is still read, bound to its topic (expiry cannot hide it)', () => {
-    const m = withCursor(cursorProperty('b1', {
-      snapshotId: BIG.toString(), commitId: 'k1', topic: 'orders', offsets: { 1: '9007199254740993', 0: '4' },
-      range: { from: { 0: '0', 1: '0' }, to: { 0: '4', 1: '9007199254740993' } },
-    }));
+    const m = withCursor(
+      cursorProperty('b1', {
+        snapshotId: BIG.toString(),
+        commitId: 'k1',
+        topic: 'orders',
+        offsets: { 1: '9007199254740993', 0: '4' },
+        range: { from: { 0: '0', 1: '0' }, to: { 0: '4', 1: '9007199254740993' } },
+      }),
+    );
     const c = readCursor(m, 'b1');
     assert.equal(c.snapshotId, BIG.toString());
     assert.equal(c.topic, 'orders');
@@ -85,8 +127,11 @@ describe('ingest cursor as a table property', () => {
     const m = withCursor(deadLetterCursorProperty('main', 't', { offsets: { 0: '5' }, commitId: 'd1' }));
     assert.deepEqual(readDeadLetterCursor(m, 'main'), { offsets: { 0: '5' }, commitId: 'd1' });
     assert.deepEqual(readDeadLetterCursor(m, 'x'), { offsets: {}, commitId: null });
-    assert.deepEqual(maxOffsets({ 0: '9', 1: '9007199254740993' }, { 0: '10', 1: '9007199254740992', 2: '1' }),
-      { 0: '10', 1: '9007199254740993', 2: '1' });
+    assert.deepEqual(maxOffsets({ 0: '9', 1: '9007199254740993' }, { 0: '10', 1: '9007199254740992', 2: '1' }), {
+      0: '10',
+      1: '9007199254740993',
+      2: '1',
+    });
   });
   it('a malformed cursor property fails naming the key', () => {
     assert.throws(() => readCursor(withCursor({ 'floe.cursor.main': '{oops' }), 'main'), /floe\.cursor\.main is not JSON/);

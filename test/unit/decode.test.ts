@@ -1,8 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  compileDecoder, deadLetterRow, decodeRecord, DecodeError, DecoderConfigError,
-  type DecoderTable, type KafkaRecord, type Row,
+  compileDecoder,
+  deadLetterRow,
+  decodeRecord,
+  DecodeError,
+  DecoderConfigError,
+  type DecoderTable,
+  type KafkaRecord,
+  type Row,
 } from '../../ingest/decode';
 import type { ColumnConfig } from '../../config';
 import { MemoryCatalog } from '../../iceberg/catalog/memory';
@@ -25,17 +31,29 @@ const cols: ColumnConfig[] = [
   { name: 'o', type: 'long', required: true, source: 'offset' },
 ];
 const rec = (value: string | Buffer | null, key: string | Buffer | null = 'k1', timestamp = '1782864000000'): KafkaRecord => ({
-  partition: 3, offset: '9007199254740993', timestamp,
-  key: key === null ? null : Buffer.from(key), value: value === null ? null : Buffer.from(value),
+  partition: 3,
+  offset: '9007199254740993',
+  timestamp,
+  key: key === null ? null : Buffer.from(key),
+  value: value === null ? null : Buffer.from(value),
 });
 
 /** Asserts decoding `value` throws a DecodeError whose message matches `re`. */
-function rejects(table: DecoderTable | ColumnConfig[], value: string | Buffer | null, re: RegExp, key: string | Buffer | null = 'k1', timestamp?: string): void {
-  assert.throws(() => decodeRecord(table, rec(value, key, timestamp)), (e: Error) => {
-    assert.ok(e instanceof DecodeError, `a DecodeError, found ${e.name}: ${e.message}`);
-    assert.match(e.message, re);
-    return true;
-  });
+function rejects(
+  table: DecoderTable | ColumnConfig[],
+  value: string | Buffer | null,
+  re: RegExp,
+  key: string | Buffer | null = 'k1',
+  timestamp?: string,
+): void {
+  assert.throws(
+    () => decodeRecord(table, rec(value, key, timestamp)),
+    (e: Error) => {
+      assert.ok(e instanceof DecodeError, `a DecodeError, found ${e.name}: ${e.message}`);
+      assert.match(e.message, re);
+      return true;
+    },
+  );
 }
 
 /**
@@ -48,13 +66,17 @@ async function commitRows(t: DecoderTable, rows: Row[]): Promise<Array<Record<st
   const catalog = new MemoryCatalog('c', io);
   await catalog.createNamespace(['db']);
   const schema: Schema = {
-    type: 'struct', 'schema-id': 0,
+    type: 'struct',
+    'schema-id': 0,
     fields: t.columns.map((c, i) => ({ id: i + 1, name: c.name, required: c.required, type: c.type })),
   };
   const spec = {
     'spec-id': 0,
     fields: (t.partitionBy ?? []).map((p, i) => ({
-      'source-id': schema.fields.find((f) => f.name === p.column)!.id, 'field-id': 1000 + i, name: `${p.column}_${i}`, transform: p.transform,
+      'source-id': schema.fields.find((f) => f.name === p.column)!.id,
+      'field-id': 1000 + i,
+      name: `${p.column}_${i}`,
+      transform: p.transform,
     })),
   };
   const id = { namespace: ['db'], name: 't' };
@@ -72,7 +94,12 @@ async function commitRows(t: DecoderTable, rows: Row[]): Promise<Array<Record<st
 
 describe('decodeRecord', () => {
   it('maps JSON and Kafka metadata to typed values; 64-bit ids stay exact', () => {
-    const row = decodeRecord(cols, rec('{"id": 9007199254740993, "n": 7, "amount": 1.5, "ts": "2026-07-01T00:00:00.123456Z", "day": "2026-07-01", "address": {"city": "Oslo"}}'));
+    const row = decodeRecord(
+      cols,
+      rec(
+        '{"id": 9007199254740993, "n": 7, "amount": 1.5, "ts": "2026-07-01T00:00:00.123456Z", "day": "2026-07-01", "address": {"city": "Oslo"}}',
+      ),
+    );
     assert.equal(row.id, 9007199254740993n);
     assert.equal(row.n, 7);
     assert.equal(row.amount, 1.5);
@@ -112,22 +139,35 @@ describe('decodeRecord', () => {
 
 describe('no value may stall a table', () => {
   const dayTable: DecoderTable = {
-    columns: [{ name: 'ts', type: 'timestamptz', required: true }, { name: 'id', type: 'long', required: true }],
-    partitionBy: [{ column: 'ts', transform: 'day' }, { column: 'id', transform: 'bucket[4]' }],
+    columns: [
+      { name: 'ts', type: 'timestamptz', required: true },
+      { name: 'id', type: 'long', required: true },
+    ],
+    partitionBy: [
+      { column: 'ts', transform: 'day' },
+      { column: 'id', transform: 'bucket[4]' },
+    ],
   };
 
   it('a timestamp of 1e16 ms becomes a dead letter instead of stalling the table', async () => {
     // 1e16 ms is 1e19 µs: beyond int64, which the Parquet writer refuses (old decode returned it)
-    rejects(dayTable, '{"ts": 10000000000000000, "id": 1}', /^ts: 10000000000000000 ms is out of range for a timestamp \(64-bit microseconds/);
+    rejects(
+      dayTable,
+      '{"ts": 10000000000000000, "id": 1}',
+      /^ts: 10000000000000000 ms is out of range for a timestamp \(64-bit microseconds/,
+    );
     rejects(dayTable, '{"ts": 1e16, "id": 1}', /^ts: 10000000000000000 ms is out of range/);
     rejects(dayTable, '{"ts": -1e16, "id": 1}', /^ts: -10000000000000000 ms is out of range/);
     rejects(dayTable, '{"ts": 1e400, "id": 1}', /^ts: Infinity ms is out of range/); // JSON.parse already overflowed it
     // what the old decoder returned fails every write: the day's partition path, the Parquet column
     await assert.rejects(commitRows(dayTable, [{ ts: 10n ** 19n, id: 1n }]), /Invalid time value/);
-    await assert.rejects(commitRows({ columns: dayTable.columns }, [{ ts: 10n ** 19n, id: 1n }]), /column ts: expected a 64-bit signed integer/);
+    await assert.rejects(
+      commitRows({ columns: dayTable.columns }, [{ ts: 10n ** 19n, id: 1n }]),
+      /column ts: expected a 64-bit signed integer/,
+    );
   });
 
-  it('a timestamp past the day transform\'s range becomes a dead letter instead of a partition path that throws', async () => {
+  it("a timestamp past the day transform's range becomes a dead letter instead of a partition path that throws", async () => {
     // day transform results are printed through JS Date (partition paths): ±1e8 days of 1970
     const lastMs = (100_000_000 + 1) * 86_400_000 - 1;
     const row = decodeRecord(dayTable, rec(`{"ts": ${lastMs}, "id": 1}`));
@@ -139,18 +179,28 @@ describe('no value may stall a table', () => {
   });
 
   it('a timestamp whose hour does not fit an int becomes a dead letter instead of a commit that fails forever', async () => {
-    const t: DecoderTable = { columns: [{ name: 'ts', type: 'timestamp', required: true }], partitionBy: [{ column: 'ts', transform: 'hour' }] };
+    const t: DecoderTable = {
+      columns: [{ name: 'ts', type: 'timestamp', required: true }],
+      partitionBy: [{ column: 'ts', transform: 'hour' }],
+    };
     const lastMs = 2 ** 31 * 3_600_000 - 1; // hour 2^31 - 1
     const row = decodeRecord(t, rec(`{"ts": ${lastMs}}`));
     assert.equal((await commitRows(t, [row])).length, 1);
-    rejects(t, `{"ts": ${lastMs + 1}}`, /^ts: 7730941132800000 ms is out of range for partition transform hour \(hours since 1970 must fit a 32-bit int\)/);
+    rejects(
+      t,
+      `{"ts": ${lastMs + 1}}`,
+      /^ts: 7730941132800000 ms is out of range for partition transform hour \(hours since 1970 must fit a 32-bit int\)/,
+    );
     // the old decoder's value: the hour 2^31 fails only at commit (manifest partition summary)
     await assert.rejects(commitRows(t, [{ ts: BigInt(lastMs + 1) * 1000n }]), /invalid "int": 2147483648/);
     rejects(t, `{"ts": ${-(2 ** 31) * 3_600_000 - 1}}`, /out of range for partition transform hour/);
   });
 
   it('a timestamp beyond what an identity partition path can print becomes a dead letter', async () => {
-    const t: DecoderTable = { columns: [{ name: 'ts', type: 'timestamptz', required: true }], partitionBy: [{ column: 'ts', transform: 'identity' }] };
+    const t: DecoderTable = {
+      columns: [{ name: 'ts', type: 'timestamptz', required: true }],
+      partitionBy: [{ column: 'ts', transform: 'identity' }],
+    };
     const last = 8_640_000_000_000_000;
     assert.equal((await commitRows(t, [decodeRecord(t, rec(`{"ts": ${last}}`))])).length, 1);
     rejects(t, `{"ts": ${last + 1}}`, /out of range for partition transform identity/);
@@ -158,21 +208,40 @@ describe('no value may stall a table', () => {
   });
 
   it('the Kafka timestamp of a record is range-checked like a JSON one', () => {
-    const t: DecoderTable = { columns: [{ name: 'kts', type: 'timestamptz', required: true, source: 'timestamp' }], partitionBy: [{ column: 'kts', transform: 'hour' }] };
+    const t: DecoderTable = {
+      columns: [{ name: 'kts', type: 'timestamptz', required: true, source: 'timestamp' }],
+      partitionBy: [{ column: 'kts', transform: 'hour' }],
+    };
     assert.equal(decodeRecord(t, rec(null, null, '1782864000000')).kts, 1782864000000000n);
-    rejects(t, null, /^kts: the Kafka timestamp 9223372036854775 ms is out of range for partition transform hour/, null, '9223372036854775');
+    rejects(
+      t,
+      null,
+      /^kts: the Kafka timestamp 9223372036854775 ms is out of range for partition transform hour/,
+      null,
+      '9223372036854775',
+    );
   });
 
   it('an int whose truncate result underflows 32 bits becomes a dead letter instead of a commit that fails forever', async () => {
-    const t: DecoderTable = { columns: [{ name: 'n', type: 'int', required: true }], partitionBy: [{ column: 'n', transform: 'truncate[10]' }] };
+    const t: DecoderTable = {
+      columns: [{ name: 'n', type: 'int', required: true }],
+      partitionBy: [{ column: 'n', transform: 'truncate[10]' }],
+    };
     const row = decodeRecord(t, rec('{"n": -2147483640}'));
     assert.equal((await commitRows(t, [row, decodeRecord(t, rec('{"n": 2147483647}'))])).length, 2);
-    rejects(t, '{"n": -2147483641}', /^n: -2147483641 is out of range for partition transform truncate\[10\] \(the truncated value must fit a 32-bit int\)/);
+    rejects(
+      t,
+      '{"n": -2147483641}',
+      /^n: -2147483641 is out of range for partition transform truncate\[10\] \(the truncated value must fit a 32-bit int\)/,
+    );
     await assert.rejects(commitRows(t, [{ n: -2147483641 }]), /invalid "int": -2147483650/);
   });
 
   it('a long whose truncate result underflows 64 bits becomes a dead letter instead of a commit that fails forever', async () => {
-    const t: DecoderTable = { columns: [{ name: 'n', type: 'long', required: true }], partitionBy: [{ column: 'n', transform: 'truncate[1000]' }] };
+    const t: DecoderTable = {
+      columns: [{ name: 'n', type: 'long', required: true }],
+      partitionBy: [{ column: 'n', transform: 'truncate[1000]' }],
+    };
     assert.equal((await commitRows(t, [decodeRecord(t, rec('{"n": -9223372036854775000}'))])).length, 1);
     rejects(t, '{"n": -9223372036854775001}', /^n: -9223372036854775001 is out of range for partition transform truncate\[1000\]/);
     await assert.rejects(commitRows(t, [{ n: -9223372036854775001n }]), /does not match the Avro schema/);
@@ -180,14 +249,26 @@ describe('no value may stall a table', () => {
   });
 
   it('a decimal whose truncate result needs more digits than its precision becomes a dead letter', async () => {
-    const t: DecoderTable = { columns: [{ name: 'd', type: 'decimal(4, 2)', required: true }], partitionBy: [{ column: 'd', transform: 'truncate[10]' }] };
+    const t: DecoderTable = {
+      columns: [{ name: 'd', type: 'decimal(4, 2)', required: true }],
+      partitionBy: [{ column: 'd', transform: 'truncate[10]' }],
+    };
     assert.equal((await commitRows(t, [decodeRecord(t, rec('{"d": -99.90}')), decodeRecord(t, rec('{"d": 99.99}'))])).length, 2);
-    rejects(t, '{"d": -99.91}', /^d: -99.91 is out of range for partition transform truncate\[10\] \(the truncated value must keep at most 4 digits\)/);
+    rejects(
+      t,
+      '{"d": -99.91}',
+      /^d: -99.91 is out of range for partition transform truncate\[10\] \(the truncated value must keep at most 4 digits\)/,
+    );
     await assert.rejects(commitRows(t, [{ d: -9991n }]), /at most 4 digits/);
   });
 
   it('a double that overflows to Infinity, or a double too big for a float column, becomes a dead letter', () => {
-    const t: DecoderTable = { columns: [{ name: 'f', type: 'float', required: false }, { name: 'd', type: 'double', required: false }] };
+    const t: DecoderTable = {
+      columns: [
+        { name: 'f', type: 'float', required: false },
+        { name: 'd', type: 'double', required: false },
+      ],
+    };
     rejects(t, '{"d": 1e400}', /^d: Infinity is out of range for a double/); // JSON.parse already overflowed it
     rejects(t, '{"d": 12345678901234567890e400}', /^d: 12345678901234567890e400 is out of range for a double/); // lossless path
     rejects(t, '{"f": 1e39}', /^f: 1e\+39 is out of range for a float/);
@@ -197,17 +278,29 @@ describe('no value may stall a table', () => {
   it('a row of every accepted extreme writes and commits (decode pre-empts every writer and transform failure)', async () => {
     const t: DecoderTable = {
       columns: [
-        { name: 'ts', type: 'timestamptz', required: true }, { name: 'n', type: 'int', required: true },
-        { name: 'l', type: 'long', required: true }, { name: 'd', type: 'date', required: true },
-        { name: 'dec', type: 'decimal(38, 0)', required: true }, { name: 'tm', type: 'time', required: true },
-        { name: 's', type: 'string', required: true }, { name: 'u', type: 'uuid', required: true },
-        { name: 'fx', type: 'fixed[2]', required: true }, { name: 'b', type: 'binary', required: true },
+        { name: 'ts', type: 'timestamptz', required: true },
+        { name: 'n', type: 'int', required: true },
+        { name: 'l', type: 'long', required: true },
+        { name: 'd', type: 'date', required: true },
+        { name: 'dec', type: 'decimal(38, 0)', required: true },
+        { name: 'tm', type: 'time', required: true },
+        { name: 's', type: 'string', required: true },
+        { name: 'u', type: 'uuid', required: true },
+        { name: 'fx', type: 'fixed[2]', required: true },
+        { name: 'b', type: 'binary', required: true },
       ],
       partitionBy: [
-        { column: 'ts', transform: 'hour' }, { column: 'ts', transform: 'year' }, { column: 'n', transform: 'truncate[7]' },
-        { column: 'l', transform: 'truncate[3]' }, { column: 'd', transform: 'month' }, { column: 'dec', transform: 'truncate[9]' },
-        { column: 'tm', transform: 'identity' }, { column: 's', transform: 'truncate[1]' }, { column: 'u', transform: 'bucket[3]' },
-        { column: 'fx', transform: 'identity' }, { column: 'b', transform: 'truncate[1]' },
+        { column: 'ts', transform: 'hour' },
+        { column: 'ts', transform: 'year' },
+        { column: 'n', transform: 'truncate[7]' },
+        { column: 'l', transform: 'truncate[3]' },
+        { column: 'd', transform: 'month' },
+        { column: 'dec', transform: 'truncate[9]' },
+        { column: 'tm', transform: 'identity' },
+        { column: 's', transform: 'truncate[1]' },
+        { column: 'u', transform: 'bucket[3]' },
+        { column: 'fx', transform: 'identity' },
+        { column: 'b', transform: 'truncate[1]' },
       ],
     };
     const lo = `{"ts": ${-(2 ** 31) * 3_600_000}, "n": ${-(2 ** 31) + 2}, "l": -9223372036854775806, "d": "0000-01-01", "dec": "-${'9'.repeat(38).replace(/9$/, '0')}", "tm": "00:00:00", "s": "", "u": "00000000-0000-0000-0000-000000000000", "fx": "AAA=", "b": ""}`;
@@ -220,7 +313,7 @@ describe('no value may stall a table', () => {
 });
 
 describe('decoding one record never fails the batch', () => {
-  it('an unforeseen error while decoding one record becomes that record\'s dead letter with its reason', () => {
+  it("an unforeseen error while decoding one record becomes that record's dead letter with its reason", () => {
     const r = rec('{"x": 1}', null, '1782864000000');
     const dl = deadLetterRow('orders', r, new TypeError('Cannot read properties of undefined'));
     assert.equal(dl.error, 'unexpected TypeError: Cannot read properties of undefined');
@@ -238,19 +331,40 @@ describe('decoding one record never fails the batch', () => {
   });
 
   it('a config no record can decode fails the cycle instead of dead-lettering every record', () => {
-    const configErr = (t: DecoderTable, re: RegExp) => assert.throws(() => compileDecoder(t), (e: Error) => e instanceof DecoderConfigError && e.name === 'ConfigError' && re.test(e.message));
-    configErr({ columns: [{ name: 'o', type: 'int', required: true, source: 'offset' }] }, /column o: the Kafka offset fills a long column/);
-    configErr({ columns: [{ name: 'p', type: 'string', required: true, source: 'partition' }] }, /column p: the Kafka partition fills an int or long column/);
-    configErr({ columns: [{ name: 'd', type: 'date', required: true }], partitionBy: [{ column: 'd', transform: 'hour' }] }, /column d: partition transform hour cannot apply to type date/);
+    const configErr = (t: DecoderTable, re: RegExp) =>
+      assert.throws(
+        () => compileDecoder(t),
+        (e: Error) => e instanceof DecoderConfigError && e.name === 'ConfigError' && re.test(e.message),
+      );
+    configErr(
+      { columns: [{ name: 'o', type: 'int', required: true, source: 'offset' }] },
+      /column o: the Kafka offset fills a long column/,
+    );
+    configErr(
+      { columns: [{ name: 'p', type: 'string', required: true, source: 'partition' }] },
+      /column p: the Kafka partition fills an int or long column/,
+    );
+    configErr(
+      { columns: [{ name: 'd', type: 'date', required: true }], partitionBy: [{ column: 'd', transform: 'hour' }] },
+      /column d: partition transform hour cannot apply to type date/,
+    );
     configErr({ columns: [{ name: 'x', type: 'decimal(40, 2)', required: true }] }, /decimal\(40, 2\) needs a precision from 1 to 38/);
-    configErr({ columns: [{ name: 'x', type: 'int', required: true }], partitionBy: [{ column: 'y', transform: 'identity' }] }, /no such column/);
+    configErr(
+      { columns: [{ name: 'x', type: 'int', required: true }], partitionBy: [{ column: 'y', transform: 'identity' }] },
+      /no such column/,
+    );
     configErr({ columns: [{ name: '__proto__', type: 'int', required: true }] }, /__proto__/);
     assert.throws(() => deadLetterRow('t', rec('{}'), new DecoderConfigError('bad')), DecoderConfigError);
   });
 });
 
 describe('input is never silently mangled', () => {
-  const s: DecoderTable = { columns: [{ name: 's', type: 'string', required: false }, { name: 'k', type: 'string', required: false, source: 'key' }] };
+  const s: DecoderTable = {
+    columns: [
+      { name: 's', type: 'string', required: false },
+      { name: 'k', type: 'string', required: false, source: 'key' },
+    ],
+  };
 
   it('invalid UTF-8 in the message becomes a dead letter instead of U+FFFD in the row', () => {
     rejects(s, Buffer.concat([Buffer.from('{"s": "caf'), Buffer.from([0xe9]), Buffer.from('"}')]), /^value: not valid UTF-8/);
@@ -276,7 +390,8 @@ describe('input is never silently mangled', () => {
     assert.deepEqual(decodeRecord(b, rec('{"b": "AQI="}')).b, Uint8Array.of(1, 2));
     assert.deepEqual(decodeRecord(b, rec('{"b": "AQI"}')).b, Uint8Array.of(1, 2), 'padding is optional');
     assert.deepEqual(decodeRecord(b, rec('{"b": ""}')).b, Uint8Array.of());
-    for (const v of ['AQ!D', 'AQ ID', 'AQI==', 'AQ-_', 'A', 'AQJ=', '=AQI']) rejects(b, JSON.stringify({ b: v }), /^b: expected base64 binary \(canonical base64/);
+    for (const v of ['AQ!D', 'AQ ID', 'AQI==', 'AQ-_', 'A', 'AQJ=', '=AQI'])
+      rejects(b, JSON.stringify({ b: v }), /^b: expected base64 binary \(canonical base64/);
     rejects(b, '{"b": 5}', /^b: expected base64 binary, found 5/);
   });
 
@@ -290,7 +405,12 @@ describe('input is never silently mangled', () => {
   });
 
   it('year 0050 stays year 50 instead of becoming 1950', () => {
-    const d: DecoderTable = { columns: [{ name: 'd', type: 'date', required: true }, { name: 'ts', type: 'timestamp', required: true }] };
+    const d: DecoderTable = {
+      columns: [
+        { name: 'd', type: 'date', required: true },
+        { name: 'ts', type: 'timestamp', required: true },
+      ],
+    };
     const row = decodeRecord(d, rec('{"d": "0050-03-01", "ts": "0050-03-01T00:00:00"}'));
     assert.equal(row.d, -701_206); // Date.UTC(50, ...) says 1950-03-01 (-7246)
     assert.equal(row.ts, -701_206n * 86_400_000_000n);
@@ -304,12 +424,16 @@ describe('input is never silently mangled', () => {
   });
 
   it('sub-microsecond digits become a dead letter instead of being truncated away', () => {
-    rejects(cols, '{"id": 1, "ts": "2026-07-01T00:00:00.123456789Z"}', /^ts: "2026-07-01T00:00:00.123456789Z" has sub-microsecond digits; a timestamp holds microseconds/);
+    rejects(
+      cols,
+      '{"id": 1, "ts": "2026-07-01T00:00:00.123456789Z"}',
+      /^ts: "2026-07-01T00:00:00.123456789Z" has sub-microsecond digits; a timestamp holds microseconds/,
+    );
     assert.equal(decodeRecord(cols, rec('{"id": 1, "ts": "2026-07-01T00:00:00.123456000Z"}')).ts, 1782864000123456n);
     assert.equal(decodeRecord(cols, rec('{"id": 1, "ts": "2026-07-01T00:00:00.5Z"}')).ts, 1782864000500000n);
   });
 
-  it('a path through the prototype chain (constructor, __proto__, toString) is missing, never one of Object\'s members', () => {
+  it("a path through the prototype chain (constructor, __proto__, toString) is missing, never one of Object's members", () => {
     const t: DecoderTable = {
       columns: [
         { name: 'a', type: 'string', required: false, path: 'constructor' },
@@ -322,14 +446,33 @@ describe('input is never silently mangled', () => {
     const req: DecoderTable = { columns: [{ name: 'a', type: 'string', required: true, path: 'x.constructor' }] };
     rejects(req, '{"x": {"y": 1}}', /^a: required field is missing/);
     // a message that does hold such a key has it, through either JSON parser
-    assert.deepEqual(decodeRecord(t, rec('{"constructor": "c", "x": {"__proto__": "p", "toString": "t"}}')), { a: 'c', b: 'p', c: 't', d: null });
-    assert.deepEqual(decodeRecord(t, rec('{"constructor": "c", "x": {"__proto__": "p", "toString": "t"}, "big": 12345678901234567890}')), { a: 'c', b: 'p', c: 't', d: null });
+    assert.deepEqual(decodeRecord(t, rec('{"constructor": "c", "x": {"__proto__": "p", "toString": "t"}}')), {
+      a: 'c',
+      b: 'p',
+      c: 't',
+      d: null,
+    });
+    assert.deepEqual(decodeRecord(t, rec('{"constructor": "c", "x": {"__proto__": "p", "toString": "t"}, "big": 12345678901234567890}')), {
+      a: 'c',
+      b: 'p',
+      c: 't',
+      d: null,
+    });
   });
 
   it('a path never resolves inside a 64-bit number, and a look-alike object is not taken for one', () => {
-    const t: DecoderTable = { columns: [{ name: 'v', type: 'string', required: false, path: 'n.value' }, { name: 'l', type: 'long', required: false, path: 'o' }] };
+    const t: DecoderTable = {
+      columns: [
+        { name: 'v', type: 'string', required: false, path: 'n.value' },
+        { name: 'l', type: 'long', required: false, path: 'o' },
+      ],
+    };
     assert.deepEqual(decodeRecord(t, rec('{"n": 12345678901234567890}')), { v: null, l: null });
-    rejects(t, '{"o": {"isLosslessNumber": true, "value": "5"}, "n": 12345678901234567890}', /^l: expected an integer, found \{"isLosslessNumber":true,"value":"5"\}/);
+    rejects(
+      t,
+      '{"o": {"isLosslessNumber": true, "value": "5"}, "n": 12345678901234567890}',
+      /^l: expected an integer, found \{"isLosslessNumber":true,"value":"5"\}/,
+    );
   });
 
   it('a decimal with more fractional digits than its scale becomes a dead letter instead of being rounded', () => {
@@ -344,7 +487,12 @@ describe('input is never silently mangled', () => {
   });
 
   it('a 17-digit decimal split by a dot keeps every digit instead of the double nearest to it', () => {
-    const t: DecoderTable = { columns: [{ name: 'd', type: 'decimal(38, 7)', required: true }, { name: 'l', type: 'long', required: false }] };
+    const t: DecoderTable = {
+      columns: [
+        { name: 'd', type: 'decimal(38, 7)', required: true },
+        { name: 'l', type: 'long', required: false },
+      ],
+    };
     assert.equal(decodeRecord(t, rec('{"d": 1234567890.1234567}')).d, 12345678901234567n);
     assert.equal(decodeRecord(t, rec('{"d": 0, "l": 9007199254.740993e6}')).l, 9007199254740993n);
   });
@@ -383,8 +531,10 @@ describe('decimal, fixed and time columns decode instead of dead-lettering every
     assert.equal(decodeRecord(t, rec('{"at": "00:00:00"}')).at, 0n);
     assert.equal(decodeRecord(t, rec('{"at": "13:45:07.25"}')).at, 49_507_250_000n);
     assert.equal(decodeRecord(t, rec('{"at": "23:59:59.999999"}')).at, 86_399_999_999n);
-    for (const v of ['24:00:00', '12:60:00', '12:00:60']) rejects(t, JSON.stringify({ at: v }), /^at: expected a time of day from 00:00:00 to 23:59:59.999999/);
-    for (const v of ['12:00', '1:00:00', 'noon', '12:00:00Z']) rejects(t, JSON.stringify({ at: v }), /^at: expected a time HH:MM:SS\[.ffffff\]/);
+    for (const v of ['24:00:00', '12:60:00', '12:00:60'])
+      rejects(t, JSON.stringify({ at: v }), /^at: expected a time of day from 00:00:00 to 23:59:59.999999/);
+    for (const v of ['12:00', '1:00:00', 'noon', '12:00:00Z'])
+      rejects(t, JSON.stringify({ at: v }), /^at: expected a time HH:MM:SS\[.ffffff\]/);
     rejects(t, '{"at": "12:00:00.0000001"}', /^at: "12:00:00.0000001" has sub-microsecond digits/);
   });
 
@@ -395,6 +545,9 @@ describe('decimal, fixed and time columns decode instead of dead-lettering every
     const got = back.find((r) => r.amount !== null)!;
     assert.deepEqual([...(got.hash as Uint8Array)], [0, 1, 2, 3]);
     const words = got.amount as Uint32Array; // Arrow JS Decimal128: four little-endian 32-bit words
-    assert.equal(BigInt.asIntN(128, (BigInt(words[3]!) << 96n) | (BigInt(words[2]!) << 64n) | (BigInt(words[1]!) << 32n) | BigInt(words[0]!)), -12345n);
+    assert.equal(
+      BigInt.asIntN(128, (BigInt(words[3]!) << 96n) | (BigInt(words[2]!) << 64n) | (BigInt(words[1]!) << 32n) | BigInt(words[0]!)),
+      -12345n,
+    );
   });
 });

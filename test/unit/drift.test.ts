@@ -6,28 +6,40 @@ import { newTableMetadata } from '../../iceberg/spec/metadata';
 import type { NestedField, PartitionField, TableMetadata } from '../../iceberg/spec/types';
 import { deadLetterColumns, schemaOf } from '../../ingest/tables';
 
-const cfg = (over: Record<string, unknown> = {}): TableConfig => parseConfig({
-  tables: [{
-    table: 'demo.orders', topic: 'orders',
-    columns: [
-      { name: 'id', type: 'long', required: true },
-      { name: 'ts', type: 'timestamptz', required: true },
-      { name: 'kind', type: 'string' },
-      { name: 'amount', type: 'decimal(9, 2)' },
-      { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
+const cfg = (over: Record<string, unknown> = {}): TableConfig =>
+  parseConfig({
+    tables: [
+      {
+        table: 'demo.orders',
+        topic: 'orders',
+        columns: [
+          { name: 'id', type: 'long', required: true },
+          { name: 'ts', type: 'timestamptz', required: true },
+          { name: 'kind', type: 'string' },
+          { name: 'amount', type: 'decimal(9, 2)' },
+          { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
+        ],
+        partitionBy: [
+          { column: 'ts', transform: 'day' },
+          { column: 'kind', transform: 'identity' },
+        ],
+        ...over,
+      },
     ],
-    partitionBy: [{ column: 'ts', transform: 'day' }, { column: 'kind', transform: 'identity' }],
-    ...over,
-  }],
-}).tables[0]!;
+  }).tables[0]!;
 
 /** The table as floe creates it from a config entry (activities/tables.ts create()). */
 function created(t: { columns: TableConfig['columns']; partitionBy: TableConfig['partitionBy'] }): TableMetadata {
   const schema = schemaOf(t.columns);
   const id = (name: string) => schema.fields.find((f) => f.name === name)!.id;
   return newTableMetadata({
-    location: 's3://floe/warehouse/demo/orders', schema, tableUuid: '00000000-0000-4000-8000-000000000000',
-    spec: { 'spec-id': 0, fields: t.partitionBy.map((p, i) => ({ 'source-id': id(p.column), 'field-id': 1000 + i, name: p.column, transform: p.transform })) },
+    location: 's3://floe/warehouse/demo/orders',
+    schema,
+    tableUuid: '00000000-0000-4000-8000-000000000000',
+    spec: {
+      'spec-id': 0,
+      fields: t.partitionBy.map((p, i) => ({ 'source-id': id(p.column), 'field-id': 1000 + i, name: p.column, transform: p.transform })),
+    },
   });
 }
 
@@ -43,7 +55,8 @@ function evolveSpec(m: TableMetadata, fields: PartitionField[]): TableMetadata {
   return { ...m, 'partition-specs': [...m['partition-specs'], spec], 'default-spec-id': spec['spec-id'] };
 }
 
-const field = (m: TableMetadata, name: string) => m.schemas.find((s) => s['schema-id'] === m['current-schema-id'])!.fields.find((f) => f.name === name)!;
+const field = (m: TableMetadata, name: string) =>
+  m.schemas.find((s) => s['schema-id'] === m['current-schema-id'])!.fields.find((f) => f.name === name)!;
 
 describe('table drift', () => {
   const t = cfg();
@@ -51,7 +64,9 @@ describe('table drift', () => {
 
   it('a table floe created from the same config has no drift (decimal spacing and case do not matter)', () => {
     assert.deepEqual(checkTableDrift(t, base), []);
-    const spaced = evolveSchema(base, (fs) => fs.map((f) => (f.name === 'amount' ? { ...f, type: 'decimal(9,2)' as NestedField['type'] } : f)));
+    const spaced = evolveSchema(base, (fs) =>
+      fs.map((f) => (f.name === 'amount' ? { ...f, type: 'decimal(9,2)' as NestedField['type'] } : f)),
+    );
     assert.deepEqual(checkTableDrift(t, spaced), []);
   });
 
@@ -62,12 +77,16 @@ describe('table drift', () => {
 
   it('a decimal precision change is drift', () => {
     const m = evolveSchema(base, (fs) => fs.map((f) => (f.name === 'amount' ? { ...f, type: 'decimal(12, 2)' as const } : f)));
-    assert.deepEqual(checkTableDrift(t, m), ['table demo.orders: column "amount" is decimal(12,2) in the table but decimal(9,2) in the config']);
+    assert.deepEqual(checkTableDrift(t, m), [
+      'table demo.orders: column "amount" is decimal(12,2) in the table but decimal(9,2) in the config',
+    ]);
   });
 
   it('a column renamed by another engine is found by its field id in the older schema', () => {
     const m = evolveSchema(base, (fs) => fs.map((f) => (f.name === 'amount' ? { ...f, name: 'amount_eur' } : f)));
-    assert.deepEqual(checkTableDrift(t, m), ['table demo.orders: column "amount" (decimal(9,2) in the config) was renamed to "amount_eur" (decimal(9,2) in the table)']);
+    assert.deepEqual(checkTableDrift(t, m), [
+      'table demo.orders: column "amount" (decimal(9,2) in the config) was renamed to "amount_eur" (decimal(9,2) in the table)',
+    ]);
   });
 
   it('a renamed partition source column also shows as a partition spec difference', () => {
@@ -80,7 +99,9 @@ describe('table drift', () => {
 
   it('a column removed from the table', () => {
     const m = evolveSchema(base, (fs) => fs.filter((f) => f.name !== 'amount'));
-    assert.deepEqual(checkTableDrift(t, m), ['table demo.orders: column "amount" (decimal(9,2) in the config) was dropped from the table (it was decimal(9,2))']);
+    assert.deepEqual(checkTableDrift(t, m), [
+      'table demo.orders: column "amount" (decimal(9,2) in the config) was dropped from the table (it was decimal(9,2))',
+    ]);
   });
 
   it('a configured column the table never had lists the table columns', () => {
@@ -103,34 +124,48 @@ describe('table drift', () => {
     const optional = evolveSchema(base, (fs) => [...fs, { id: 6, name: 'region', required: false, type: 'string' }]);
     assert.deepEqual(checkTableDrift(t, optional), []);
     const required = evolveSchema(base, (fs) => [...fs, { id: 6, name: 'region', required: true, type: 'string' }]);
-    assert.deepEqual(checkTableDrift(t, required), ['table demo.orders: column "region" is required string in the table but not in the config: every write would leave it null']);
+    assert.deepEqual(checkTableDrift(t, required), [
+      'table demo.orders: column "region" is required string in the table but not in the config: every write would leave it null',
+    ]);
   });
 
   it('nested table types are described, not crashed on', () => {
-    const m = evolveSchema(base, (fs) => fs.map((f) => (f.name === 'kind'
-      ? { ...f, type: { type: 'list' as const, 'element-id': 9, element: 'string' as const, 'element-required': false } } : f)));
+    const m = evolveSchema(base, (fs) =>
+      fs.map((f) =>
+        f.name === 'kind'
+          ? { ...f, type: { type: 'list' as const, 'element-id': 9, element: 'string' as const, 'element-required': false } }
+          : f,
+      ),
+    );
     assert.deepEqual(checkTableDrift(t, m), ['table demo.orders: column "kind" is list<string> in the table but string in the config']);
   });
 
   it('a partition spec evolved by another engine', () => {
     const ts = field(base, 'ts').id;
     const hourOnly = evolveSpec(base, [{ 'source-id': ts, 'field-id': 1002, name: 'ts_hour', transform: 'hour' }]);
-    assert.deepEqual(checkTableDrift(t, hourOnly), ['table demo.orders: partition spec is [hour(ts)] in the table but [day(ts), identity(kind)] in the config']);
+    assert.deepEqual(checkTableDrift(t, hourOnly), [
+      'table demo.orders: partition spec is [hour(ts)] in the table but [day(ts), identity(kind)] in the config',
+    ]);
     const unpartitioned = cfg({ partitionBy: [] });
-    assert.deepEqual(checkTableDrift(unpartitioned, base), ['table demo.orders: partition spec is [day(ts), identity(kind)] in the table but [] in the config']);
+    assert.deepEqual(checkTableDrift(unpartitioned, base), [
+      'table demo.orders: partition spec is [day(ts), identity(kind)] in the table but [] in the config',
+    ]);
     // Same source columns and transforms under other partition field names: no drift.
-    const renamedFields = evolveSpec(base, base['partition-specs'][0]!.fields.map((f) => ({ ...f, name: `p_${f.name}` })));
+    const renamedFields = evolveSpec(
+      base,
+      base['partition-specs'][0]!.fields.map((f) => ({ ...f, name: `p_${f.name}` })),
+    );
     assert.deepEqual(checkTableDrift(t, renamedFields), []);
   });
 
   it('reports every problem at once', () => {
-    const m = evolveSchema(base, (fs) => fs
-      .filter((f) => f.name !== 'amount')
-      .map((f) => (f.name === 'kafka_partition' ? { ...f, type: 'long' as const } : f)));
+    const m = evolveSchema(base, (fs) =>
+      fs.filter((f) => f.name !== 'amount').map((f) => (f.name === 'kafka_partition' ? { ...f, type: 'long' as const } : f)),
+    );
     assert.equal(checkTableDrift(t, m).length, 2);
   });
 
-  it('the dead-letter table is checked against floe\'s fixed dead-letter columns', () => {
+  it("the dead-letter table is checked against floe's fixed dead-letter columns", () => {
     const dl = created({ columns: deadLetterColumns, partitionBy: [] });
     assert.deepEqual(checkIngestTablesDrift(t, base, dl, deadLetterColumns), []);
     const droppedError = evolveSchema(dl, (fs) => fs.filter((f) => f.name !== 'error'));
@@ -148,6 +183,9 @@ describe('table drift', () => {
     assert.equal(e.name, 'TableDrift');
     assert.deepEqual(e.problems, ['table a.b: column "x" is long in the table but int in the config']);
     assert.equal(e.message, tableDriftMessage(e.problems));
-    assert.match(e.message, /^the configured columns no longer match the table .*: table a\.b: column "x" is long in the table but int in the config\. Change the config/);
+    assert.match(
+      e.message,
+      /^the configured columns no longer match the table .*: table a\.b: column "x" is long in the table but int in the config\. Change the config/,
+    );
   });
 });

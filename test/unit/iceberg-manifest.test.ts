@@ -6,11 +6,19 @@ import { decodeManifestList, encodeManifestList } from '../../iceberg/spec/manif
 import { dataFileFromWire, dataFileToWire } from '../../iceberg/spec/data-file';
 import { toPartitionValue } from '../../iceberg/spec/partition';
 import {
-  type DataFile, DataFileContent, ManifestContent, type ManifestEntry, ManifestEntryStatus, type PartitionSpec, type Schema,
+  type DataFile,
+  DataFileContent,
+  ManifestContent,
+  type ManifestEntry,
+  ManifestEntryStatus,
+  type PartitionSpec,
+  type Schema,
 } from '../../iceberg/spec/types';
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0, fields: [
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'ts', required: true, type: 'timestamptz' },
     { id: 3, name: 'cat', required: false, type: 'string' },
@@ -19,7 +27,8 @@ const schema: Schema = {
   ],
 };
 const spec: PartitionSpec = {
-  'spec-id': 0, fields: [
+  'spec-id': 0,
+  fields: [
     { 'source-id': 2, 'field-id': 1000, name: 'ts_day', transform: 'day' },
     { 'source-id': 3, 'field-id': 1001, name: 'cat', transform: 'identity' },
     { 'source-id': 1, 'field-id': 1002, name: 'id_bucket', transform: 'bucket[16]' },
@@ -36,13 +45,19 @@ const file = (i: number, over: Partial<DataFile> = {}): DataFile => ({
   fileFormat: 'PARQUET',
   specId: 0,
   partition: {
-    ts_day: 19000 + i, cat: i % 2 ? 'a' : null, id_bucket: i % 16,
-    amount: toPartitionValue('decimal(10, 2)', `-${i}.05`), 'ts-raw': 1_700_000_000_000_000n + BigInt(i),
+    ts_day: 19000 + i,
+    cat: i % 2 ? 'a' : null,
+    id_bucket: i % 16,
+    amount: toPartitionValue('decimal(10, 2)', `-${i}.05`),
+    'ts-raw': 1_700_000_000_000_000n + BigInt(i),
     u: toPartitionValue('uuid', 'f79c3e09-677c-4bbd-a479-3f349cb785e7'),
   },
   recordCount: 100 + i,
   fileSizeInBytes: 4096 + i,
-  columnSizes: new Map([[1, 10], [2, 20]]),
+  columnSizes: new Map([
+    [1, 10],
+    [2, 20],
+  ]),
   valueCounts: new Map([[1, 100 + i]]),
   nullValueCounts: new Map([[3, 0]]),
   nanValueCounts: new Map(),
@@ -69,8 +84,19 @@ test('manifest Avro: schema carries spec field ids, header metadata, and round-t
   assert.deepEqual(JSON.parse(avro.metadata['partition-spec']!), spec.fields);
   assert.equal(JSON.parse(avro.metadata['schema']!).fields.length, 5);
   const s = JSON.stringify(avro.schema);
-  for (const needle of ['"name":"manifest_entry"', '"name":"r2"', '"name":"r102"', '"name":"k117_v118"', '"logicalType":"map"',
-    '"element-id":133', '"field-id":102', '"field-id":1000', '"name":"ts_x2Draw"', '"logicalType":"decimal"', '"logicalType":"date"']) {
+  for (const needle of [
+    '"name":"manifest_entry"',
+    '"name":"r2"',
+    '"name":"r102"',
+    '"name":"k117_v118"',
+    '"logicalType":"map"',
+    '"element-id":133',
+    '"field-id":102',
+    '"field-id":1000',
+    '"name":"ts_x2Draw"',
+    '"logicalType":"decimal"',
+    '"logicalType":"date"',
+  ]) {
     assert.ok(s.includes(needle), `schema should contain ${needle}`);
   }
   const decoded = decodeManifest(bytes);
@@ -88,10 +114,28 @@ test('manifest Avro: schema carries spec field ids, header metadata, and round-t
 });
 
 test('manifest list Avro: field ids, header, sequence number assignment, round trip with 64-bit ids', () => {
-  const { manifest } = encodeManifest({ location: 'memory://m1.avro', spec, schema, snapshotId: BIG, entries: [
-    { status: ManifestEntryStatus.Added, snapshotId: BIG, sequenceNumber: null, fileSequenceNumber: null, dataFile: file(1) }] });
-  const old = { ...manifest, manifestPath: 'memory://m0.avro', addedSnapshotId: 5n, sequenceNumber: 4n, minSequenceNumber: 1n, content: ManifestContent.Data };
-  const bytes = encodeManifestList({ location: 'memory://l.avro', snapshotId: BIG, parentSnapshotId: 5n, sequenceNumber: 9n, manifests: [manifest, old] });
+  const { manifest } = encodeManifest({
+    location: 'memory://m1.avro',
+    spec,
+    schema,
+    snapshotId: BIG,
+    entries: [{ status: ManifestEntryStatus.Added, snapshotId: BIG, sequenceNumber: null, fileSequenceNumber: null, dataFile: file(1) }],
+  });
+  const old = {
+    ...manifest,
+    manifestPath: 'memory://m0.avro',
+    addedSnapshotId: 5n,
+    sequenceNumber: 4n,
+    minSequenceNumber: 1n,
+    content: ManifestContent.Data,
+  };
+  const bytes = encodeManifestList({
+    location: 'memory://l.avro',
+    snapshotId: BIG,
+    parentSnapshotId: 5n,
+    sequenceNumber: 9n,
+    manifests: [manifest, old],
+  });
   const { manifests, metadata } = decodeManifestList(bytes);
   assert.deepEqual(metadata['snapshot-id'], BIG.toString());
   assert.deepEqual(metadata['parent-snapshot-id'], '5');
@@ -104,17 +148,47 @@ test('manifest list Avro: field ids, header, sequence number assignment, round t
   assert.deepEqual(manifests[0], { ...manifest, sequenceNumber: 9n, minSequenceNumber: 9n });
   const avro = readAvroFile(bytes);
   const s = JSON.stringify(avro.schema);
-  for (const needle of ['"name":"manifest_file"', '"field-id":500', '"field-id":517', '"field-id":515', '"name":"r508"', '"element-id":508', '"field-id":518']) {
+  for (const needle of [
+    '"name":"manifest_file"',
+    '"field-id":500',
+    '"field-id":517',
+    '"field-id":515',
+    '"name":"r508"',
+    '"element-id":508',
+    '"field-id":518',
+  ]) {
     assert.ok(s.includes(needle), `schema should contain ${needle}`);
   }
   // a foreign manifest without a sequence number is refused
-  assert.throws(() => encodeManifestList({ location: 'x', snapshotId: 1n, parentSnapshotId: null, sequenceNumber: 1n, manifests: [manifest] }), /added_snapshot_id/);
+  assert.throws(
+    () => encodeManifestList({ location: 'x', snapshotId: 1n, parentSnapshotId: null, sequenceNumber: 1n, manifests: [manifest] }),
+    /added_snapshot_id/,
+  );
 });
 
 test('inheritance: null snapshot id / sequence numbers come from the manifest list for ADDED entries', () => {
-  const e: ManifestEntry = { status: ManifestEntryStatus.Added, snapshotId: null, sequenceNumber: null, fileSequenceNumber: null, dataFile: file(1) };
-  const m = { manifestPath: 'x', manifestLength: 1, partitionSpecId: 0, content: ManifestContent.Data, sequenceNumber: 12n, minSequenceNumber: 12n,
-    addedSnapshotId: BIG, addedFilesCount: 1, existingFilesCount: 0, deletedFilesCount: 0, addedRowsCount: 1, existingRowsCount: 0, deletedRowsCount: 0 };
+  const e: ManifestEntry = {
+    status: ManifestEntryStatus.Added,
+    snapshotId: null,
+    sequenceNumber: null,
+    fileSequenceNumber: null,
+    dataFile: file(1),
+  };
+  const m = {
+    manifestPath: 'x',
+    manifestLength: 1,
+    partitionSpecId: 0,
+    content: ManifestContent.Data,
+    sequenceNumber: 12n,
+    minSequenceNumber: 12n,
+    addedSnapshotId: BIG,
+    addedFilesCount: 1,
+    existingFilesCount: 0,
+    deletedFilesCount: 0,
+    addedRowsCount: 1,
+    existingRowsCount: 0,
+    deletedRowsCount: 0,
+  };
   const r = inheritFromManifest(e, m);
   assert.equal(r.snapshotId, BIG);
   assert.equal(r.sequenceNumber, 12n);
@@ -124,13 +198,23 @@ test('inheritance: null snapshot id / sequence numbers come from the manifest li
 });
 
 test('reading resolves fields by id: PyIceberg-style names (data_sequence_number) read the same', () => {
-  const { bytes } = encodeManifest({ location: 'memory://m.avro', spec, schema, snapshotId: BIG, entries: [
-    { status: ManifestEntryStatus.Existing, snapshotId: 7n, sequenceNumber: 3n, fileSequenceNumber: 4n, dataFile: file(1) }] });
+  const { bytes } = encodeManifest({
+    location: 'memory://m.avro',
+    spec,
+    schema,
+    snapshotId: BIG,
+    entries: [{ status: ManifestEntryStatus.Existing, snapshotId: 7n, sequenceNumber: 3n, fileSequenceNumber: 4n, dataFile: file(1) }],
+  });
   // rewrite the writer schema's field names as PyIceberg names them, keep ids
   const avro = readAvroFile(bytes);
   const renamed = JSON.parse(JSON.stringify(avro.schema).replace('"name":"sequence_number"', '"name":"data_sequence_number"'));
   const { writeAvroFile } = require('../../iceberg/spec/avro') as typeof import('../../iceberg/spec/avro');
-  const recs = avro.records.map((r) => { const o = { ...(r as Record<string, unknown>) }; o['data_sequence_number'] = o['sequence_number']; delete o['sequence_number']; return o; });
+  const recs = avro.records.map((r) => {
+    const o = { ...(r as Record<string, unknown>) };
+    o['data_sequence_number'] = o['sequence_number'];
+    delete o['sequence_number'];
+    return o;
+  });
   const again = writeAvroFile(renamed, recs, avro.metadata, 'null');
   const e = decodeManifest(again).entries[0]!;
   assert.equal(e.sequenceNumber, 3n);

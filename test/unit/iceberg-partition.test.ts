@@ -3,7 +3,13 @@ import { test } from 'node:test';
 import { isIcebergError } from '../../iceberg/errors';
 import { murmur3x86_32 } from '../../iceberg/spec/murmur3';
 import {
-  applyTransform, bucketHash, partitionHumanString, partitionPath, partitionRecord, partitionType, transformResultType,
+  applyTransform,
+  bucketHash,
+  partitionHumanString,
+  partitionPath,
+  partitionRecord,
+  partitionType,
+  transformResultType,
 } from '../../iceberg/spec/partition';
 import type { PartitionSpec, Schema } from '../../iceberg/spec/types';
 
@@ -64,31 +70,65 @@ test('calendar transforms floor before the epoch and use the spec result types',
   assert.equal(transformResultType('day', 'timestamp'), 'date');
   assert.equal(transformResultType('bucket[4]', 'string'), 'int');
   assert.equal(transformResultType('truncate[4]', 'string'), 'string');
-  assert.throws(() => transformResultType('hour', 'date'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
-  assert.throws(() => transformResultType('bucket[4]', 'double'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
-  assert.throws(() => applyTransform('zorder', 'int', 1), (e: unknown) => isIcebergError(e, 'FeatureUnsupported'));
+  assert.throws(
+    () => transformResultType('hour', 'date'),
+    (e: unknown) => isIcebergError(e, 'DataInvalid'),
+  );
+  assert.throws(
+    () => transformResultType('bucket[4]', 'double'),
+    (e: unknown) => isIcebergError(e, 'DataInvalid'),
+  );
+  assert.throws(
+    () => applyTransform('zorder', 'int', 1),
+    (e: unknown) => isIcebergError(e, 'FeatureUnsupported'),
+  );
 });
 
-const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [
-  { id: 1, name: 'id', required: true, type: 'long' },
-  { id: 2, name: 'ts', required: true, type: 'timestamptz' },
-  { id: 3, name: 'geo', required: false, type: { type: 'struct', fields: [{ id: 4, name: 'country code', required: false, type: 'string' }] } },
-] };
-const spec: PartitionSpec = { 'spec-id': 0, fields: [
-  { 'source-id': 2, 'field-id': 1000, name: 'ts_hour', transform: 'hour' },
-  { 'source-id': 4, 'field-id': 1001, name: 'country code', transform: 'identity' },
-  { 'source-id': 1, 'field-id': 1002, name: 'id_bucket', transform: 'bucket[8]' },
-] };
+const schema: Schema = {
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: 'long' },
+    { id: 2, name: 'ts', required: true, type: 'timestamptz' },
+    {
+      id: 3,
+      name: 'geo',
+      required: false,
+      type: { type: 'struct', fields: [{ id: 4, name: 'country code', required: false, type: 'string' }] },
+    },
+  ],
+};
+const spec: PartitionSpec = {
+  'spec-id': 0,
+  fields: [
+    { 'source-id': 2, 'field-id': 1000, name: 'ts_hour', transform: 'hour' },
+    { 'source-id': 4, 'field-id': 1001, name: 'country code', transform: 'identity' },
+    { 'source-id': 1, 'field-id': 1002, name: 'id_bucket', transform: 'bucket[8]' },
+  ],
+};
 
 test('partitionRecord reads nested sources; partitionPath uses Java human strings, URL-encoded', () => {
   const row = { id: 34n, ts: micros('2017-11-16T22:31:08Z'), geo: { 'country code': 'a b/ü' } };
   const p = partitionRecord(spec, schema, row);
   assert.deepEqual(p, { ts_hour: 419686, 'country code': 'a b/ü', id_bucket: (2017239379 & 0x7fffffff) % 8 });
   assert.equal(partitionPath(spec, schema, p), `ts_hour=2017-11-16-22/country+code=a+b%2F%C3%BC/id_bucket=${p['id_bucket']}`);
-  assert.equal(partitionPath(spec, schema, partitionRecord(spec, schema, { id: 1n, ts: 0n, geo: null })).split('/')[1], 'country+code=null');
-  assert.deepEqual(partitionType(spec, schema).fields.map((f) => [f.id, f.type, f.required]), [[1000, 'int', false], [1001, 'string', false], [1002, 'int', false]]);
+  assert.equal(
+    partitionPath(spec, schema, partitionRecord(spec, schema, { id: 1n, ts: 0n, geo: null })).split('/')[1],
+    'country+code=null',
+  );
+  assert.deepEqual(
+    partitionType(spec, schema).fields.map((f) => [f.id, f.type, f.required]),
+    [
+      [1000, 'int', false],
+      [1001, 'string', false],
+      [1002, 'int', false],
+    ],
+  );
   assert.equal(partitionHumanString('month', 'date', 574), '2017-11');
   assert.equal(partitionHumanString('day', 'date', 17486), '2017-11-16');
   assert.equal(partitionHumanString('identity', 'timestamptz', micros('2017-11-16T22:31:08Z') + 1n), '2017-11-16T22:31:08.000001+00:00');
-  assert.throws(() => partitionRecord(spec, schema, { id: 'x', ts: 0n }), (e: unknown) => isIcebergError(e, 'DataInvalid') && /expected/.test(e.message));
+  assert.throws(
+    () => partitionRecord(spec, schema, { id: 'x', ts: 0n }),
+    (e: unknown) => isIcebergError(e, 'DataInvalid') && /expected/.test(e.message),
+  );
 });

@@ -10,26 +10,42 @@ import { type DataFile, DataFileContent, ManifestEntryStatus, type Schema, type 
 import { Transaction, expireSnapshots, fastAppend, rewriteFiles } from '../../iceberg/transaction';
 import { packEnd, planMerge } from '../../iceberg/transaction/merge';
 
-const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [
-  { id: 1, name: 'id', required: true, type: 'long' }, { id: 2, name: 'cat', required: false, type: 'string' }] };
+const schema: Schema = {
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: 'long' },
+    { id: 2, name: 'cat', required: false, type: 'string' },
+  ],
+};
 const id: TableIdentifier = { namespace: ['db'], name: 't' };
 
 async function setup(props: Record<string, string> = {}) {
   const io = new MemoryFileIO();
   const catalog = new MemoryCatalog('test', io);
   await catalog.createNamespace(['db']);
-  await catalog.createTable(id, newTableMetadata({
-    location: 'memory://wh/db/t', schema, tableUuid: '00000000-0000-0000-0000-000000000001',
-    spec: { 'spec-id': 0, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'cat', transform: 'identity' }] },
-    properties: { 'commit.retry.min-wait-ms': '1', ...props },
-  }));
+  await catalog.createTable(
+    id,
+    newTableMetadata({
+      location: 'memory://wh/db/t',
+      schema,
+      tableUuid: '00000000-0000-0000-0000-000000000001',
+      spec: { 'spec-id': 0, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'cat', transform: 'identity' }] },
+      properties: { 'commit.retry.min-wait-ms': '1', ...props },
+    }),
+  );
   return { io, catalog };
 }
 
 let n = 0;
 const df = (rows: number, cat = 'a'): DataFile => ({
-  content: DataFileContent.Data, filePath: `memory://wh/db/t/data/cat=${cat}/f${n++}.parquet`, fileFormat: 'PARQUET',
-  specId: 0, partition: { cat }, recordCount: rows, fileSizeInBytes: rows * 10,
+  content: DataFileContent.Data,
+  filePath: `memory://wh/db/t/data/cat=${cat}/f${n++}.parquet`,
+  fileFormat: 'PARQUET',
+  specId: 0,
+  partition: { cat },
+  recordCount: rows,
+  fileSizeInBytes: rows * 10,
 });
 
 async function liveFiles(io: MemoryFileIO, catalog: MemoryCatalog): Promise<string[]> {
@@ -42,11 +58,20 @@ async function liveFiles(io: MemoryFileIO, catalog: MemoryCatalog): Promise<stri
 }
 
 test('packEnd/planMerge: the newest bin waits for min-count, full bins merge', () => {
-  assert.deepEqual(packEnd([1, 2, 3, 4, 5], (x) => x, 6), [[1, 2, 3], [4], [5]]); // oldest packed first
-  assert.deepEqual(packEnd([5, 1, 1, 1, 1], (x) => x, 3), [[5], [1], [1, 1, 1]]);
+  assert.deepEqual(
+    packEnd([1, 2, 3, 4, 5], (x) => x, 6),
+    [[1, 2, 3], [4], [5]],
+  ); // oldest packed first
+  assert.deepEqual(
+    packEnd([5, 1, 1, 1, 1], (x) => x, 3),
+    [[5], [1], [1, 1, 1]],
+  );
   const plan = planMerge(['n', 'a', 'b'], 'n', () => 1, 100, 5);
   assert.deepEqual(plan, [{ items: ['n', 'a', 'b'], merge: false }]);
-  assert.deepEqual(planMerge(['n', 'a', 'b'], 'n', () => 1, 100, 3), [{ items: ['n', 'a', 'b'], merge: true }]);
+  assert.deepEqual(
+    planMerge(['n', 'a', 'b'], 'n', () => 1, 100, 3),
+    [{ items: ['n', 'a', 'b'], merge: true }],
+  );
 });
 
 test('fast append: snapshot, summary totals, sequence numbers, snapshot-log', async () => {
@@ -71,7 +96,10 @@ test('fast append: snapshot, summary totals, sequence numbers, snapshot-log', as
   assert.equal(t2.metadata['snapshot-log'].length, 2);
   // entries inherit the snapshot's sequence number through the manifest list
   const ml = await readManifestList(io, s2['manifest-list']);
-  const seqs = (await Promise.all(ml.map((m) => readManifest(io, m)))).flat().map((e) => e.sequenceNumber).sort();
+  const seqs = (await Promise.all(ml.map((m) => readManifest(io, m))))
+    .flat()
+    .map((e) => e.sequenceNumber)
+    .sort();
   assert.deepEqual(seqs, [1n, 1n, 2n]);
   // a stale base is a conflict (single attempt), and its files are cleaned up
   const before = io.locations().length;
@@ -101,11 +129,17 @@ test('1,000 appends keep the manifest list small and totals right', async () => 
   assert.ok(maxManifests <= 20, `manifest list stayed small (max ${maxManifests})`);
   const entries = (await Promise.all(ml.map((m) => readManifest(io, m)))).flat();
   assert.equal(entries.length, 1000);
-  assert.equal(entries.reduce((a, e) => a + e.dataFile.recordCount, 0), rows);
+  assert.equal(
+    entries.reduce((a, e) => a + e.dataFile.recordCount, 0),
+    rows,
+  );
   assert.equal(new Set(entries.map((e) => e.dataFile.filePath)).size, 1000);
   // every file keeps the data sequence number of the commit that added it
   const seqs = entries.map((e) => e.sequenceNumber!).sort((a, b) => (a < b ? -1 : 1));
-  assert.deepEqual(seqs, Array.from({ length: 1000 }, (_, i) => BigInt(i + 1)));
+  assert.deepEqual(
+    seqs,
+    Array.from({ length: 1000 }, (_, i) => BigInt(i + 1)),
+  );
   // the metadata.json on storage is exactly the metadata the catalog hands out
   const onDisk = parseTableMetadata(Buffer.from(await io.read(t.metadataLocation)).toString('utf8'));
   assert.deepEqual(onDisk, t.metadata);
@@ -127,7 +161,11 @@ test('Transaction retries a lost CAS with the same snapshot id and cleans only t
   const tx = new Transaction(id);
   const a = tx.fastAppend([df(3)]);
   const validated: number[] = [];
-  const r = await tx.commit(catalog, io, { validate: (t) => { validated.push(t.metadata.snapshots.length); } });
+  const r = await tx.commit(catalog, io, {
+    validate: (t) => {
+      validated.push(t.metadata.snapshots.length);
+    },
+  });
   assert.equal(r.attempts, 2);
   assert.deepEqual(validated, [1, 2], 'validate ran against each reloaded base');
   const s = currentSnapshot(r.table.metadata)!;
@@ -142,7 +180,9 @@ test('Transaction retries a lost CAS with the same snapshot id and cleans only t
 test('CommitStateUnknown keeps every written file', async () => {
   const { io, catalog } = await setup();
   const { IcebergError } = await import('../../iceberg/errors');
-  catalog.beforeCommit = () => { throw new IcebergError('CommitStateUnknown', 'socket closed after send'); };
+  catalog.beforeCommit = () => {
+    throw new IcebergError('CommitStateUnknown', 'socket closed after send');
+  };
   const before = io.locations().length;
   const tx = new Transaction(id);
   tx.fastAppend([df(3)]);
@@ -152,7 +192,9 @@ test('CommitStateUnknown keeps every written file', async () => {
 
 test('rewriteFiles: concurrent appends survive; vanished files fail with CommitFailed naming them', async () => {
   const { io, catalog } = await setup();
-  const a = df(10), b = df(20), c = df(5, 'b');
+  const a = df(10),
+    b = df(20),
+    c = df(5, 'b');
   await fastAppend(catalog, io, await catalog.loadTable(id), [a, b]);
   await fastAppend(catalog, io, await catalog.loadTable(id), [c]);
   const merged = df(30);
@@ -175,22 +217,35 @@ test('rewriteFiles: concurrent appends survive; vanished files fail with CommitF
   const ml = await readManifestList(io, s['manifest-list']);
   const all = (await Promise.all(ml.map((m) => readManifest(io, m, { includeDeleted: true })))).flat();
   const del = all.filter((e) => e.status === ManifestEntryStatus.Deleted);
-  assert.deepEqual(del.map((e) => [e.dataFile.filePath, e.sequenceNumber]).sort(), [[a.filePath, 1n], [b.filePath, 1n]].sort());
+  assert.deepEqual(
+    del.map((e) => [e.dataFile.filePath, e.sequenceNumber]).sort(),
+    [
+      [a.filePath, 1n],
+      [b.filePath, 1n],
+    ].sort(),
+  );
   assert.equal(all.find((e) => e.dataFile.filePath === c.filePath)!.sequenceNumber, 2n);
   assert.equal(all.find((e) => e.dataFile.filePath === merged.filePath)!.sequenceNumber, s['sequence-number']);
 
   // replacing files that are no longer live fails without retry and names them
   const before = io.locations().length;
-  await assert.rejects(rewriteFiles(catalog, io, id, [a, c], [df(15)]),
-    (e: unknown) => isIcebergError(e, 'CommitFailed') && !e.retryable && e.message.includes(a.filePath) && !e.message.includes(c.filePath));
+  await assert.rejects(
+    rewriteFiles(catalog, io, id, [a, c], [df(15)]),
+    (e: unknown) => isIcebergError(e, 'CommitFailed') && !e.retryable && e.message.includes(a.filePath) && !e.message.includes(c.filePath),
+  );
   assert.equal(io.locations().length, before, 'the failed rewrite left no files');
   // record counts must balance
-  assert.throws(() => new Transaction(id).rewriteFiles([c], [df(4)]), (e: unknown) => isIcebergError(e, 'DataInvalid'));
+  assert.throws(
+    () => new Transaction(id).rewriteFiles([c], [df(4)]),
+    (e: unknown) => isIcebergError(e, 'DataInvalid'),
+  );
 });
 
 test('expireSnapshots: removes old snapshots and reports only unreachable files', async () => {
   const { io, catalog } = await setup({ 'commit.manifest-merge.enabled': 'false' });
-  const a = df(10), b = df(20), c = df(5);
+  const a = df(10),
+    b = df(20),
+    c = df(5);
   await fastAppend(catalog, io, await catalog.loadTable(id), [a]); // S1
   await fastAppend(catalog, io, await catalog.loadTable(id), [b]); // S2
   const s3 = await rewriteFiles(catalog, io, id, [a, b], [df(30)]); // S3 replaces a,b
@@ -199,12 +254,22 @@ test('expireSnapshots: removes old snapshots and reports only unreachable files'
   const [S1, S2, S3, S4] = m.snapshots;
   assert.equal(S3!['snapshot-id'], s3.snapshotIds[0]);
   // keep S2 via protect: then a,b stay reachable (S2 reads them)
-  const r1 = await expireSnapshots(catalog, io, id, { olderThanMs: BigInt(Date.now()) + 1000n, retainLast: 1, protect: [S2!['snapshot-id']] });
+  const r1 = await expireSnapshots(catalog, io, id, {
+    olderThanMs: BigInt(Date.now()) + 1000n,
+    retainLast: 1,
+    protect: [S2!['snapshot-id']],
+  });
   assert.deepEqual(r1.expired.snapshotIds, [S1!['snapshot-id'], S3!['snapshot-id']]);
   assert.deepEqual(r1.expired.dataFiles, []);
   assert.deepEqual(r1.expired.manifestLists.sort(), [S1!['manifest-list'], S3!['manifest-list']].sort());
-  assert.deepEqual(r1.table.metadata.snapshots.map((s) => s['snapshot-id']), [S2!['snapshot-id'], S4!['snapshot-id']]);
-  assert.deepEqual(r1.table.metadata['snapshot-log'].map((e) => e['snapshot-id']), [S4!['snapshot-id']]);
+  assert.deepEqual(
+    r1.table.metadata.snapshots.map((s) => s['snapshot-id']),
+    [S2!['snapshot-id'], S4!['snapshot-id']],
+  );
+  assert.deepEqual(
+    r1.table.metadata['snapshot-log'].map((e) => e['snapshot-id']),
+    [S4!['snapshot-id']],
+  );
   // now expire S2 too: a and b are reachable from nothing retained
   const r2 = await expireSnapshots(catalog, io, id, { olderThanMs: BigInt(Date.now()) + 1000n, retainLast: 1 });
   assert.deepEqual(r2.expired.snapshotIds, [S2!['snapshot-id']]);

@@ -5,16 +5,45 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CyclePlan, PollResult } from '../../ingest/types';
-import { initialStatus, lagOf, mergeCycle, pollInputs, rangeDone, recordCommit, recordShares, reportedState } from '../../workflows/ingest-state';
+import {
+  initialStatus,
+  lagOf,
+  mergeCycle,
+  pollInputs,
+  rangeDone,
+  recordCommit,
+  recordShares,
+  reportedState,
+} from '../../workflows/ingest-state';
 
 const plan = (over: Partial<CyclePlan> = {}): CyclePlan => ({
-  baseSnapshotId: '7', startOffsets: { 0: '10', 1: '20', 2: '0' }, highWatermarks: { 0: '15', 1: '20', 2: '9' },
-  deadLetterFloor: { 0: '12' }, deadLetterBaseCommitId: 'c0', groups: [[0, 2], [1]],
-  commitIntervalMs: 2000, maxRecordsPerCycle: 1001, maxBytesPerCycle: 10, cyclesPerRun: 100, ...over,
+  baseSnapshotId: '7',
+  startOffsets: { 0: '10', 1: '20', 2: '0' },
+  highWatermarks: { 0: '15', 1: '20', 2: '9' },
+  deadLetterFloor: { 0: '12' },
+  deadLetterBaseCommitId: 'c0',
+  groups: [[0, 2], [1]],
+  commitIntervalMs: 2000,
+  maxRecordsPerCycle: 1001,
+  maxBytesPerCycle: 10,
+  cyclesPerRun: 100,
+  ...over,
 });
-const poll = (groupIndex: number, end: Record<string, string>, high: Record<string, string>, records: number, deadLetters = 0): PollResult => ({
-  groupIndex, files: [{ f: `g${groupIndex}` }], deadLetterFiles: deadLetters ? [{ d: `g${groupIndex}` }] : [],
-  endOffsets: end, highWatermarks: high, records, deadLetters, bytes: records * 10,
+const poll = (
+  groupIndex: number,
+  end: Record<string, string>,
+  high: Record<string, string>,
+  records: number,
+  deadLetters = 0,
+): PollResult => ({
+  groupIndex,
+  files: [{ f: `g${groupIndex}` }],
+  deadLetterFiles: deadLetters ? [{ d: `g${groupIndex}` }] : [],
+  endOffsets: end,
+  highWatermarks: high,
+  records,
+  deadLetters,
+  bytes: records * 10,
 });
 
 void test('each group polls its own partitions from the cursor, with an even share of the cycle bounds', () => {
@@ -55,8 +84,10 @@ void test('a landed commit moves the cursor and the counters; status carries acr
   assert.equal(s.state, 'running');
   const c = mergeCycle(plan(), [poll(0, { 0: '15', 2: '0' }, { 0: '15', 2: '9' }, 5, 2)]);
   recordCommit(s, c, 'cid', { snapshotId: '42', alreadyCommitted: false, committedAtMs: 1000, totalRecords: '5' }, 500);
-  assert.deepEqual([s.commits, s.lastCommitId, s.lastSnapshotId, s.lastCommitTimeMs, s.totalRows, s.totalDeadLetters, s.filesPerCommit, s.rowsPerSecond],
-    [1, 'cid', '42', 1000, 5, 2, 1, 10]);
+  assert.deepEqual(
+    [s.commits, s.lastCommitId, s.lastSnapshotId, s.lastCommitTimeMs, s.totalRows, s.totalDeadLetters, s.filesPerCommit, s.rowsPerSecond],
+    [1, 'cid', '42', 1000, 5, 2, 1, 10],
+  );
   assert.deepEqual(s.cursor, { 0: '15', 1: '20', 2: '0' });
   assert.equal(initialStatus({ table: 't', ingestId: 'main', carry: s }), s);
   assert.equal(reportedState(s, true, false), 'paused');
@@ -65,11 +96,26 @@ void test('a landed commit moves the cursor and the counters; status carries acr
 });
 
 void test('a backlog of a full cycle or more is shared by backlog, so skewed groups end together; live cycles split evenly', () => {
-  const skewed = plan({ groups: [[0], [1]], startOffsets: { 0: '0', 1: '0' }, highWatermarks: { 0: '60000', 1: '40000' }, maxRecordsPerCycle: 50_000 });
+  const skewed = plan({
+    groups: [[0], [1]],
+    startOffsets: { 0: '0', 1: '0' },
+    highWatermarks: { 0: '60000', 1: '40000' },
+    maxRecordsPerCycle: 50_000,
+  });
   assert.deepEqual(recordShares(skewed), [30_000, 20_000]);
-  const live = plan({ groups: [[0], [1]], startOffsets: { 0: '0', 1: '0' }, highWatermarks: { 0: '30', 1: '10' }, maxRecordsPerCycle: 50_000 });
+  const live = plan({
+    groups: [[0], [1]],
+    startOffsets: { 0: '0', 1: '0' },
+    highWatermarks: { 0: '30', 1: '10' },
+    maxRecordsPerCycle: 50_000,
+  });
   assert.deepEqual(recordShares(live), [25_000, 25_000]);
-  const caughtUpGroup = plan({ groups: [[0], [1]], startOffsets: { 0: '0', 1: '10' }, highWatermarks: { 0: '90000', 1: '10' }, maxRecordsPerCycle: 50_000 });
+  const caughtUpGroup = plan({
+    groups: [[0], [1]],
+    startOffsets: { 0: '0', 1: '10' },
+    highWatermarks: { 0: '90000', 1: '10' },
+    maxRecordsPerCycle: 50_000,
+  });
   assert.deepEqual(recordShares(caughtUpGroup), [50_000, 1], 'a group with no backlog still polls (new records may arrive)');
   assert.deepEqual(recordShares(plan({ groups: [[0, 1, 2]] })), [1001]);
 });

@@ -52,8 +52,10 @@ void test('missing files: read/stat/readRange throw NotFound, delete is idempote
 void test('readRange past the end is a short-read Io error naming expected vs found', async () => {
   const loc = url('short.bin');
   await io.write(loc, bytes('abc'));
-  await assert.rejects(io.readRange(loc, 1, 10), (e: unknown) =>
-    isIcebergError(e, 'Io') && /expected 10 bytes, found 2 bytes/.test(e.message));
+  await assert.rejects(
+    io.readRange(loc, 1, 10),
+    (e: unknown) => isIcebergError(e, 'Io') && /expected 10 bytes, found 2 bytes/.test(e.message),
+  );
 });
 
 void test('list is recursive, treats the prefix as a directory, hides temp files, returns file:// URIs', async () => {
@@ -65,7 +67,9 @@ void test('list is recursive, treats the prefix as a directory, hides temp files
   const found = [];
   for await (const f of io.list(url('tbl'))) found.push(f);
   assert.deepEqual(found.map((f) => f.location).sort(), [
-    url('tbl/data/p=1/a.parquet'), url('tbl/data/p=2/b.parquet'), url('tbl/metadata/v1.json'),
+    url('tbl/data/p=1/a.parquet'),
+    url('tbl/data/p=2/b.parquet'),
+    url('tbl/metadata/v1.json'),
   ]);
   assert.deepEqual(found.map((f) => f.size).sort(), [2, 2, 3]);
   const none = [];
@@ -86,8 +90,14 @@ void test('resolveFileIO dispatches by scheme; unknown schemes fail naming the s
   assert.ok(resolveFileIO('s3a://bucket/key') instanceof S3FileIO);
   assert.equal(resolveFileIO('memory://x/y'), memoryFileIO, 'memory:// shares the process-wide store');
   assert.equal(schemeOf('/abs/path'), 'file');
-  assert.throws(() => schemeOf('gs://bucket/x'), (e: unknown) => isIcebergError(e, 'FeatureUnsupported') && /found gs/.test(e.message));
-  assert.throws(() => schemeOf('bucket/x'), (e: unknown) => isIcebergError(e, 'DataInvalid'));
+  assert.throws(
+    () => schemeOf('gs://bucket/x'),
+    (e: unknown) => isIcebergError(e, 'FeatureUnsupported') && /found gs/.test(e.message),
+  );
+  assert.throws(
+    () => schemeOf('bucket/x'),
+    (e: unknown) => isIcebergError(e, 'DataInvalid'),
+  );
   const r = new ResolvingFileIO();
   await r.write(url('resolving/r.txt'), bytes('r'));
   assert.equal(await r.exists(url('resolving/r.txt')), true);

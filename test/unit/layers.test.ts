@@ -18,8 +18,20 @@ import ts from 'typescript';
 
 const ROOT = resolve(__dirname, '../..');
 const LAYER: Record<string, number> = {
-  iceberg: 0, contract: 0, config: 1, stack: 1, ingest: 2, maintenance: 2,
-  activities: 3, workflows: 3, client: 4, workers: 4, cli: 5, demo: 5, bench: 6, scripts: 6,
+  iceberg: 0,
+  contract: 0,
+  config: 1,
+  stack: 1,
+  ingest: 2,
+  maintenance: 2,
+  activities: 3,
+  workflows: 3,
+  client: 4,
+  workers: 4,
+  cli: 5,
+  demo: 5,
+  bench: 6,
+  scripts: 6,
 };
 
 function sources(dir: string): string[] {
@@ -32,7 +44,11 @@ function sources(dir: string): string[] {
   return out;
 }
 
-interface Edge { from: string; to: string; typeOnly: boolean }
+interface Edge {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
 
 function edges(file: string): Edge[] {
   const text = readFileSync(file, 'utf8');
@@ -43,20 +59,31 @@ function edges(file: string): Edge[] {
     const target = [`${base}.ts`, join(base, 'index.ts'), base].find((c) => existsSync(c) && statSync(c).isFile());
     if (!target) continue;
     // `import type` / `export type` lines vanish at run time; they still count for cycles.
-    const line = text.slice(0, text.indexOf(`'${f.fileName}'`)).split('\n').pop() ?? '';
+    const line =
+      text
+        .slice(0, text.indexOf(`'${f.fileName}'`))
+        .split('\n')
+        .pop() ?? '';
     const stmtStart = text.lastIndexOf('import', text.indexOf(`'${f.fileName}'`));
     const stmt = text.slice(Math.max(stmtStart, 0), text.indexOf(`'${f.fileName}'`));
-    out.push({ from: relative(ROOT, file), to: relative(ROOT, target), typeOnly: /^(import|export) type\b/.test(stmt.trim()) || /^\s*(import|export) type\b/.test(line) });
+    out.push({
+      from: relative(ROOT, file),
+      to: relative(ROOT, target),
+      typeOnly: /^(import|export) type\b/.test(stmt.trim()) || /^\s*(import|export) type\b/.test(line),
+    });
   }
   return out;
 }
 
-const files = Object.keys(LAYER).filter((d) => existsSync(join(ROOT, d))).flatMap((d) => sources(join(ROOT, d)));
+const files = Object.keys(LAYER)
+  .filter((d) => existsSync(join(ROOT, d)))
+  .flatMap((d) => sources(join(ROOT, d)));
 const graph = files.flatMap(edges);
 const top = (p: string) => p.split('/')[0]!;
 
 void test('no module imports a module of a higher layer', () => {
-  const bad = graph.filter((e) => LAYER[top(e.to)] !== undefined && LAYER[top(e.to)]! > LAYER[top(e.from)]!)
+  const bad = graph
+    .filter((e) => LAYER[top(e.to)] !== undefined && LAYER[top(e.to)]! > LAYER[top(e.from)]!)
     .map((e) => `${e.from} -> ${e.to}`);
   assert.deepEqual(bad, []);
 });
@@ -81,7 +108,8 @@ void test('the import graph between files has no cycle', () => {
 });
 
 void test('domain code (ingest/, maintenance/, iceberg/, contract/, config/) never imports Temporal', () => {
-  const bad = files.filter((f) => ['ingest', 'maintenance', 'iceberg', 'contract', 'config'].includes(top(relative(ROOT, f))))
+  const bad = files
+    .filter((f) => ['ingest', 'maintenance', 'iceberg', 'contract', 'config'].includes(top(relative(ROOT, f))))
     .filter((f) => ts.preProcessFile(readFileSync(f, 'utf8'), true, true).importedFiles.some((i) => i.fileName.startsWith('@temporalio/')))
     .map((f) => relative(ROOT, f));
   assert.deepEqual(bad, []);
@@ -89,7 +117,8 @@ void test('domain code (ingest/, maintenance/, iceberg/, contract/, config/) nev
 
 void test('workflows import other layers for types only, except the pure contract and maintenance/window', () => {
   const allowed = new Set(['contract/index.ts', 'maintenance/window.ts']);
-  const bad = graph.filter((e) => top(e.from) === 'workflows' && top(e.to) !== 'workflows' && !e.typeOnly && !allowed.has(e.to))
+  const bad = graph
+    .filter((e) => top(e.from) === 'workflows' && top(e.to) !== 'workflows' && !e.typeOnly && !allowed.has(e.to))
     .map((e) => `${e.from} -> ${e.to}`);
   assert.deepEqual(bad, []);
 });

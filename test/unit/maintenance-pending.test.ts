@@ -28,8 +28,12 @@ async function fixture(): Promise<{ io: MemoryFileIO; catalog: MemoryCatalog; ta
   await catalog.createNamespace(['a']);
   await catalog.createNamespace(['a', 'b']);
   const tables = {
-    catalog, io,
-    load: (t: string) => { const p = t.split('.'); return catalog.loadTable({ namespace: p.slice(0, -1), name: p.at(-1)! }); },
+    catalog,
+    io,
+    load: (t: string) => {
+      const p = t.split('.');
+      return catalog.loadTable({ namespace: p.slice(0, -1), name: p.at(-1)! });
+    },
   } as unknown as Tables;
   return { io, catalog, tables };
 }
@@ -44,13 +48,21 @@ async function old(io: MemoryFileIO, location: string, ageMs: number): Promise<v
 }
 
 const sweep = (tables: Tables, table: string, o: { olderThanMs?: number; asOfMs?: number; force?: boolean; dryRun?: boolean } = {}) =>
-  asActivity(() => removeOrphanFiles(tables, {
-    table, olderThanMs: o.olderThanMs ?? HOUR, asOfMs: o.asOfMs ?? Date.now(), dryRun: o.dryRun ?? false, force: o.force ?? false,
-  }));
+  asActivity(() =>
+    removeOrphanFiles(tables, {
+      table,
+      olderThanMs: o.olderThanMs ?? HOUR,
+      asOfMs: o.asOfMs ?? Date.now(),
+      dryRun: o.dryRun ?? false,
+      force: o.force ?? false,
+    }),
+  );
 
 /** Runs domain code as its activity adapter would: in an activity context, failures mapped to Temporal's. */
 const asActivity = <T>(fn: () => Promise<T>): Promise<T> =>
-  new MockActivityEnvironment().run(fn).catch((e: unknown) => { throw toFailure(e); }) as Promise<T>;
+  new MockActivityEnvironment().run(fn).catch((e: unknown) => {
+    throw toFailure(e);
+  }) as Promise<T>;
 
 void test('isProtected matches file base names by prefix, never directories or other prefixes', () => {
   const pending = [{ filePrefix: 'commit-123-a1-' }];
@@ -68,15 +80,21 @@ void test('marker names survive any owner (workflow ids have slashes) and round-
   await markPending(io, 'memory://wh/t', 'floe-ingest/demo.t/main', 'c1-a2-');
   await markPending(io, 'memory://wh/t', 'compact-r1', 'compact-r1-');
   assert.ok(io.locations().every((l) => l.startsWith(pendingDir('memory://wh/t'))));
-  assert.deepEqual((await listPending(io, 'memory://wh/t')).map((p) => `${p.owner}|${p.filePrefix}`).sort(),
-    ['compact-r1|compact-r1-', 'floe-ingest/demo.t/main|c1-a1-', 'floe-ingest/demo.t/main|c1-a2-']);
+  assert.deepEqual((await listPending(io, 'memory://wh/t')).map((p) => `${p.owner}|${p.filePrefix}`).sort(), [
+    'compact-r1|compact-r1-',
+    'floe-ingest/demo.t/main|c1-a1-',
+    'floe-ingest/demo.t/main|c1-a2-',
+  ]);
   await clearPending(io, 'memory://wh/t', 'floe-ingest/demo.t/main');
   await clearPending(io, 'memory://wh/t', 'floe-ingest/demo.t/main'); // idempotent
-  assert.deepEqual((await listPending(io, 'memory://wh/t')).map((p) => p.owner), ['compact-r1']);
+  assert.deepEqual(
+    (await listPending(io, 'memory://wh/t')).map((p) => p.owner),
+    ['compact-r1'],
+  );
   await assert.rejects(markPending(io, 'memory://wh/t', 'o', ''), /non-empty file-name prefix/);
 });
 
-void test('the sweep keeps a pending commit\'s old files and the markers, deletes an unprotected file of the same age; cleared, they go', async () => {
+void test("the sweep keeps a pending commit's old files and the markers, deletes an unprotected file of the same age; cleared, they go", async () => {
   const { io, catalog, tables } = await fixture();
   await create(catalog, ['a'], 't', 'memory://wh/a/t');
   await markPending(io, 'memory://wh/a/t', 'floe-ingest/a.t/main', 'commit-42-a1-');
@@ -100,7 +118,7 @@ void test('the sweep keeps a pending commit\'s old files and the markers, delete
   assert.ok(!(await io.exists(protectedFile)));
 });
 
-void test('sweeping a.b never touches a.b.c, whose location lies inside a.b\'s', async () => {
+void test("sweeping a.b never touches a.b.c, whose location lies inside a.b's", async () => {
   const { io, catalog, tables } = await fixture();
   await create(catalog, ['a'], 'b', 'memory://wh/a/b');
   await create(catalog, ['a', 'b'], 'c', 'memory://wh/a/b/c');
@@ -122,9 +140,16 @@ void test('window parsing: garbage, impossible dates, zone-less times and future
   assert.equal(parseWindow('2026-07-01T14:00:00+02:00', now), Date.parse('2026-07-01T12:00:00Z'));
   assert.equal(parseOptionalWindow(null, now), null);
   for (const bad of ['garbage', '', 'July 1, 2026', '2026-02-30T00:00:00Z', '2026-07-01T03:00:00', '2026-07-01T25:00:00Z']) {
-    assert.throws(() => parseWindow(bad, now), (e: unknown) => e instanceof InvalidWindowError && /expected an ISO 8601 time/.test(e.message), bad);
+    assert.throws(
+      () => parseWindow(bad, now),
+      (e: unknown) => e instanceof InvalidWindowError && /expected an ISO 8601 time/.test(e.message),
+      bad,
+    );
   }
-  assert.throws(() => parseWindow('2026-07-02T00:00:00Z', now), (e: unknown) => e instanceof InvalidWindowError && /not in the future/.test(e.message));
+  assert.throws(
+    () => parseWindow('2026-07-02T00:00:00Z', now),
+    (e: unknown) => e instanceof InvalidWindowError && /not in the future/.test(e.message),
+  );
   assert.equal(parseWindow(new Date(now + WINDOW_MAX_SKEW_MS).toISOString(), now), now + WINDOW_MAX_SKEW_MS, 'clock skew allowance');
 });
 
@@ -133,11 +158,18 @@ void test('the activities refuse a NaN or future asOf with a non-retryable Inval
   await create(catalog, ['a'], 't', 'memory://wh/a/t');
   await old(io, 'memory://wh/a/t/data/x.parquet', 5 * HOUR);
   for (const asOfMs of [NaN, Date.now() + 86_400_000]) {
-    await assert.rejects(sweep(tables, 'a.t', { asOfMs }), (e: unknown) =>
-      e instanceof ApplicationFailure && e.type === 'InvalidWindow' && e.nonRetryable);
-    await assert.rejects(asActivity(() => expireSnapshotsCommit(tables, { table: 'a.t', expireId: 'x', olderThanMs: HOUR, retainLast: 1, asOfMs })),
-      (e: unknown) => e instanceof ApplicationFailure && e.type === 'InvalidWindow');
+    await assert.rejects(
+      sweep(tables, 'a.t', { asOfMs }),
+      (e: unknown) => e instanceof ApplicationFailure && e.type === 'InvalidWindow' && e.nonRetryable,
+    );
+    await assert.rejects(
+      asActivity(() => expireSnapshotsCommit(tables, { table: 'a.t', expireId: 'x', olderThanMs: HOUR, retainLast: 1, asOfMs })),
+      (e: unknown) => e instanceof ApplicationFailure && e.type === 'InvalidWindow',
+    );
   }
-  await assert.rejects(sweep(tables, 'a.t', { olderThanMs: NaN, force: true }), (e: unknown) => e instanceof ApplicationFailure && e.type === 'UnsafeGracePeriod');
+  await assert.rejects(
+    sweep(tables, 'a.t', { olderThanMs: NaN, force: true }),
+    (e: unknown) => e instanceof ApplicationFailure && e.type === 'UnsafeGracePeriod',
+  );
   assert.ok(await io.exists('memory://wh/a/t/data/x.parquet'));
 });

@@ -2,13 +2,24 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  binPack, commitBatchSize, compactDefaults, lookbackWindow, matchesFilter, planFileGroups, transformTimeRange,
-  type CompactOptions, type LiveFile,
+  binPack,
+  commitBatchSize,
+  compactDefaults,
+  lookbackWindow,
+  matchesFilter,
+  planFileGroups,
+  transformTimeRange,
+  type CompactOptions,
+  type LiveFile,
 } from '../../maintenance/index';
 
 const MB = 1024 * 1024;
 const file = (partitionPath: string, n: number, size: number, day?: number): LiveFile => ({
-  path: `data/${partitionPath}/f${n}.parquet`, size, records: 10, specId: 0, partitionPath,
+  path: `data/${partitionPath}/f${n}.parquet`,
+  size,
+  records: 10,
+  specId: 0,
+  partitionPath,
   timeRange: day === undefined ? null : transformTimeRange('day', day),
 });
 const opts = (o: Partial<CompactOptions> = {}): CompactOptions => ({ ...compactDefaults(128 * MB), ...o });
@@ -21,21 +32,32 @@ describe('compaction planning', () => {
     ];
     const { groups, partitionsScanned } = planFileGroups(files, opts());
     assert.equal(partitionsScanned, 2);
-    assert.deepEqual(groups.map((g) => [g.index, g.partitionPath, g.files.length, g.bytes]), [[0, 'd=1', 7, 7 * MB], [1, 'd=2', 6, 12 * MB]]);
+    assert.deepEqual(
+      groups.map((g) => [g.index, g.partitionPath, g.files.length, g.bytes]),
+      [
+        [0, 'd=1', 7, 7 * MB],
+        [1, 'd=2', 6, 12 * MB],
+      ],
+    );
     assert.equal(groups[0]!.records, 70);
   });
 
   it('skips partitions with fewer than min-input-files small files and keeps well-sized files out', () => {
     const files = [
       ...Array.from({ length: 4 }, (_, i) => file('d=1', i, 1 * MB)),
-      file('d=2', 0, 120 * MB), file('d=2', 1, 1 * MB), file('d=2', 2, 1 * MB),
+      file('d=2', 0, 120 * MB),
+      file('d=2', 1, 1 * MB),
+      file('d=2', 2, 1 * MB),
     ];
     assert.deepEqual(planFileGroups(files, opts()).groups, []);
     const g = planFileGroups(files, opts({ minInputFiles: 2 })).groups;
-    assert.deepEqual(g.map((x) => [x.partitionPath, x.files.map((f) => f.path)]), [
-      ['d=1', ['data/d=1/f0.parquet', 'data/d=1/f1.parquet', 'data/d=1/f2.parquet', 'data/d=1/f3.parquet']],
-      ['d=2', ['data/d=2/f1.parquet', 'data/d=2/f2.parquet']], // the 120 MB file is within [96, 230] MB: left alone
-    ]);
+    assert.deepEqual(
+      g.map((x) => [x.partitionPath, x.files.map((f) => f.path)]),
+      [
+        ['d=1', ['data/d=1/f0.parquet', 'data/d=1/f1.parquet', 'data/d=1/f2.parquet', 'data/d=1/f3.parquet']],
+        ['d=2', ['data/d=2/f1.parquet', 'data/d=2/f2.parquet']], // the 120 MB file is within [96, 230] MB: left alone
+      ],
+    );
   });
 
   it('rewrites two files whose content exceeds one target file even below min-input-files', () => {
@@ -45,19 +67,34 @@ describe('compaction planning', () => {
 
   it('splits a file above max-file-size on its own', () => {
     const { groups } = planFileGroups([file('p', 0, 300 * MB)], opts());
-    assert.deepEqual(groups.map((g) => g.files.length), [1]);
+    assert.deepEqual(
+      groups.map((g) => g.files.length),
+      [1],
+    );
   });
 
   it('bin-packs into groups no larger than max-file-group-size', () => {
     const files = Array.from({ length: 10 }, (_, i) => file('p', i, 10 * MB));
     const { groups } = planFileGroups(files, opts({ maxFileGroupSizeBytes: 35 * MB, minInputFiles: 2 }));
-    assert.deepEqual(groups.map((g) => g.files.length), [3, 3, 3, 1].filter((n) => n >= 2));
+    assert.deepEqual(
+      groups.map((g) => g.files.length),
+      [3, 3, 3, 1].filter((n) => n >= 2),
+    );
     for (const g of groups) assert.ok(g.bytes <= 35 * MB, `group of ${g.bytes} bytes exceeds the limit`);
   });
 
   it('first-fit decreasing packs tightly', () => {
-    assert.deepEqual(binPack([5, 4, 3, 3, 2, 2, 1], (x) => x, 10), [[5, 4, 1], [3, 3, 2, 2]]);
-    assert.deepEqual(binPack([20, 1], (x) => x, 10), [[20], [1]]);
+    assert.deepEqual(
+      binPack([5, 4, 3, 3, 2, 2, 1], (x) => x, 10),
+      [
+        [5, 4, 1],
+        [3, 3, 2, 2],
+      ],
+    );
+    assert.deepEqual(
+      binPack([20, 1], (x) => x, 10),
+      [[20], [1]],
+    );
   });
 
   it('applies the partition filter by path and by time window', () => {
@@ -65,10 +102,16 @@ describe('compaction planning', () => {
       ...Array.from({ length: 5 }, (_, i) => file('day=2024-06-01', i, MB, 19875)),
       ...Array.from({ length: 5 }, (_, i) => file('day=2024-06-02', i, MB, 19876)),
     ];
-    assert.deepEqual(planFileGroups(files, opts({ partitionFilter: { paths: ['day=2024-06-02'] } })).groups.map((g) => g.partitionPath), ['day=2024-06-02']);
+    assert.deepEqual(
+      planFileGroups(files, opts({ partitionFilter: { paths: ['day=2024-06-02'] } })).groups.map((g) => g.partitionPath),
+      ['day=2024-06-02'],
+    );
     const w = lookbackWindow('day', Date.UTC(2024, 5, 2, 0, 15), 1)!;
     assert.deepEqual(w, { fromMs: Date.UTC(2024, 5, 2), toMs: Date.UTC(2024, 5, 3) });
-    assert.deepEqual(planFileGroups(files, opts({ partitionFilter: w })).groups.map((g) => g.partitionPath), ['day=2024-06-02']);
+    assert.deepEqual(
+      planFileGroups(files, opts({ partitionFilter: w })).groups.map((g) => g.partitionPath),
+      ['day=2024-06-02'],
+    );
     const two = lookbackWindow('day', Date.UTC(2024, 5, 2, 0, 15), 2)!;
     assert.equal(planFileGroups(files, opts({ partitionFilter: two })).groups.length, 2);
     assert.ok(matchesFilter({ partitionPath: 'x', timeRange: null }, w), 'partitions without a time field always match a time window');
@@ -95,7 +138,16 @@ describe('compaction planning', () => {
   });
 
   it('keeps files of different partition specs in different groups', () => {
-    const files = [...Array.from({ length: 5 }, (_, i) => file('p', i, MB)), ...Array.from({ length: 5 }, (_, i) => ({ ...file('p', 10 + i, MB), specId: 1 }))];
-    assert.deepEqual(planFileGroups(files, opts()).groups.map((g) => [g.specId, g.files.length]), [[0, 5], [1, 5]]);
+    const files = [
+      ...Array.from({ length: 5 }, (_, i) => file('p', i, MB)),
+      ...Array.from({ length: 5 }, (_, i) => ({ ...file('p', 10 + i, MB), specId: 1 })),
+    ];
+    assert.deepEqual(
+      planFileGroups(files, opts()).groups.map((g) => [g.specId, g.files.length]),
+      [
+        [0, 5],
+        [1, 5],
+      ],
+    );
   });
 });

@@ -32,7 +32,8 @@ const python = findPython();
 const skip = python ? false : 'no python with pyarrow (set FLOE_PYTHON)';
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0,
+  type: 'struct',
+  'schema-id': 0,
   fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'ts', required: false, type: 'timestamptz' },
@@ -53,7 +54,9 @@ test('pyarrow reads floe Parquet: field ids, logical types and values', { skip }
       ],
     });
     writeFileSync(join(dir, 'f.parquet'), w.bytes);
-    const out = execFileSync(python!, ['-c', `
+    const out = execFileSync(python!, [
+      '-c',
+      `
 import json, sys, pyarrow.parquet as pq
 f = pq.ParquetFile(sys.argv[1])
 ids = {}
@@ -66,13 +69,22 @@ for fld in f.schema_arrow: walk(fld)
 t = f.read()
 print(json.dumps({'ids': ids, 'types': {fld.name: str(fld.type) for fld in t.schema},
   'rows': t.to_pylist(), 'parquet': str(f.schema)}, default=str))
-`, join(dir, 'f.parquet')]).toString();
+`,
+      join(dir, 'f.parquet'),
+    ]).toString();
     const r = JSON.parse(out) as { ids: Record<string, number>; types: Record<string, string>; rows: unknown[]; parquet: string };
     assert.deepEqual(r.ids, { id: 1, ts: 2, name: 3, amount: 4, tags: 5, 'tags.element': 6, day: 7 });
     assert.match(r.parquet, /int64 field_id=1 id/);
     assert.match(r.parquet, /field_id=6 element/);
     assert.match(r.parquet, /Timestamp\(isAdjustedToUTC=true, timeUnit=microseconds/);
-    assert.deepEqual(r.types, { id: 'int64', ts: 'timestamp[us, tz=UTC]', name: 'string', amount: 'decimal128(12, 3)', tags: 'list<element: int32>', day: 'date32[day]' });
+    assert.deepEqual(r.types, {
+      id: 'int64',
+      ts: 'timestamp[us, tz=UTC]',
+      name: 'string',
+      amount: 'decimal128(12, 3)',
+      tags: 'list<element: int32>',
+      day: 'date32[day]',
+    });
     assert.deepEqual(r.rows, [
       { id: 1, ts: '2023-11-14 22:13:20.000001+00:00', name: 'ä', amount: '-1.500', tags: [1, null], day: '2022-01-08' },
       { id: 2, ts: null, name: null, amount: null, tags: null, day: null },
@@ -85,7 +97,9 @@ print(json.dumps({'ids': ids, 'types': {fld.name: str(fld.type) for fld in t.sch
 test('floe reads pyarrow Parquet (large_string, ms timestamps, snappy, many row groups) and conforms it', { skip }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'floe-pq-'));
   try {
-    execFileSync(python!, ['-c', `
+    execFileSync(python!, [
+      '-c',
+      `
 import sys, pyarrow as pa, pyarrow.parquet as pq
 n = 10000
 t = pa.table({
@@ -95,10 +109,13 @@ t = pa.table({
   'day': pa.array([i % 365 for i in range(n)], pa.date32()),
 })
 pq.write_table(t, sys.argv[1], compression='snappy', row_group_size=3000)
-`, join(dir, 'p.parquet')]);
+`,
+      join(dir, 'p.parquet'),
+    ]);
     const io = new MemoryFileIO();
     await io.write('memory://p.parquet', new Uint8Array(readFileSync(join(dir, 'p.parquet'))));
-    let n = 0, nulls = 0;
+    let n = 0,
+      nulls = 0;
     for await (const b of readParquetBatches(io, 'memory://p.parquet', { wholeFileBelowBytes: 0 })) {
       const c = conformBatch(schema, b);
       assert.equal(String(c.schema.fields[1]!.type), 'Timestamp<MICROSECOND, UTC>');
@@ -116,7 +133,8 @@ pq.write_table(t, sys.argv[1], compression='snappy', row_group_size=3000)
 
 test('decimal, fixed and time columns: pyarrow reads their ids, types, values and the same min/max as our bounds', { skip }, async () => {
   const s: Schema = {
-    type: 'struct', 'schema-id': 0,
+    type: 'struct',
+    'schema-id': 0,
     fields: [
       { id: 1, name: 'small', required: false, type: 'decimal(9, 2)' },
       { id: 2, name: 'wide', required: true, type: 'decimal(38, 10)' },
@@ -134,7 +152,9 @@ test('decimal, fixed and time columns: pyarrow reads their ids, types, values an
   const dir = mkdtempSync(join(tmpdir(), 'floe-pq-'));
   try {
     writeFileSync(join(dir, 'f.parquet'), w.bytes);
-    const out = execFileSync(python!, ['-c', `
+    const out = execFileSync(python!, [
+      '-c',
+      `
 import json, sys, pyarrow.parquet as pq
 f = pq.ParquetFile(sys.argv[1])
 t = f.read()
@@ -147,8 +167,15 @@ for i in range(rg.num_columns):
 ids = {fld.name: int(fld.metadata[b'PARQUET:field_id']) for fld in f.schema_arrow}
 rows = [{k: (v.hex() if isinstance(v, bytes) else str(v) if v is not None else None) for k, v in r.items()} for r in t.to_pylist()]
 print(json.dumps({'ids': ids, 'types': {fld.name: str(fld.type) for fld in t.schema}, 'rows': rows, 'stats': stats}))
-`, join(dir, 'f.parquet')]).toString();
-    const r = JSON.parse(out) as { ids: Record<string, number>; types: Record<string, string>; rows: unknown[]; stats: Record<string, [string, string, number] | null> };
+`,
+      join(dir, 'f.parquet'),
+    ]).toString();
+    const r = JSON.parse(out) as {
+      ids: Record<string, number>;
+      types: Record<string, string>;
+      rows: unknown[];
+      stats: Record<string, [string, string, number] | null>;
+    };
     assert.deepEqual(r.ids, { small: 1, wide: 2, hash: 3, at: 4 });
     assert.deepEqual(r.types, { small: 'decimal128(9, 2)', wide: 'decimal128(38, 10)', hash: 'fixed_size_binary[4]', at: 'time64[us]' });
     assert.deepEqual(r.rows, [
@@ -158,10 +185,17 @@ print(json.dumps({'ids': ids, 'types': {fld.name: str(fld.type) for fld in t.sch
     ]);
     // our Iceberg bounds are the true min/max, as parquet-rs's own column chunk statistics say
     const st = w.stats;
-    const dec = (id: number, scale: number, b: Map<number, Uint8Array>) => formatDecimal(fromBytes(s.fields[id - 1]!.type as PrimitiveType, b.get(id)!) as bigint, scale);
+    const dec = (id: number, scale: number, b: Map<number, Uint8Array>) =>
+      formatDecimal(fromBytes(s.fields[id - 1]!.type as PrimitiveType, b.get(id)!) as bigint, scale);
     assert.deepEqual([dec(1, 2, st.lowerBounds!), dec(1, 2, st.upperBounds!)], ['-12345.67', '0.05']);
-    assert.deepEqual([dec(2, 10, st.lowerBounds!), dec(2, 10, st.upperBounds!)], ['-9999999999999999999999999999.9999999999', '1000000000000000000000000000.0000000001']);
-    assert.deepEqual([Buffer.from(st.lowerBounds!.get(3)!).toString('hex'), Buffer.from(st.upperBounds!.get(3)!).toString('hex')], ['00000001', 'deadbeef']);
+    assert.deepEqual(
+      [dec(2, 10, st.lowerBounds!), dec(2, 10, st.upperBounds!)],
+      ['-9999999999999999999999999999.9999999999', '1000000000000000000000000000.0000000001'],
+    );
+    assert.deepEqual(
+      [Buffer.from(st.lowerBounds!.get(3)!).toString('hex'), Buffer.from(st.upperBounds!.get(3)!).toString('hex')],
+      ['00000001', 'deadbeef'],
+    );
     assert.deepEqual([fromBytes('time', st.lowerBounds!.get(4)!), fromBytes('time', st.upperBounds!.get(4)!)], [0n, 86_399_999_999n]);
     assert.deepEqual(Object.fromEntries(st.nullValueCounts!), { 1: 1, 2: 0, 3: 1, 4: 0 });
     assert.deepEqual(r.stats.small, ['-12345.67', '0.05', 1]);

@@ -6,7 +6,8 @@ import { fromBytes } from '../../iceberg/spec/conversions';
 import type { Schema } from '../../iceberg/spec/types';
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0,
+  type: 'struct',
+  'schema-id': 0,
   fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'payload', required: false, type: 'string' },
@@ -15,7 +16,8 @@ const schema: Schema = {
 
 /** Deterministic, poorly compressible payloads so file sizes track row counts. */
 function payload(i: number): string {
-  let x = (i * 2654435761) >>> 0, s = '';
+  let x = (i * 2654435761) >>> 0,
+    s = '';
   for (let k = 0; k < 12; k++) {
     x = (x * 1103515245 + 12345) >>> 0;
     s += x.toString(36);
@@ -35,7 +37,10 @@ test('rolling writer rolls files near the target size and loses no rows', async 
   }
   const files = await w.close();
   assert.ok(files.length >= 5, `expected several files, got ${files.length}`);
-  assert.equal(files.reduce((a, f) => a + f.recordCount, 0), n);
+  assert.equal(
+    files.reduce((a, f) => a + f.recordCount, 0),
+    n,
+  );
   // every file but the last within 25% of the target: the ratio is re-learned after each file
   for (const f of files.slice(1, -1)) {
     assert.ok(f.fileSizeInBytes > target * 0.75 && f.fileSizeInBytes < target * 1.25, `file size ${f.fileSizeInBytes} vs target ${target}`);
@@ -57,7 +62,12 @@ test('rolling writer rolls files near the target size and loses no rows', async 
 test('writeDataFile: one small input gives one file; an empty input gives none', async () => {
   const io = new MemoryFileIO();
   const files = await writeDataFile(io, {
-    schema, rows: [{ id: 1n, payload: 'a' }, { id: 2n, payload: null }], location: (i) => `memory://t/x-${i}.parquet`,
+    schema,
+    rows: [
+      { id: 1n, payload: 'a' },
+      { id: 2n, payload: null },
+    ],
+    location: (i) => `memory://t/x-${i}.parquet`,
   });
   assert.equal(files.length, 1);
   assert.equal(files[0]!.filePath, 'memory://t/x-0.parquet');

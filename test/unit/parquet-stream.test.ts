@@ -1,14 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MemoryFileIO } from '../../iceberg/io/memory';
-import { columnsToRecordBatch, readParquetTable, RollingParquetWriter, rowsToRecordBatch, writeParquetFile, type Row } from '../../iceberg/parquet';
+import {
+  columnsToRecordBatch,
+  readParquetTable,
+  RollingParquetWriter,
+  rowsToRecordBatch,
+  writeParquetFile,
+  type Row,
+} from '../../iceberg/parquet';
 import { ParquetStreamWriter } from '../../iceberg/parquet/stream-writer';
 import { icebergToArrowSchema } from '../../iceberg/parquet/schema';
 import type { Schema } from '../../iceberg/spec/types';
 import { parquetFieldIds, rowGroupStarts } from './parquet-thrift';
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0,
+  type: 'struct',
+  'schema-id': 0,
   fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'name', required: false, type: 'string' },
@@ -20,7 +28,8 @@ function rowsFrom(start: number, n: number): Row[] {
   const out: Row[] = [];
   for (let i = start; i < start + n; i++) {
     out.push({
-      id: BigInt(i), name: i % 7 === 0 ? null : `n-${(i * 7919) % 1000}`,
+      id: BigInt(i),
+      name: i % 7 === 0 ? null : `n-${(i * 7919) % 1000}`,
       score: i % 11 === 0 ? NaN : i % 13 === 0 ? null : (i % 500) - 250.5,
     });
   }
@@ -37,7 +46,8 @@ test('streamed file from many tiny batches equals the one-shot file: stats, fiel
   const streamed = await w.finish();
   const oneShot = await writeParquetFile(schema, { rows: all }, { rowGroupRows: 10_000 });
 
-  const s = streamed.stats, o = oneShot.stats;
+  const s = streamed.stats,
+    o = oneShot.stats;
   assert.equal(s.recordCount, 30_000);
   assert.deepEqual(s.valueCounts, o.valueCounts);
   assert.deepEqual(s.nullValueCounts, o.nullValueCounts);
@@ -65,12 +75,21 @@ test('rolling writer fed tiny batches rolls near the target with exact split off
   const io = new MemoryFileIO();
   const arrowSchema = icebergToArrowSchema(schema);
   const target = 128 * 1024;
-  const w = new RollingParquetWriter({ schema, io, targetFileSizeBytes: target, coalesceRows: 2000, location: (i) => `memory://t/r-${i}.parquet` });
+  const w = new RollingParquetWriter({
+    schema,
+    io,
+    targetFileSizeBytes: target,
+    coalesceRows: 2000,
+    location: (i) => `memory://t/r-${i}.parquet`,
+  });
   const n = 80_000;
   for (let i = 0; i < n; i += 100) await w.writeBatch(rowsToRecordBatch(schema, rowsFrom(i, 100), arrowSchema));
   const files = await w.close();
   assert.ok(files.length >= 3, `expected several files, got ${files.length}`);
-  assert.equal(files.reduce((a, f) => a + f.recordCount, 0), n);
+  assert.equal(
+    files.reduce((a, f) => a + f.recordCount, 0),
+    n,
+  );
   for (const f of files.slice(1, -1)) {
     assert.ok(f.fileSizeInBytes > target * 0.7 && f.fileSizeInBytes < target * 1.3, `file size ${f.fileSizeInBytes} vs target ${target}`);
   }
@@ -87,19 +106,26 @@ test('an aborted stream writer refuses more input', async () => {
 
 test('typed-array columns (copied fast path) give the same file facts as row objects, and are copied', async () => {
   const typed: Schema = {
-    type: 'struct', 'schema-id': 0,
+    type: 'struct',
+    'schema-id': 0,
     fields: [
-      { id: 1, name: 'i', required: true, type: 'int' }, { id: 2, name: 'd', required: false, type: 'date' },
-      { id: 3, name: 'f', required: true, type: 'float' }, { id: 4, name: 'x', required: true, type: 'double' },
-      { id: 5, name: 'l', required: true, type: 'long' }, { id: 6, name: 'ts', required: true, type: 'timestamptz' },
+      { id: 1, name: 'i', required: true, type: 'int' },
+      { id: 2, name: 'd', required: false, type: 'date' },
+      { id: 3, name: 'f', required: true, type: 'float' },
+      { id: 4, name: 'x', required: true, type: 'double' },
+      { id: 5, name: 'l', required: true, type: 'long' },
+      { id: 6, name: 'ts', required: true, type: 'timestamptz' },
       { id: 7, name: 't', required: true, type: 'time' },
     ],
   };
   const n = 5000;
   const cols = {
-    i: Int32Array.from({ length: n }, (_, k) => k - 2500), d: Int32Array.from({ length: n }, (_, k) => 19000 + (k % 40)),
-    f: Float32Array.from({ length: n }, (_, k) => (k % 3 === 0 ? NaN : k / 4)), x: Float64Array.from({ length: n }, (_, k) => -k * 1.5),
-    l: BigInt64Array.from({ length: n }, (_, k) => BigInt(k) * 10_000_000_000n), ts: BigInt64Array.from({ length: n }, (_, k) => 1_700_000_000_000_000n + BigInt(k)),
+    i: Int32Array.from({ length: n }, (_, k) => k - 2500),
+    d: Int32Array.from({ length: n }, (_, k) => 19000 + (k % 40)),
+    f: Float32Array.from({ length: n }, (_, k) => (k % 3 === 0 ? NaN : k / 4)),
+    x: Float64Array.from({ length: n }, (_, k) => -k * 1.5),
+    l: BigInt64Array.from({ length: n }, (_, k) => BigInt(k) * 10_000_000_000n),
+    ts: BigInt64Array.from({ length: n }, (_, k) => 1_700_000_000_000_000n + BigInt(k)),
     t: BigInt64Array.from({ length: n }, (_, k) => BigInt(k) * 1000n),
   };
   const rows: Row[] = Array.from({ length: n }, (_, k) => Object.fromEntries(Object.entries(cols).map(([c, a]) => [c, a[k]])));
@@ -110,7 +136,12 @@ test('typed-array columns (copied fast path) give the same file facts as row obj
   cols.l[0] = 0n;
   const viaCols = await writeParquetFile(typed, { columns: cols, numRows: n });
   const viaRows = await writeParquetFile(typed, { rows });
-  assert.deepEqual(viaCols.stats, { ...viaRows.stats, fileSizeInBytes: viaCols.stats.fileSizeInBytes, columnSizes: viaCols.stats.columnSizes, splitOffsets: viaCols.stats.splitOffsets });
+  assert.deepEqual(viaCols.stats, {
+    ...viaRows.stats,
+    fileSizeInBytes: viaCols.stats.fileSizeInBytes,
+    columnSizes: viaCols.stats.columnSizes,
+    splitOffsets: viaCols.stats.splitOffsets,
+  });
   assert.equal(viaCols.stats.nanValueCounts!.get(3), Math.ceil(n / 3));
   assert.deepEqual(viaCols.bytes, viaRows.bytes);
 });

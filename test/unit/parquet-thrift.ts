@@ -15,7 +15,8 @@ class Reader {
     return v;
   }
   varint(): bigint {
-    let shift = 0n, v = 0n;
+    let shift = 0n,
+      v = 0n;
     for (;;) {
       const x = this.byte();
       v |= BigInt(x & 0x7f) << shift;
@@ -29,16 +30,32 @@ class Reader {
   }
   value(type: number): unknown {
     switch (type) {
-      case 1: return true;
-      case 2: return false;
-      case 3: return (this.byte() << 24) >> 24;
-      case 4: case 5: return Number(this.zigzag());
-      case 6: return this.zigzag();
-      case 7: { const v = new DataView(this.b.buffer, this.b.byteOffset + this.pos, 8).getFloat64(0, true); this.pos += 8; return v; }
-      case 8: { const n = Number(this.varint()); const v = this.b.subarray(this.pos, this.pos + n); this.pos += n; return v; }
-      case 9: case 10: {
+      case 1:
+        return true;
+      case 2:
+        return false;
+      case 3:
+        return (this.byte() << 24) >> 24;
+      case 4:
+      case 5:
+        return Number(this.zigzag());
+      case 6:
+        return this.zigzag();
+      case 7: {
+        const v = new DataView(this.b.buffer, this.b.byteOffset + this.pos, 8).getFloat64(0, true);
+        this.pos += 8;
+        return v;
+      }
+      case 8: {
+        const n = Number(this.varint());
+        const v = this.b.subarray(this.pos, this.pos + n);
+        this.pos += n;
+        return v;
+      }
+      case 9:
+      case 10: {
         const h = this.byte();
-        const size = (h >> 4) === 15 ? Number(this.varint()) : h >> 4;
+        const size = h >> 4 === 15 ? Number(this.varint()) : h >> 4;
         const et = h & 0x0f;
         const out: unknown[] = [];
         for (let i = 0; i < size; i++) out.push(et === 1 || et === 2 ? this.byte() === 1 : this.value(et));
@@ -52,8 +69,10 @@ class Reader {
         for (let i = 0; i < size; i++) out.set(this.value(kv >> 4), this.value(kv & 0x0f));
         return out;
       }
-      case 12: return this.struct();
-      default: throw new Error(`thrift: unknown compact type ${type}`);
+      case 12:
+        return this.struct();
+      default:
+        throw new Error(`thrift: unknown compact type ${type}`);
     }
   }
   struct(): Thrift {
@@ -90,8 +109,9 @@ export function parquetFieldIds(file: Uint8Array): Map<string, number> {
 /** Start of each row group: its first chunk's dictionary page, else its first data page. */
 export function rowGroupStarts(file: Uint8Array): number[] {
   return (parquetFooter(file)[4] as Thrift[]).map((rg) => {
-    const md = ((rg[1] as Thrift[])[0]!)[3] as Thrift;
-    const dict = md[11] as bigint | undefined, data = md[9] as bigint;
+    const md = (rg[1] as Thrift[])[0]![3] as Thrift;
+    const dict = md[11] as bigint | undefined,
+      data = md[9] as bigint;
     return Number(dict !== undefined && dict < data ? dict : data);
   });
 }

@@ -4,20 +4,42 @@ import * as arrow from 'apache-arrow';
 import { MemoryFileIO } from '../../iceberg/io/memory';
 import { isIcebergError } from '../../iceberg/errors';
 import {
-  conformBatch, icebergToArrowSchema, metricsConfigFromProperties, readParquetBatches, readParquetInfo, readParquetTable,
-  truncateStringUpper, writeParquetFile,
+  conformBatch,
+  icebergToArrowSchema,
+  metricsConfigFromProperties,
+  readParquetBatches,
+  readParquetInfo,
+  readParquetTable,
+  truncateStringUpper,
+  writeParquetFile,
 } from '../../iceberg/parquet';
 import { fromBytes, toBytes } from '../../iceberg/spec/conversions';
 import type { PrimitiveType, Schema } from '../../iceberg/spec/types';
 import { parquetFieldIds, rowGroupStarts } from './parquet-thrift';
 
 const PRIMITIVES: PrimitiveType[] = [
-  'boolean', 'int', 'long', 'float', 'double', 'date', 'time', 'timestamp', 'timestamptz', 'timestamp_ns',
-  'timestamptz_ns', 'string', 'uuid', 'binary', 'decimal(10, 2)', 'decimal(38, 6)', 'fixed[3]',
+  'boolean',
+  'int',
+  'long',
+  'float',
+  'double',
+  'date',
+  'time',
+  'timestamp',
+  'timestamptz',
+  'timestamp_ns',
+  'timestamptz_ns',
+  'string',
+  'uuid',
+  'binary',
+  'decimal(10, 2)',
+  'decimal(38, 6)',
+  'fixed[3]',
 ];
 const colName = (t: PrimitiveType): string => `c_${t.replace(/[^a-z0-9]/g, '_')}`;
 const allTypes: Schema = {
-  type: 'struct', 'schema-id': 0,
+  type: 'struct',
+  'schema-id': 0,
   fields: PRIMITIVES.map((t, i) => ({ id: i + 1, name: colName(t), required: false, type: t })),
 };
 
@@ -45,8 +67,7 @@ const VALUES: Record<string, unknown[]> = {
 function rows(): Array<Record<string, unknown>> {
   // row order scrambled so min/max are not simply first/last; row 3 is all nulls
   const order = [1, 0, 2];
-  const out: Array<Record<string, unknown>> = order.map((k) =>
-    Object.fromEntries(PRIMITIVES.map((t) => [colName(t), VALUES[t]![k]])));
+  const out: Array<Record<string, unknown>> = order.map((k) => Object.fromEntries(PRIMITIVES.map((t) => [colName(t), VALUES[t]![k]])));
   out.push({});
   out[0]![colName('double')] = NaN; // replaces 1e-300 on row 0
   out[1]![colName('float')] = NaN; // replaces -1.5 on row 1
@@ -128,8 +149,16 @@ test('metrics: counts, NaN counts and bounds decode to the true min/max', async 
   const upper = (t: PrimitiveType) => fromBytes(t, s.upperBounds!.get(PRIMITIVES.indexOf(t) + 1)!);
   for (const t of PRIMITIVES) {
     const [lo, , hi] = VALUES[t]!;
-    if (t === 'float') { assert.equal(lower(t), 0.25); assert.equal(upper(t), 3); continue; } // -1.5 was NaN'd
-    if (t === 'double') { assert.equal(lower(t), -Infinity); assert.equal(upper(t), 2.5); continue; }
+    if (t === 'float') {
+      assert.equal(lower(t), 0.25);
+      assert.equal(upper(t), 3);
+      continue;
+    } // -1.5 was NaN'd
+    if (t === 'double') {
+      assert.equal(lower(t), -Infinity);
+      assert.equal(upper(t), 2.5);
+      continue;
+    }
     if (t === 'string') {
       assert.equal(lower(t), '');
       // truncate(16): first 16 chars with the last incremented ('zz-a-string-lon' + 'g'+1)
@@ -156,24 +185,38 @@ test('string truncation keeps code points whole and drops an upper bound it cann
   const w = await writeParquetFile(schema, { rows: [{ s: emoji }, { s: 'a' }] });
   assert.equal(fromBytes('string', w.stats.lowerBounds!.get(1)!), 'a');
   assert.equal(fromBytes('string', w.stats.upperBounds!.get(1)!), '😀'.repeat(15) + '😁');
-  const full = await writeParquetFile(schema, { rows: [{ s: emoji }] }, {
-    metrics: metricsConfigFromProperties(schema, { 'write.metadata.metrics.column.s': 'full' }),
-  });
+  const full = await writeParquetFile(
+    schema,
+    { rows: [{ s: emoji }] },
+    {
+      metrics: metricsConfigFromProperties(schema, { 'write.metadata.metrics.column.s': 'full' }),
+    },
+  );
   assert.equal(fromBytes('string', full.stats.upperBounds!.get(1)!), emoji);
-  const counts = await writeParquetFile(schema, { rows: [{ s: emoji }] }, {
-    metrics: metricsConfigFromProperties(schema, { 'write.metadata.metrics.default': 'counts' }),
-  });
+  const counts = await writeParquetFile(
+    schema,
+    { rows: [{ s: emoji }] },
+    {
+      metrics: metricsConfigFromProperties(schema, { 'write.metadata.metrics.default': 'counts' }),
+    },
+  );
   assert.equal(counts.stats.valueCounts!.get(1), 1);
   assert.equal(counts.stats.lowerBounds!.size, 0);
 });
 
 test('nested struct/list/map: ids on every level, Parquet-style counts, no bounds under lists', async () => {
   const schema: Schema = {
-    type: 'struct', 'schema-id': 0,
+    type: 'struct',
+    'schema-id': 0,
     fields: [
       { id: 1, name: 'st', required: false, type: { type: 'struct', fields: [{ id: 2, name: 'x', required: true, type: 'int' }] } },
       { id: 3, name: 'l', required: false, type: { type: 'list', 'element-id': 4, element: 'string', 'element-required': false } },
-      { id: 5, name: 'm', required: false, type: { type: 'map', 'key-id': 6, key: 'string', 'value-id': 7, value: 'long', 'value-required': false } },
+      {
+        id: 5,
+        name: 'm',
+        required: false,
+        type: { type: 'map', 'key-id': 6, key: 'string', 'value-id': 7, value: 'long', 'value-required': false },
+      },
     ],
   };
   const input = [
@@ -182,7 +225,10 @@ test('nested struct/list/map: ids on every level, Parquet-style counts, no bound
     { st: { x: 7 }, l: [], m: null },
   ];
   const w = await writeParquetFile(schema, { rows: input });
-  assert.deepEqual([...parquetFieldIds(w.bytes).values()].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7]);
+  assert.deepEqual(
+    [...parquetFieldIds(w.bytes).values()].sort((a, b) => a - b),
+    [1, 2, 3, 4, 5, 6, 7],
+  );
   const s = w.stats;
   // same numbers pyarrow reports for this file's column chunks (num_values / null_count)
   assert.deepEqual(Object.fromEntries(s.valueCounts!), { 2: 3, 4: 4, 6: 3, 7: 3 });
@@ -191,7 +237,9 @@ test('nested struct/list/map: ids on every level, Parquet-style counts, no bound
   assert.equal(fromBytes('int', s.upperBounds!.get(2)!), 7);
   const io = new MemoryFileIO();
   await io.write('memory://n.parquet', w.bytes);
-  const back = (await readParquetTable(io, 'memory://n.parquet')).toArray().map((r) => JSON.parse(JSON.stringify(r.toJSON(), (_k, v) => (typeof v === 'bigint' ? String(v) : v))));
+  const back = (await readParquetTable(io, 'memory://n.parquet'))
+    .toArray()
+    .map((r) => JSON.parse(JSON.stringify(r.toJSON(), (_k, v) => (typeof v === 'bigint' ? String(v) : v))));
   assert.deepEqual(back, [
     { st: { x: 1 }, l: ['a', null], m: { k: '1' } },
     { st: null, l: null, m: { z: null } },
@@ -202,12 +250,18 @@ test('nested struct/list/map: ids on every level, Parquet-style counts, no bound
 test('required columns reject nulls; wrong JS types say expected vs found', async () => {
   const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
   await assert.rejects(writeParquetFile(schema, { rows: [{ id: null }] }), /column id: required, found null at row 0/);
-  await assert.rejects(writeParquetFile(schema, { rows: [{ id: 'x' }] }), (e) => isIcebergError(e, 'DataInvalid') && /expected a bigint/.test(e.message));
+  await assert.rejects(
+    writeParquetFile(schema, { rows: [{ id: 'x' }] }),
+    (e) => isIcebergError(e, 'DataInvalid') && /expected a bigint/.test(e.message),
+  );
 });
 
 test('a string with an unpaired surrogate fails the write instead of landing as U+FFFD (or shifting its neighbours)', async () => {
   const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 's', required: false, type: 'string' }] };
-  await assert.rejects(writeParquetFile(schema, { rows: [{ s: 'é' }, { s: 'a\ud800' }] }), /column s: expected a Unicode string \(no unpaired surrogates\)/);
+  await assert.rejects(
+    writeParquetFile(schema, { rows: [{ s: 'é' }, { s: 'a\ud800' }] }),
+    /column s: expected a Unicode string \(no unpaired surrogates\)/,
+  );
   // two halves in neighbouring values would pair up once joined: still refused, value by value
   await assert.rejects(writeParquetFile(schema, { rows: [{ s: 'x\ud83d' }, { s: '\ude00y' }] }), /no unpaired surrogates/);
   const ok = await writeParquetFile(schema, { rows: [{ s: '😀' }, { s: 'é' }] });
@@ -218,7 +272,8 @@ test('a string with an unpaired surrogate fails the write instead of landing as 
 
 test('columnar input and Arrow input from another layout give the same file contents', async () => {
   const schema: Schema = {
-    type: 'struct', 'schema-id': 0,
+    type: 'struct',
+    'schema-id': 0,
     fields: [
       { id: 1, name: 'id', required: true, type: 'long' },
       { id: 2, name: 'name', required: false, type: 'string' },
@@ -233,9 +288,15 @@ test('columnar input and Arrow input from another layout give the same file cont
   const a = await writeParquetFile(schema, { columns: { id: ids, name: names, ts }, numRows: n });
   // pyarrow-like layout: large_string, timestamp in ms with another zone spelling, int32 ids, no field ids
   const foreign = new arrow.Table({
-    id: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => i), new arrow.Int32()),
+    id: arrow.vectorFromArray(
+      Array.from({ length: n }, (_, i) => i),
+      new arrow.Int32(),
+    ),
     name: arrow.vectorFromArray(names, new arrow.LargeUtf8()),
-    ts: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => i), new arrow.TimestampMillisecond('+00:00')),
+    ts: arrow.vectorFromArray(
+      Array.from({ length: n }, (_, i) => i),
+      new arrow.TimestampMillisecond('+00:00'),
+    ),
   });
   const b = await writeParquetFile(schema, { table: foreign });
   assert.deepEqual(b.stats.valueCounts, a.stats.valueCounts);
@@ -251,13 +312,22 @@ test('columnar input and Arrow input from another layout give the same file cont
 
 test('reader streams row group by row group and can select columns', async () => {
   const schema: Schema = {
-    type: 'struct', 'schema-id': 0,
-    fields: [{ id: 1, name: 'id', required: true, type: 'long' }, { id: 2, name: 'v', required: false, type: 'string' }],
+    type: 'struct',
+    'schema-id': 0,
+    fields: [
+      { id: 1, name: 'id', required: true, type: 'long' },
+      { id: 2, name: 'v', required: false, type: 'string' },
+    ],
   };
   const n = 50_000;
-  const w = await writeParquetFile(schema, {
-    columns: { id: new BigInt64Array(n).map((_, i) => BigInt(i)), v: Array.from({ length: n }, (_, i) => `v${i % 100}`) }, numRows: n,
-  }, { rowGroupRows: 10_000 });
+  const w = await writeParquetFile(
+    schema,
+    {
+      columns: { id: new BigInt64Array(n).map((_, i) => BigInt(i)), v: Array.from({ length: n }, (_, i) => `v${i % 100}`) },
+      numRows: n,
+    },
+    { rowGroupRows: 10_000 },
+  );
   assert.equal(w.stats.splitOffsets!.length, 5);
   assert.deepEqual(w.stats.splitOffsets, rowGroupStarts(w.bytes));
   const io = new MemoryFileIO();
@@ -265,9 +335,13 @@ test('reader streams row group by row group and can select columns', async () =>
   const info = await readParquetInfo(io, 'memory://rg.parquet');
   assert.deepEqual(info.rowGroupRows, [10_000, 10_000, 10_000, 10_000, 10_000]);
   assert.equal(info.schema.fields[0]!.metadata.get('PARQUET:field_id'), '1');
-  let seen = 0, batches = 0;
+  let seen = 0,
+    batches = 0;
   for await (const b of readParquetBatches(io, 'memory://rg.parquet', { columns: ['id'], wholeFileBelowBytes: 0 })) {
-    assert.deepEqual(b.schema.fields.map((f) => f.name), ['id']);
+    assert.deepEqual(
+      b.schema.fields.map((f) => f.name),
+      ['id'],
+    );
     assert.equal(b.getChild('id')!.get(0), BigInt(seen));
     seen += b.numRows;
     batches++;
@@ -276,6 +350,9 @@ test('reader streams row group by row group and can select columns', async () =>
   assert.ok(batches >= 5);
   const only = [];
   for await (const b of readParquetBatches(io, 'memory://rg.parquet', { rowGroups: [3] })) only.push(b);
-  assert.equal(only.reduce((a, b) => a + b.numRows, 0), 10_000);
+  assert.equal(
+    only.reduce((a, b) => a + b.numRows, 0),
+    10_000,
+  );
   assert.equal(only[0]!.getChild('id')!.get(0), 30_000n);
 });

@@ -13,12 +13,21 @@ import { readAvroFile } from '../../iceberg/spec/avro';
 import { type DataFile, DataFileContent, type Schema } from '../../iceberg/spec/types';
 import { isProtected } from '../../maintenance/pending';
 import {
-  STAGED_DIR, deleteStaged, expandFileList, fileListForHistory, isStagedFileList, readStagedDataFiles, stagedLocations,
-  wireListBytes, writeStagedDataFiles,
+  STAGED_DIR,
+  deleteStaged,
+  expandFileList,
+  fileListForHistory,
+  isStagedFileList,
+  readStagedDataFiles,
+  stagedLocations,
+  wireListBytes,
+  writeStagedDataFiles,
 } from '../../maintenance/staged-files';
 
 const schema: Schema = {
-  type: 'struct', 'schema-id': 0, fields: [
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
     { id: 1, name: 'id', required: true, type: 'long' },
     { id: 2, name: 'ts', required: true, type: 'timestamptz' },
     { id: 3, name: 'cat', required: false, type: 'string' },
@@ -27,9 +36,12 @@ const schema: Schema = {
   ],
 };
 const metadata = newTableMetadata({
-  location: 'memory://wh/db/t', schema, tableUuid: '5c1ee3d6-0000-4000-8000-000000000000',
+  location: 'memory://wh/db/t',
+  schema,
+  tableUuid: '5c1ee3d6-0000-4000-8000-000000000000',
   spec: {
-    'spec-id': 0, fields: [
+    'spec-id': 0,
+    fields: [
       { 'source-id': 2, 'field-id': 1000, name: 'ts_day', transform: 'day' },
       { 'source-id': 3, 'field-id': 1001, name: 'cat', transform: 'identity' },
       { 'source-id': 1, 'field-id': 1002, name: 'id_bucket', transform: 'bucket[512]' },
@@ -46,18 +58,30 @@ const file = (i: number): DataFile => ({
   fileFormat: 'PARQUET',
   specId: 0,
   partition: {
-    ts_day: 19000 + (i % 7), cat: i % 2 ? `c${i % 10}` : null, id_bucket: i % 512,
-    amount: toPartitionValue('decimal(10, 2)', `-${i}.05`), ts_raw: 1_700_000_000_000_000n + BigInt(i),
+    ts_day: 19000 + (i % 7),
+    cat: i % 2 ? `c${i % 10}` : null,
+    id_bucket: i % 512,
+    amount: toPartitionValue('decimal(10, 2)', `-${i}.05`),
+    ts_raw: 1_700_000_000_000_000n + BigInt(i),
     u: toPartitionValue('uuid', 'f79c3e09-677c-4bbd-a479-3f349cb785e7'),
   },
   recordCount: 100 + i,
   fileSizeInBytes: 4096 + i,
-  columnSizes: new Map([[1, 10], [2, 20 + i]]),
+  columnSizes: new Map([
+    [1, 10],
+    [2, 20 + i],
+  ]),
   valueCounts: new Map([[1, 100 + i]]),
   nullValueCounts: new Map([[3, i % 3]]),
   nanValueCounts: new Map(),
-  lowerBounds: new Map([[1, Uint8Array.of(i % 256, 0, 0, 0, 0, 0, 0, 0)], [3, new TextEncoder().encode('aa')]]),
-  upperBounds: new Map([[1, Uint8Array.of(255, 0, 0, 0, 0, 0, 0, 0)], [3, new TextEncoder().encode(`zz${i}`)]]),
+  lowerBounds: new Map([
+    [1, Uint8Array.of(i % 256, 0, 0, 0, 0, 0, 0, 0)],
+    [3, new TextEncoder().encode('aa')],
+  ]),
+  upperBounds: new Map([
+    [1, Uint8Array.of(255, 0, 0, 0, 0, 0, 0, 0)],
+    [3, new TextEncoder().encode(`zz${i}`)],
+  ]),
   splitOffsets: [4],
   sortOrderId: 0,
 });
@@ -83,7 +107,13 @@ test('a staged list is an Iceberg manifest named by the marked prefix, and reads
 test('fileListForHistory keeps small lists inline (unchanged wire form) and stages large ones', async () => {
   const io = new MemoryFileIO();
   let loads = 0;
-  const stage = { metadata: async () => { loads++; return metadata; }, baseName: 'abc-g0-a1' };
+  const stage = {
+    metadata: async () => {
+      loads++;
+      return metadata;
+    },
+    baseName: 'abc-g0-a1',
+  };
   const small = [file(1), file(2)];
   const inline = await fileListForHistory(io, small, 256 * 1024, stage);
   assert.deepEqual(inline, small.map(dataFileToWire));

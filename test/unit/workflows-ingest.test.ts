@@ -11,8 +11,14 @@ import { ActivityFailure, ApplicationFailure, WorkflowFailedError, type Client }
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { FailureType, INGEST_NON_RETRYABLE, INGEST_RELOAD } from '../../contract';
 import {
-  backfillWorkflow, backfillWorkflowId, drainAndStopSignal, ingestWorkflow, ingestWorkflowId, statusQuery,
-  type IngestInput, type IngestStatus,
+  backfillWorkflow,
+  backfillWorkflowId,
+  drainAndStopSignal,
+  ingestWorkflow,
+  ingestWorkflowId,
+  statusQuery,
+  type IngestInput,
+  type IngestStatus,
 } from '../../workflows';
 import { createWorkflowEnv, fakeIngest, testWorkflowBundle, uniqueId, withWorker } from '../support/workflow-env';
 
@@ -41,22 +47,32 @@ describe('ingestWorkflow with mocked activities', () => {
     client = env.client;
     await testWorkflowBundle();
   });
-  after(async () => { await env?.teardown(); });
+  after(async () => {
+    await env?.teardown();
+  });
 
   /** Starts the ingest with drainAndStop in its first task: it loads what is there and stops. */
   const drainFromStart = (taskQueue: string, input: IngestInput) =>
     client.workflow.signalWithStart(ingestWorkflow, {
-      taskQueue, workflowId: ingestWorkflowId(input.table, input.ingestId), args: [input], signal: drainAndStopSignal, signalArgs: [],
+      taskQueue,
+      workflowId: ingestWorkflowId(input.table, input.ingestId),
+      args: [input],
+      signal: drainAndStopSignal,
+      signalArgs: [],
     });
 
   for (const reason of INGEST_RELOAD) {
     it(`a commit refused with ${reason} reloads the cursor and the next cycle commits`, async () => {
       const fake = fakeIngest({
-        high: { 0: '10', 1: '6' }, groups: [[0], [1]],
+        high: { 0: '10', 1: '6' },
+        groups: [[0], [1]],
         beforeCommit: (_input, n, state) => {
           if (n !== 1) return;
           // StaleCursor: another writer moved this ingest's cursor; FilesMissing: our files are gone, cursor unchanged.
-          if (reason === FailureType.StaleCursor) { state.cursor = { 0: '3', 1: '2' }; state.snapshotId = String(++state.snapshots); }
+          if (reason === FailureType.StaleCursor) {
+            state.cursor = { 0: '3', 1: '2' };
+            state.snapshotId = String(++state.snapshots);
+          }
           throw ApplicationFailure.nonRetryable(`commit refused (${reason})`, reason);
         },
       });
@@ -71,14 +87,17 @@ describe('ingestWorkflow with mocked activities', () => {
       assert.equal(status.commits, 1);
       assert.deepEqual(status.cursor, { 0: '10', 1: '6' });
       // The refused commit is not retried (non-retryable), the cycle starts over from the table.
-      assert.deepEqual(fake.calls.commit.map((c) => c.attempt), [1, 1]);
+      assert.deepEqual(
+        fake.calls.commit.map((c) => c.attempt),
+        [1, 1],
+      );
       assert.equal(fake.calls.loadCursor.length, 3, 'load, reload after the refusal, load of the final empty cycle');
       const [refused, landed] = fake.calls.commit.map((c) => c.input);
       assert.notEqual(refused!.commitId, landed!.commitId, 'the re-polled batch has its own commit id');
       assert.equal(refused!.baseSnapshotId, null);
       if (reason === FailureType.StaleCursor) {
-        assert.equal(landed!.baseSnapshotId, '1', 'fenced against the other writer\'s snapshot');
-        assert.deepEqual(landed!.startOffsets, { 0: '3', 1: '2' }, 're-polled from the table\'s cursor, not the refused batch\'s');
+        assert.equal(landed!.baseSnapshotId, '1', "fenced against the other writer's snapshot");
+        assert.deepEqual(landed!.startOffsets, { 0: '3', 1: '2' }, "re-polled from the table's cursor, not the refused batch's");
         assert.equal(status.totalRows, 7 + 4);
       } else {
         assert.equal(landed!.baseSnapshotId, null);
@@ -95,7 +114,11 @@ describe('ingestWorkflow with mocked activities', () => {
     const fake = fakeIngest({ high: { 0: '5' }, perPoll: 2, holdIdlePolls: { reread: true } });
     const table = uniqueId('db.drain');
     const { status, queried } = await withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(ingestWorkflow, { taskQueue, workflowId: ingestWorkflowId(table, 'live'), args: [{ table, ingestId: 'live' }] });
+      const handle = await client.workflow.start(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, 'live'),
+        args: [{ table, ingestId: 'live' }],
+      });
       await until('an idle poll past the cursor at 5', () => fake.state.cursor['0'] === '5' && fake.idle.held === 1);
       assert.equal((await handle.query(statusQuery)).state, 'running');
       // More arrives while the poll waits; the drain must load it (two records per cycle) before it stops.
@@ -114,7 +137,11 @@ describe('ingestWorkflow with mocked activities', () => {
     assert.equal(last.untilCaughtUp, true, 'the last cycle polled as a drain');
     assert.deepEqual(last.startOffsets, { 0: '8' }, 'the last cycle found nothing past the drained cursor');
     const drainCommits = fake.calls.commit.filter((c) => BigInt(c.input.startOffsets['0']!) >= 5n);
-    assert.deepEqual(drainCommits.map((c) => c.input.endOffsets['0']), ['7', '8'], 'a cycle that read something never ends the drain');
+    assert.deepEqual(
+      drainCommits.map((c) => c.input.endOffsets['0']),
+      ['7', '8'],
+      'a cycle that read something never ends the drain',
+    );
   });
 
   // The loop used to end on `draining && !advanced`, so a poll that began before drainAndStop (not
@@ -123,7 +150,11 @@ describe('ingestWorkflow with mocked activities', () => {
     const fake = fakeIngest({ high: { 0: '5' }, holdIdlePolls: { reread: false } });
     const table = uniqueId('db.drain-race');
     const status = await withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(ingestWorkflow, { taskQueue, workflowId: ingestWorkflowId(table, 'live'), args: [{ table, ingestId: 'live' }] });
+      const handle = await client.workflow.start(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, 'live'),
+        args: [{ table, ingestId: 'live' }],
+      });
       await until('an idle poll past the cursor at 5', () => fake.state.cursor['0'] === '5' && fake.idle.held === 1);
       fake.state.high = { 0: '8' };
       await handle.signal(drainAndStopSignal);
@@ -139,7 +170,11 @@ describe('ingestWorkflow with mocked activities', () => {
     const fake = fakeIngest({ high: { 0: '6' }, perPoll: 2, cyclesPerRun: 1 });
     const table = uniqueId('db.can');
     const { status, queried, firstRun } = await withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(ingestWorkflow, { taskQueue, workflowId: ingestWorkflowId(table, 'live'), args: [{ table, ingestId: 'live' }] });
+      const handle = await client.workflow.start(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, 'live'),
+        args: [{ table, ingestId: 'live' }],
+      });
       await until('three commits', () => fake.calls.commit.length === 3);
       // Without a run id the handle follows the chain: the query reaches the newest run.
       let queried: IngestStatus | undefined;
@@ -169,26 +204,40 @@ describe('ingestWorkflow with mocked activities', () => {
     const fake = fakeIngest({ high: { 0: '6' }, perPoll: 2, cyclesPerRun: 1 });
     const table = uniqueId('db.can-drain');
     const status = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result());
+      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result(),
+    );
     assert.equal(status.state, 'stopped');
     assert.equal(status.commits, 3);
     assert.equal(status.cycles, 4);
     assert.equal(new Set(fake.calls.loadCursor.map((c) => c.runId)).size, 4, 'one run per cycle');
-    assert.ok(fake.calls.pollAndWrite.every((c) => c.input.untilCaughtUp === true), 'every run polled as a drain');
+    assert.ok(
+      fake.calls.pollAndWrite.every((c) => c.input.untilCaughtUp === true),
+      'every run polled as a drain',
+    );
   });
 
   const failing = INGEST_NON_RETRYABLE.filter((t) => !INGEST_RELOAD.includes(t));
   for (const type of failing) {
     it(`pollAndWrite failing with ${type} fails the workflow with that type after one attempt`, async () => {
       const fake = fakeIngest({
-        high: { 0: '10', 1: '10' }, groups: [[0], [1]],
-        beforePoll: (input) => { if (input.groupIndex === 1) throw ApplicationFailure.nonRetryable(`group 1: ${type}`, type); },
+        high: { 0: '10', 1: '10' },
+        groups: [[0], [1]],
+        beforePoll: (input) => {
+          if (input.groupIndex === 1) throw ApplicationFailure.nonRetryable(`group 1: ${type}`, type);
+        },
       });
       const table = uniqueId('db.fail');
       const err = await withWorker(env, fake.activities, async (taskQueue) =>
-        (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(() => undefined, (e: unknown) => e));
+        (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(
+          () => undefined,
+          (e: unknown) => e,
+        ),
+      );
       assert.equal(activityFailureType(err), type, `expected a WorkflowFailedError caused by ${type}, found ${String(err)}`);
-      assert.deepEqual(fake.calls.pollAndWrite.filter((c) => c.input.groupIndex === 1).map((c) => c.attempt), [1]);
+      assert.deepEqual(
+        fake.calls.pollAndWrite.filter((c) => c.input.groupIndex === 1).map((c) => c.attempt),
+        [1],
+      );
       assert.equal(fake.calls.loadCursor.length, 1, 'no reload loop');
       assert.equal(fake.calls.commit.length, 0);
     });
@@ -197,38 +246,62 @@ describe('ingestWorkflow with mocked activities', () => {
   it(`loadCursor failing with ${FailureType.CursorTopicMismatch} fails the workflow after one attempt`, async () => {
     const fake = fakeIngest({
       high: { 0: '10' },
-      beforeLoad: () => { throw ApplicationFailure.nonRetryable('cursor written for topic other', FailureType.CursorTopicMismatch); },
+      beforeLoad: () => {
+        throw ApplicationFailure.nonRetryable('cursor written for topic other', FailureType.CursorTopicMismatch);
+      },
     });
     const table = uniqueId('db.fail-load');
     const err = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(() => undefined, (e: unknown) => e));
+      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    );
     assert.equal(activityFailureType(err), FailureType.CursorTopicMismatch);
-    assert.deepEqual(fake.calls.loadCursor.map((c) => c.attempt), [1]);
+    assert.deepEqual(
+      fake.calls.loadCursor.map((c) => c.attempt),
+      [1],
+    );
     assert.equal(fake.calls.pollAndWrite.length, 0);
   });
 
   it(`commit failing with ${FailureType.DataInvalid} fails the workflow (only ${INGEST_RELOAD.join('/')} reload)`, async () => {
     const fake = fakeIngest({
       high: { 0: '10' },
-      beforeCommit: () => { throw ApplicationFailure.nonRetryable('file violates the schema', FailureType.DataInvalid); },
+      beforeCommit: () => {
+        throw ApplicationFailure.nonRetryable('file violates the schema', FailureType.DataInvalid);
+      },
     });
     const table = uniqueId('db.fail-commit');
     const err = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(() => undefined, (e: unknown) => e));
+      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    );
     assert.equal(activityFailureType(err), FailureType.DataInvalid);
-    assert.deepEqual(fake.calls.commit.map((c) => c.attempt), [1]);
+    assert.deepEqual(
+      fake.calls.commit.map((c) => c.attempt),
+      [1],
+    );
     assert.equal(fake.calls.loadCursor.length, 1);
   });
 
   it('a retryable pollAndWrite failure is retried and the cycle commits', async () => {
     const fake = fakeIngest({
       high: { 0: '4' },
-      beforePoll: (_input, n) => { if (n === 1) throw new Error('broker connection reset'); },
+      beforePoll: (_input, n) => {
+        if (n === 1) throw new Error('broker connection reset');
+      },
     });
     const table = uniqueId('db.retry');
     const status = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result());
-    assert.deepEqual(fake.calls.pollAndWrite.slice(0, 2).map((c) => c.attempt), [1, 2]);
+      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result(),
+    );
+    assert.deepEqual(
+      fake.calls.pollAndWrite.slice(0, 2).map((c) => c.attempt),
+      [1, 2],
+    );
     assert.equal(status.state, 'stopped');
     assert.equal(status.commits, 1);
     assert.equal(status.fencedCommits, 0);
@@ -240,7 +313,12 @@ describe('ingestWorkflow with mocked activities', () => {
     const fake = fakeIngest({ high: { 0: '9', 1: '9' }, cursor: { 0: '4', 1: '5' } });
     const table = uniqueId('db.backfill-done');
     const status = await withWorker(env, fake.activities, async (taskQueue) =>
-      client.workflow.execute(ingestWorkflow, { taskQueue, workflowId: ingestWorkflowId(table, 'backfill-x'), args: [{ table, ingestId: 'backfill-x', range }] }));
+      client.workflow.execute(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, 'backfill-x'),
+        args: [{ table, ingestId: 'backfill-x', range }],
+      }),
+    );
     assert.equal(status.state, 'stopped');
     assert.equal(status.cycles, 0);
     assert.equal(status.commits, 0);
@@ -255,12 +333,22 @@ describe('ingestWorkflow with mocked activities', () => {
     const fake = fakeIngest({ high: { 0: '9', 1: '9' }, cursor: { 0: '2', 1: '0' }, perPoll: 2 });
     const prepared = { ingestId: 'backfill-0123456789abcdef', range, records: '7' };
     let prepares = 0;
-    const activities = { ...fake.activities, prepareBackfill: async () => { prepares++; return prepared; } };
+    const activities = {
+      ...fake.activities,
+      prepareBackfill: async () => {
+        prepares++;
+        return prepared;
+      },
+    };
     const table = uniqueId('db.backfill');
-    const from = { offsets: range.from }, to = { offsets: range.to };
-    const run = (taskQueue: string, n: number) => client.workflow.execute(backfillWorkflow, {
-      taskQueue, workflowId: `${backfillWorkflowId(table, from, to)}#${n}`, args: [{ table, from, to }],
-    });
+    const from = { offsets: range.from },
+      to = { offsets: range.to };
+    const run = (taskQueue: string, n: number) =>
+      client.workflow.execute(backfillWorkflow, {
+        taskQueue,
+        workflowId: `${backfillWorkflowId(table, from, to)}#${n}`,
+        args: [{ table, from, to }],
+      });
     const [first, second] = await withWorker(env, activities, async (taskQueue) => [await run(taskQueue, 1), await run(taskQueue, 2)]);
 
     assert.equal(prepares, 2);
@@ -285,12 +373,16 @@ describe('ingestWorkflow with mocked activities', () => {
   // check, so an ingest whose commits kept being refused never continued as new.
   it('an ingest whose commits keep being refused still continues as new', async () => {
     const fake = fakeIngest({
-      high: { 0: '4' }, cyclesPerRun: 2,
-      beforeCommit: (_input, n) => { if (n <= 4) throw ApplicationFailure.nonRetryable('a written file is gone', FailureType.FilesMissing); },
+      high: { 0: '4' },
+      cyclesPerRun: 2,
+      beforeCommit: (_input, n) => {
+        if (n <= 4) throw ApplicationFailure.nonRetryable('a written file is gone', FailureType.FilesMissing);
+      },
     });
     const table = uniqueId('db.refused');
     const status = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result());
+      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result(),
+    );
     assert.equal(status.fencedCommits, 4);
     const refusedRuns = new Set(fake.calls.commit.slice(0, 4).map((c) => c.runId));
     assert.ok(refusedRuns.size >= 2, `expected 4 refused cycles with cyclesPerRun 2 to span 2 runs, found ${refusedRuns.size}`);

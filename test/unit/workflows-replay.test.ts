@@ -16,18 +16,35 @@ import { historyFromJson, quietRuntime, testWorkflowBundle } from '../support/wo
 
 const HISTORIES_DIR = resolve(__dirname, '../fixtures/histories');
 
-interface Recorded { file: string; workflowType: string; workflowId: string; history: HistoryAndWorkflowId }
+interface Recorded {
+  file: string;
+  workflowType: string;
+  workflowId: string;
+  history: HistoryAndWorkflowId;
+}
 
 function loadHistories(): Recorded[] {
-  const recorded = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json')).sort().map((file) => {
-    const history = historyFromJson(readFileSync(join(HISTORIES_DIR, file), 'utf8'));
-    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
-    assert.ok(started, `${file}: expected a history starting with WorkflowExecutionStarted`);
-    // The recorded id (maintain derives its children's ids from it); servers before 1.27 do not record it.
-    return { file, workflowType: started.workflowType?.name ?? '', workflowId: started.workflowId || file, history: { workflowId: started.workflowId || file, history } };
-  });
+  const recorded = readdirSync(HISTORIES_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((file) => {
+      const history = historyFromJson(readFileSync(join(HISTORIES_DIR, file), 'utf8'));
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      assert.ok(started, `${file}: expected a history starting with WorkflowExecutionStarted`);
+      // The recorded id (maintain derives its children's ids from it); servers before 1.27 do not record it.
+      return {
+        file,
+        workflowType: started.workflowType?.name ?? '',
+        workflowId: started.workflowId || file,
+        history: { workflowId: started.workflowId || file, history },
+      };
+    });
   const ids = recorded.map((r) => r.workflowId);
-  assert.deepEqual(ids.filter((id, i) => ids.indexOf(id) !== i), [], 'results are matched by workflow id: record each history under its own');
+  assert.deepEqual(
+    ids.filter((id, i) => ids.indexOf(id) !== i),
+    [],
+    'results are matched by workflow id: record each history under its own',
+  );
   return recorded;
 }
 
@@ -49,18 +66,32 @@ describe('recorded workflow histories replay against the current workflows', () 
   });
 
   it('every exported workflow has at least one recorded history', () => {
-    const exported = Object.entries(workflows).filter(([name, v]) => typeof v === 'function' && name.endsWith('Workflow')).map(([name]) => name);
+    const exported = Object.entries(workflows)
+      .filter(([name, v]) => typeof v === 'function' && name.endsWith('Workflow'))
+      .map(([name]) => name);
     const covered = new Set(recorded.map((r) => r.workflowType));
-    assert.deepEqual(exported.filter((w) => !covered.has(w)), [], 'record them: npm run record-histories -- <scenario>');
+    assert.deepEqual(
+      exported.filter((w) => !covered.has(w)),
+      [],
+      'record them: npm run record-histories -- <scenario>',
+    );
   });
 
   it('every history replays without nondeterminism', async () => {
     assert.ok(recorded.length > 0, `no histories under ${HISTORIES_DIR}`);
-    const results = await replayAll(bundle, recorded.map((r) => r.history));
-    const failures = recorded.filter((r) => results.get(r.workflowId) !== undefined)
+    const results = await replayAll(
+      bundle,
+      recorded.map((r) => r.history),
+    );
+    const failures = recorded
+      .filter((r) => results.get(r.workflowId) !== undefined)
       .map((r) => `${r.file}: ${results.get(r.workflowId)!.name}: ${results.get(r.workflowId)!.message}`);
     assert.deepEqual(failures, []);
-    assert.deepEqual(recorded.filter((r) => !results.has(r.workflowId)).map((r) => r.file), [], 'every history was replayed');
+    assert.deepEqual(
+      recorded.filter((r) => !results.has(r.workflowId)).map((r) => r.file),
+      [],
+      'every history was replayed',
+    );
   });
 
   it('the replay detects nondeterminism (a history whose activity was renamed fails)', async () => {
