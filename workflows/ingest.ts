@@ -1,7 +1,7 @@
 /**
  * The ingest loop for one (table, ingest id): loadCursor -> pollAndWrite per partition group (in
  * parallel) -> one idempotent, fenced commit. Deterministic orchestration only; every side effect
- * is an activity. See DESIGN "Exactly-once protocol".
+ * is an activity. The protocol is in the README, "Exactly-once protocol".
  */
 import {
   ActivityFailure,

@@ -1,5 +1,5 @@
 /**
- * Interop 3 (issue 5): concurrent writers in separate processes on one SQLite catalog table.
+ * Interop 3: concurrent writers in separate processes on one SQLite catalog table.
  *  - two appenders committing at once: every commit lands, the main ancestry has sequence numbers
  *    1..N with no gap or repeat, each writer's commits are in order, totals are right;
  *  - rewrites (compaction of every live file) racing with appends and with each other: each rewrite

@@ -1,5 +1,5 @@
 /**
- * Interop 2 (issue 5): PyIceberg appends to a table floe created; floe reads it (planFiles over
+ * Interop 2: PyIceberg appends to a table floe created; floe reads it (planFiles over
  * PyIceberg's manifests + floe's Parquet reader over PyIceberg's Parquet), appends again, then
  * compacts every partition into one file (read all, write one, rewriteFiles); PyIceberg and DuckDB
  * read the result: same rows, snapshots append/append/replace with sequence numbers 1/2/3.

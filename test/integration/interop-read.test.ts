@@ -1,5 +1,5 @@
 /**
- * Interop 1 (issue 5): a table floe creates and appends to — four partition transforms
+ * Interop 1: a table floe creates and appends to — four partition transforms
  * (identity string, day timestamptz, bucket[4] long, truncate[3] string), every primitive type,
  * nulls, NaNs, an all-null/all-NaN file — is read by PyIceberg through the same SQLite catalog
  * and by DuckDB's iceberg_scan on the metadata location, on file:// and on SeaweedFS S3:
