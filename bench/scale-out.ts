@@ -5,7 +5,7 @@
  * ratio to 1 worker and to a bare kafkajs consumer of the same topic (same run), and how the poll
  * activities spread over the workers (from the workflow's history: the identity that ran each).
  *
- * Usage: npx tsx bench/scale-out.ts [--events 200000] [--workers 1,2,3]
+ * Usage: npx tsx bench/scale-out.ts [--events 200000] [--workers 1,2,3] [--slots resource|fixed]
  */
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -25,6 +25,8 @@ const arg = (name: string, def: string) => {
 };
 const EVENTS = Number(arg('events', '200000'));
 const WORKERS = arg('workers', '1,2,3').split(',').map(Number);
+/** Activity slots of each worker process (workers/index.ts activitySlots): fixed or resource. */
+const SLOTS = arg('slots', 'resource');
 const PAD = 'x'.repeat(860);
 const PARTITIONS = 4;
 
@@ -117,7 +119,7 @@ async function run(workers: number): Promise<{ seconds: number; refSeconds: numb
   await produce(kafka, name);
   const refSeconds = await reference(kafka, name);
   const procs: WorkerProcess[] = Array.from({ length: workers }, (_, i) =>
-    spawnWorker(path, join(floeHome(), 'logs', `${name}-w${i}.log`)),
+    spawnWorker(path, join(floeHome(), 'logs', `${name}-w${i}.log`), { FLOE_ACTIVITY_SLOTS: SLOTS }),
   );
   const fc = await connectClient(cfg);
   const table = cfg.tables[0]!.table;
@@ -156,7 +158,7 @@ async function run(workers: number): Promise<{ seconds: number; refSeconds: numb
 async function main() {
   await ensureStack(['temporal', 'kafka', 's3']);
   console.log(
-    `scale-out: ${EVENTS} events of ~1 KiB JSON, 4 partitions (4 groups), worker processes ${WORKERS.join(', ')}, ${new Date().toISOString()}`,
+    `scale-out: ${EVENTS} events of ~1 KiB JSON, 4 partitions (4 groups), worker processes ${WORKERS.join(', ')}, activity slots ${SLOTS}, ${new Date().toISOString()}`,
   );
   console.log('workers  floe s  floe rec/s  | kafkajs-only rec/s | floe/ref  vs 1 worker  polls per worker');
   let one: number | undefined;
