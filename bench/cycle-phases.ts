@@ -5,7 +5,7 @@
  * upload, and the commit (files-exist check, manifests, metadata, catalog CAS). A bare kafkajs
  * read of the same records runs in the same process as the reference.
  *
- * Usage: npx tsx bench/cycle-phases.ts [--events 100000] [--partitions 1] [--cycles 3]
+ * Usage: npx tsx bench/cycle-phases.ts [--events 100000] [--partitions 1] [--cycles 3] [--fresh]
  */
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -29,6 +29,8 @@ const arg = (name: string, def: number) => {
 const EVENTS = arg('events', 100_000);
 const PARTITIONS = arg('partitions', 1);
 const CYCLES = arg('cycles', 3);
+/** Poll with a fresh consumer (and group join) per cycle instead of the worker's kept consumer. */
+const FRESH = process.argv.includes('--fresh');
 const PAD = 'x'.repeat(860);
 
 function config(name: string): FloeConfig {
@@ -105,7 +107,7 @@ async function main() {
   const deps = await createDeps(cfg);
   const partitions = Array.from({ length: PARTITIONS }, (_, i) => i);
   console.log(
-    `cycle phases: ${EVENTS} events of ~1 KiB JSON, ${PARTITIONS} partition(s), ${CYCLES} cycles of ${t.maxRecordsPerCycle} records, ${new Date().toISOString()}`,
+    `cycle phases: ${EVENTS} events of ~1 KiB JSON, ${PARTITIONS} partition(s), ${CYCLES} cycles of ${t.maxRecordsPerCycle} records, ${FRESH ? 'a fresh consumer per cycle' : 'kept consumer'}, ${new Date().toISOString()}`,
   );
   console.log('cycle  records  plan ms  poll: join+first ms  read ms  decode ms  write ms  commit ms  total ms  rec/s');
   let total = 0,
@@ -117,10 +119,8 @@ async function main() {
       const t1 = now();
       const records: Parameters<typeof decodeRecord>[1][] = [];
       let first = 0;
-      const outcome = await pollPartitions(
-        deps.kafka,
+      const outcome = await (FRESH ? pollPartitions.bind(null, deps.kafka) : deps.consumers.poll.bind(deps.consumers, t.table))(
         t.topic,
-        partitions,
         partitions,
         plan.startOffsets,
         {

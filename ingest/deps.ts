@@ -6,6 +6,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { findTable, type FloeConfig, type TableConfig } from '../config';
 import { FailureType, nonRetryable } from '../contract';
 import type { BufferBudget } from './buffer-budget';
+import { ConsumerPool } from './kafka';
 import { awaitMirrors } from './mirror';
 import { openTables, type Tables } from './tables';
 
@@ -16,6 +17,8 @@ export interface Deps {
   tables: Tables;
   kafka: Kafka;
   admin: Admin;
+  /** Kafka consumers kept across cycles, one per (table, partition group). */
+  consumers: ConsumerPool;
   close(): Promise<void>;
 }
 
@@ -24,14 +27,17 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
   const kafka = new Kafka({ clientId: cfg.kafka.clientId, brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING, retry: { retries: 8 } });
   const admin = kafka.admin();
   await admin.connect();
+  const consumers = new ConsumerPool(kafka);
   return {
     cfg,
     tables,
     kafka,
     admin,
+    consumers,
     close: async () => {
       // A cursor mirror still running holds a kafkajs consumer: let it finish before disconnecting.
       await awaitMirrors();
+      await consumers.close();
       await admin.disconnect().catch(() => undefined);
       await tables.close();
     },

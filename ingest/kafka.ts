@@ -1,12 +1,22 @@
 /**
  * Reading a bounded slice of a topic with kafkajs.
  *
- * Correctness never depends on Kafka consumer-group offsets (the table holds the cursor): each poll uses
- * a fresh, throwaway group id (so a killed worker's zombie member cannot delay a rebalance), seeks
- * every partition to the offset the *table* says is next, and never commits offsets.
+ * Correctness never depends on Kafka consumer-group offsets (the table holds the cursor): every
+ * poll seeks each partition to the offset the *table* says is next, and no offset is ever
+ * committed. A `PartitionReader` is one consumer in a group of its own (random id, so a killed
+ * worker's zombie member can never delay anyone's rebalance), assigned exactly its partitions.
+ * The worker keeps one reader per (table, partition group) alive across cycles (`ConsumerPool`):
+ * a group join costs `group.initial.rebalance.delay.ms` (3 s on a default broker) and is paid
+ * once per worker, not once per cycle.
+ *
+ * A kept consumer may deliver a batch fetched before the current poll's seek. Two guards make
+ * such a batch harmless: its records are used only when it was fetched from at or before the
+ * poll's position (`batch.fetchedOffset <= next`: Kafka returned everything from there on, so no
+ * record between `next` and the batch is missing), and a batch of only control or aborted records
+ * moves the position only when it starts at or before it.
  */
 import { randomUUID } from 'node:crypto';
-import { AssignerProtocol, type Admin, type Kafka, type PartitionAssigner } from 'kafkajs';
+import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { KafkaRecord } from './decode';
 import type { Offsets } from './cursor';
 
@@ -71,120 +81,288 @@ export interface PollOutcome {
   bytes: number;
 }
 
+/** One poll's state: where each partition stands, its bounds, and how it ends. */
+class PollSink {
+  readonly next: Offsets;
+  readonly outcome: PollOutcome;
+  done = false;
+  failure: Error | undefined;
+  readonly finished: Promise<void>;
+  private finish!: () => void;
+
+  constructor(
+    readonly topic: string,
+    readonly partitions: number[],
+    start: Offsets,
+    readonly bounds: PollBounds,
+    readonly onRecord: (r: KafkaRecord) => void,
+  ) {
+    this.next = { ...start };
+    this.outcome = { next: this.next, records: 0, bytes: 0 };
+    this.finished = new Promise<void>((resolve) => {
+      this.finish = resolve;
+    });
+  }
+
+  stop(failure?: Error): void {
+    if (this.done) return;
+    this.done = true;
+    this.failure = failure;
+    this.finish();
+  }
+
+  caughtUp(): boolean {
+    const stopAt = this.bounds.stopAt;
+    return stopAt !== undefined && this.partitions.every((p) => BigInt(this.next[String(p)] ?? '0') >= BigInt(stopAt[String(p)] ?? '0'));
+  }
+
+  private limitOf(key: string): bigint | undefined {
+    const l = this.bounds.limit?.[key];
+    return l === undefined ? undefined : BigInt(l);
+  }
+
+  async batch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const key = String(batch.partition);
+    if (batch.topic !== this.topic || !this.partitions.includes(batch.partition)) return;
+    // Fetched from beyond this poll's position (before its seek took effect): records between the
+    // position and this batch would be missing. The seek makes the next fetch start right.
+    // kafkajs' Batch carries the offset it was fetched from; its typings omit it (kafkajs 2.2.4).
+    const fetchedOffset = (batch as unknown as { fetchedOffset?: string }).fetchedOffset;
+    if (fetchedOffset === undefined)
+      throw new Error('kafkajs batch without fetchedOffset: the stale-fetch guard cannot work with this kafkajs');
+    if (BigInt(fetchedOffset) > BigInt(this.next[key] ?? '0')) return;
+    const limit = this.limitOf(key);
+    for (const m of batch.messages) {
+      if (this.done || !isRunning() || isStale()) return;
+      // A fetch issued before our seek took effect may start earlier: skip what the table has.
+      if (BigInt(m.offset) < BigInt(this.next[key] ?? '0')) continue;
+      if (limit !== undefined && BigInt(m.offset) >= limit) break;
+      const size = (m.value?.length ?? 0) + (m.key?.length ?? 0);
+      const o = this.outcome;
+      if (o.records >= this.bounds.maxRecords || (o.records > 0 && o.bytes + size > this.bounds.maxBytes)) {
+        this.stop();
+        return;
+      }
+      this.onRecord({ partition: batch.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: m.value });
+      o.records++;
+      o.bytes += size;
+      this.next[key] = (BigInt(m.offset) + 1n).toString();
+      resolveOffset(m.offset);
+      // A full cycle ends now, not when the next record happens to arrive (a backlog that ends
+      // exactly at the bound would otherwise wait out the whole commit interval).
+      if (o.records >= this.bounds.maxRecords || o.bytes >= this.bounds.maxBytes) {
+        this.stop();
+        return;
+      }
+    }
+    // Transaction markers and compacted gaps: the batch tells where the partition continues.
+    if (!this.done && !isStale() && batch.messages.length > 0) {
+      let last = BigInt(batch.lastOffset()) + 1n;
+      if (limit !== undefined && last > limit) last = limit;
+      if (last > BigInt(this.next[key] ?? '0') && this.outcome.records < this.bounds.maxRecords) this.next[key] = last.toString();
+    }
+    await heartbeat();
+    if (this.caughtUp()) this.stop();
+  }
+
+  /**
+   * A batch of only control records (transaction markers) or aborted records never reaches
+   * eachBatch (kafkajs resolves it internally), yet the partition continues after it: without
+   * this, a range or cursor ending on a marker never advances and a backfill never finishes.
+   */
+  controlBatch(b: { topic: string; partition: number; batchSize: number; firstOffset: string | null; lastOffset: string }): void {
+    // firstOffset null: nothing at or past the fetch offset came back (kafkajs then reports the
+    // fetch offset itself as last): no evidence the partition continues, so do not move.
+    if (this.done || b.topic !== this.topic || b.batchSize !== 0 || b.firstOffset === null || !this.partitions.includes(b.partition))
+      return;
+    const key = String(b.partition);
+    // Only a batch that covers the position proves every offset from it to its end is filtered.
+    if (BigInt(b.firstOffset) > BigInt(this.next[key] ?? '0')) return;
+    let last = BigInt(b.lastOffset) + 1n;
+    const limit = this.limitOf(key);
+    if (limit !== undefined && last > limit) last = limit;
+    if (last > BigInt(this.next[key] ?? '0')) this.next[key] = last.toString();
+    if (this.caughtUp()) this.stop();
+  }
+}
+
+/** One kafkajs consumer, in a group of its own, reading a fixed set of partitions poll after poll. */
+export class PartitionReader {
+  private readonly consumer: Consumer;
+  private sink: PollSink | null = null;
+  private running: Promise<void> | null = null;
+  /** Set by any consumer crash: a reader that crashed is not reused. */
+  broken = false;
+  busy = false;
+  idleSince = Date.now();
+
+  constructor(
+    kafka: Kafka,
+    readonly topic: string,
+    readonly partitions: number[],
+  ) {
+    this.consumer = kafka.consumer({
+      groupId: `floe-poll-${randomUUID()}`,
+      sessionTimeout: 10_000,
+      heartbeatInterval: 1000,
+      maxWaitTimeInMs: 250,
+      retry: { retries: 10 },
+      partitionAssigners: [onlyPartitions(topic, partitions)],
+    });
+  }
+
+  private start(): Promise<void> {
+    this.running ??= (async () => {
+      const c = this.consumer;
+      c.on(c.events.CRASH, (e) => {
+        this.broken = true;
+        if (!(e.payload as { restart?: boolean }).restart) this.sink?.stop(e.payload.error);
+      });
+      c.on(c.events.END_BATCH_PROCESS, (e) => this.sink?.controlBatch(e.payload as Parameters<PollSink['controlBatch']>[0]));
+      await c.connect();
+      await c.subscribe({ topics: [this.topic], fromBeginning: true });
+      await c.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async (payload) => {
+          await this.sink?.batch(payload);
+        },
+      });
+    })();
+    return this.running;
+  }
+
+  /**
+   * Delivers records of the reader's partitions from `start` (inclusive) in offset order per
+   * partition until a bound is hit. Records past the bound are not delivered and stay for the
+   * next cycle. One poll at a time.
+   */
+  async poll(
+    start: Offsets,
+    bounds: PollBounds,
+    onRecord: (r: KafkaRecord) => void,
+    onProgress?: (o: PollOutcome) => void,
+  ): Promise<PollOutcome> {
+    if (this.sink) throw new Error('PartitionReader.poll: a poll is already running');
+    const sink = new PollSink(this.topic, this.partitions, start, bounds, onRecord);
+    if (sink.caughtUp()) return sink.outcome;
+    const timer = setTimeout(() => sink.stop(), bounds.maxWaitMs);
+    const onAbort = () => sink.stop();
+    bounds.signal?.addEventListener('abort', onAbort, { once: true });
+    const progress = setInterval(() => onProgress?.(sink.outcome), 2000);
+    try {
+      await this.start();
+      this.sink = sink;
+      const mine = [{ topic: this.topic, partitions: this.partitions }];
+      for (const p of this.partitions) this.consumer.seek({ topic: this.topic, partition: p, offset: sink.next[String(p)] ?? '0' });
+      this.consumer.resume(mine);
+      await sink.finished;
+      this.consumer.pause(mine);
+      if (sink.failure) throw sink.failure;
+      return sink.outcome;
+    } finally {
+      this.sink = null;
+      this.idleSince = Date.now();
+      clearTimeout(timer);
+      clearInterval(progress);
+      bounds.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.broken = true;
+    await this.consumer.disconnect().catch(() => undefined);
+  }
+}
+
 /**
- * Delivers records of `partitions` from `start` (inclusive) in offset order per partition until a
- * bound is hit. Records past the bound are not delivered and stay for the next cycle.
+ * The worker's readers, one per (table, topic, partition group), kept across cycles. A reader
+ * that is busy (a retried attempt while the old one still runs here) or broken is not handed out:
+ * that poll gets a reader of its own, closed after it. Readers idle past `idleMs` are closed.
+ */
+export class ConsumerPool {
+  private readonly readers = new Map<string, PartitionReader>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly idleMs = 5 * 60_000,
+  ) {
+    this.sweeper = setInterval(() => void this.closeIdle(), Math.min(60_000, idleMs)).unref();
+  }
+
+  async poll(
+    owner: string,
+    topic: string,
+    partitions: number[],
+    start: Offsets,
+    bounds: PollBounds,
+    onRecord: (r: KafkaRecord) => void,
+    onProgress?: (o: PollOutcome) => void,
+  ): Promise<PollOutcome> {
+    const key = `${owner}|${topic}|${partitions.join(',')}`;
+    let reader = this.readers.get(key);
+    if (reader?.broken) {
+      this.readers.delete(key);
+      void reader.close();
+      reader = undefined;
+    }
+    const pooled = reader === undefined || !reader.busy;
+    if (reader === undefined) this.readers.set(key, (reader = new PartitionReader(this.kafka, topic, partitions)));
+    const r = pooled ? reader : new PartitionReader(this.kafka, topic, partitions);
+    r.busy = true;
+    try {
+      return await r.poll(start, bounds, onRecord, onProgress);
+    } finally {
+      r.busy = false;
+      if (!pooled) await r.close();
+      else if (r.broken) {
+        this.readers.delete(key);
+        await r.close();
+      }
+    }
+  }
+
+  /** Readers kept (for tests and diagnostics). */
+  get size(): number {
+    return this.readers.size;
+  }
+
+  private async closeIdle(): Promise<void> {
+    const now = Date.now();
+    for (const [key, r] of this.readers) {
+      if (!r.busy && now - r.idleSince > this.idleMs) {
+        this.readers.delete(key);
+        await r.close();
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    const all = [...this.readers.values()];
+    this.readers.clear();
+    await Promise.all(all.map((r) => r.close()));
+  }
+}
+
+/**
+ * One poll with a reader of its own, closed afterwards (tools and tests; the worker polls through
+ * its `ConsumerPool`).
  */
 export async function pollPartitions(
   kafka: Kafka,
   topic: string,
   partitions: number[],
-  allPartitions: number[],
   start: Offsets,
   bounds: PollBounds,
   onRecord: (r: KafkaRecord) => void,
   onProgress?: (o: PollOutcome) => void,
 ): Promise<PollOutcome> {
-  const next: Offsets = { ...start };
-  const outcome: PollOutcome = { next, records: 0, bytes: 0 };
-  const caughtUp = () =>
-    bounds.stopAt !== undefined && partitions.every((p) => BigInt(next[String(p)] ?? '0') >= BigInt(bounds.stopAt![String(p)] ?? '0'));
-  if (caughtUp()) return outcome;
-
-  const consumer = kafka.consumer({
-    groupId: `floe-poll-${randomUUID()}`,
-    sessionTimeout: 10_000,
-    heartbeatInterval: 1000,
-    maxWaitTimeInMs: 250,
-    retry: { retries: 10 },
-    partitionAssigners: [onlyPartitions(topic, partitions)],
-  });
-  let finish!: () => void;
-  const finished = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  let done = false;
-  const stop = () => {
-    if (!done) {
-      done = true;
-      finish();
-    }
-  };
-  const timer = setTimeout(stop, bounds.maxWaitMs);
-  bounds.signal?.addEventListener('abort', stop, { once: true });
-  const progress = setInterval(() => onProgress?.(outcome), 2000);
-  const mine = new Set(partitions);
+  const r = new PartitionReader(kafka, topic, partitions);
   try {
-    await consumer.connect();
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    let crashed: Error | undefined;
-    consumer.on(consumer.events.CRASH, (e) => {
-      if (!(e.payload as { restart?: boolean }).restart) {
-        crashed = e.payload.error;
-        stop();
-      }
-    });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        if (!mine.has(batch.partition)) return;
-        const key = String(batch.partition);
-        for (const m of batch.messages) {
-          if (done || !isRunning() || isStale()) return;
-          // A fetch issued before our seek took effect may start earlier: skip what the table has.
-          if (BigInt(m.offset) < BigInt(next[key] ?? '0')) continue;
-          if (bounds.limit?.[key] !== undefined && BigInt(m.offset) >= BigInt(bounds.limit[key]!)) break;
-          const size = (m.value?.length ?? 0) + (m.key?.length ?? 0);
-          if (outcome.records >= bounds.maxRecords || (outcome.records > 0 && outcome.bytes + size > bounds.maxBytes)) {
-            stop();
-            return;
-          }
-          onRecord({ partition: batch.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: m.value });
-          outcome.records++;
-          outcome.bytes += size;
-          next[key] = (BigInt(m.offset) + 1n).toString();
-          resolveOffset(m.offset);
-          // A full cycle ends now, not when the next record happens to arrive (a backlog that ends
-          // exactly at the bound would otherwise wait out the whole commit interval).
-          if (outcome.records >= bounds.maxRecords || outcome.bytes >= bounds.maxBytes) {
-            stop();
-            return;
-          }
-        }
-        // Transaction markers and compacted gaps: the batch tells where the partition continues.
-        if (!done && batch.messages.length > 0) {
-          let last = BigInt(batch.lastOffset()) + 1n;
-          if (bounds.limit?.[key] !== undefined && last > BigInt(bounds.limit[key]!)) last = BigInt(bounds.limit[key]!);
-          if (last > BigInt(next[key] ?? '0') && outcome.records < bounds.maxRecords) next[key] = last.toString();
-        }
-        await heartbeat();
-        if (caughtUp()) stop();
-      },
-    });
-    // A batch of only control records (transaction markers) or aborted records never reaches
-    // eachBatch (kafkajs resolves it internally), yet the partition continues after it: without
-    // this, a range or cursor ending on a marker never advances and a backfill never finishes.
-    consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
-      const b = e.payload as { topic: string; partition: number; batchSize: number; firstOffset: string | null; lastOffset: string };
-      // firstOffset null: nothing at or past the fetch offset came back (kafkajs then reports the
-      // fetch offset itself as last): no evidence the partition continues, so do not move.
-      if (done || b.topic !== topic || b.batchSize !== 0 || b.firstOffset === null || !mine.has(b.partition)) return;
-      const key = String(b.partition);
-      let last = BigInt(b.lastOffset) + 1n;
-      if (bounds.limit?.[key] !== undefined && last > BigInt(bounds.limit[key]!)) last = BigInt(bounds.limit[key]!);
-      if (last > BigInt(next[key] ?? '0')) next[key] = last.toString();
-      if (caughtUp()) stop();
-    });
-    for (const p of partitions) consumer.seek({ topic, partition: p, offset: next[String(p)] ?? '0' });
-    const others = allPartitions.filter((p) => !mine.has(p));
-    if (others.length > 0) consumer.pause([{ topic, partitions: others }]);
-    await finished;
-    if (crashed) throw crashed;
-    return outcome;
+    return await r.poll(start, bounds, onRecord, onProgress);
   } finally {
-    clearTimeout(timer);
-    clearInterval(progress);
-    await consumer.disconnect().catch(() => undefined);
+    await r.close();
   }
 }
