@@ -31,7 +31,9 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
       maxWaitMs: input.maxWaitMs,
       maxRecords: input.maxRecords,
       maxBytes: input.maxBytes,
-      stopAt: input.stopAt ?? (input.untilCaughtUp ? wm.high : undefined),
+      // A retried attempt (its worker died) stops once it has caught up with what was there when it
+      // started, instead of waiting out a whole interval: rows are visible again sooner after a crash.
+      stopAt: input.stopAt ?? (input.untilCaughtUp || run.attempt > 1 ? wm.high : undefined),
       limit: input.limit,
       signal: run.signal,
     },

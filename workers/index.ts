@@ -23,6 +23,9 @@ export async function createWorker(
     identity: opts.identity ?? `floe-worker@${process.pid}`,
     ...activitySlots(process.env.FLOE_ACTIVITY_SLOTS),
     shutdownGraceTime: '10 seconds',
+    // A workflow's next task waits this long on the sticky queue of a worker that died before it
+    // goes to any worker (SDK default 10 s): after a SIGKILL that is pure delay before rows land.
+    stickyQueueScheduleToStartTimeout: '3 seconds',
   });
   return {
     worker,
