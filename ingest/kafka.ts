@@ -205,7 +205,8 @@ export class PartitionReader {
       groupId: `floe-poll-${randomUUID()}`,
       sessionTimeout: 10_000,
       heartbeatInterval: 1000,
-      maxWaitTimeInMs: 250,
+      // Also how long a paused (idle) consumer sleeps between checks: the wake-up delay of the next poll.
+      maxWaitTimeInMs: 100,
       retry: { retries: 10 },
       partitionAssigners: [onlyPartitions(topic, partitions)],
     });
