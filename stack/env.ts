@@ -50,6 +50,7 @@ export const OPTIONAL_ENV_VARS = [
   'FLOE_TASK_QUEUE',
   'FLOE_VERBOSE',
   'FLOE_WORKER_BUFFER_BYTES',
+  'FLOE_ACTIVITY_SLOTS',
 ] as const;
 
 export interface StackEnv {
