@@ -7,12 +7,9 @@
  *
  * Usage: npx tsx bench/cycle-phases.ts [--events 100000] [--partitions 1] [--cycles 3] [--fresh]
  */
-import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { stringify as stringifyYaml } from 'yaml';
+import { Kafka, logLevel } from 'kafkajs';
 import { ensureStack } from '../stack/stack';
-import { floeHome } from '../stack/paths';
+import { bareConsumeSeconds, produceBenchEvents, writeBenchConfig } from './support/events';
 import { loadConfig, type FloeConfig } from '../config';
 import { DETACHED_RUN } from '../contract';
 import { createDeps } from '../ingest/deps';
@@ -31,68 +28,16 @@ const PARTITIONS = arg('partitions', 1);
 const CYCLES = arg('cycles', 3);
 /** Poll with a fresh consumer (and group join) per cycle instead of the worker's kept consumer. */
 const FRESH = process.argv.includes('--fresh');
-const PAD = 'x'.repeat(860);
 
 function config(name: string): FloeConfig {
-  const dir = join(floeHome(), 'runs');
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${name}.yaml`);
-  writeFileSync(
-    path,
-    stringifyYaml({
-      temporal: { taskQueue: `floe-${name}` },
-      tables: [
-        {
-          table: `bench.${name}`,
-          topic: name,
-          commitInterval: '10s',
-          parallelism: 1,
-          maxRecordsPerCycle: Math.ceil(EVENTS / CYCLES),
-          maxBytesPerCycle: 256 * 1024 * 1024,
-          columns: [
-            { name: 'id', type: 'long', required: true },
-            { name: 'event_time', type: 'timestamptz', required: true },
-            { name: 'user_id', type: 'long', required: true },
-            { name: 'kind', type: 'string', required: true },
-            { name: 'amount', type: 'double' },
-            { name: 'payload', type: 'string' },
-            { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
-            { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
-            { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
-          ],
-          partitionBy: [{ column: 'event_time', transform: 'hour' }],
-        },
-      ],
+  return loadConfig(
+    writeBenchConfig(name, {
+      commitInterval: '10s',
+      parallelism: 1,
+      maxRecordsPerCycle: Math.ceil(EVENTS / CYCLES),
+      maxBytesPerCycle: 256 * 1024 * 1024,
     }),
   );
-  return loadConfig(path);
-}
-
-const event = (i: number) =>
-  JSON.stringify({
-    id: i,
-    event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(),
-    user_id: i % 10_007,
-    kind: ['view', 'click', 'buy'][i % 3],
-    amount: (i % 1000) / 10,
-    payload: PAD,
-  });
-
-async function produce(kafka: Kafka, topic: string): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
-  await admin.disconnect();
-  const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await p.connect();
-  for (let i = 0; i < EVENTS; i += 500) {
-    await p.send({
-      topic,
-      compression: CompressionTypes.None,
-      messages: Array.from({ length: Math.min(500, EVENTS - i) }, (_, j) => ({ key: String(i + j), value: event(i + j) })),
-    });
-  }
-  await p.disconnect();
 }
 
 const now = () => performance.now();
@@ -103,7 +48,7 @@ async function main() {
   const cfg = config(name);
   const t = cfg.tables[0]!;
   const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  await produce(kafka, name);
+  await produceBenchEvents(kafka, name, PARTITIONS, EVENTS);
   const deps = await createDeps(cfg);
   const partitions = Array.from({ length: PARTITIONS }, (_, i) => i);
   console.log(
@@ -161,23 +106,8 @@ async function main() {
         `${String(c).padEnd(6)} ${String(rows.length).padEnd(8)} ${f(t1 - t0)} ${f((first || t2) - t1).padStart(20)} ${f(t2 - (first || t2))} ${f(t3 - t2).padStart(10)} ${f(t4 - t3).padStart(9)} ${f(t5 - t4).padStart(10)} ${f(t5 - t0).padStart(9)} ${(rows.length / ((t5 - t0) / 1000)).toFixed(0).padStart(6)}`,
       );
     }
-    // Reference: a bare kafkajs consumer reading the same records (group join included).
-    const r0 = now();
-    const c = kafka.consumer({ groupId: `bench-ref-${Date.now()}` });
-    await c.connect();
-    await c.subscribe({ topics: [name], fromBeginning: true });
-    let seen = 0;
-    await new Promise<void>((resolve) => {
-      void c.run({
-        eachBatch: async ({ batch }) => {
-          for (const m of batch.messages) JSON.parse(m.value!.toString());
-          seen += batch.messages.length;
-          if (seen >= EVENTS) resolve();
-        },
-      });
-    });
-    const refMs = now() - r0;
-    await c.disconnect();
+    // Reference: a bare kafkajs consumer reading the same records (its group join included).
+    const refMs = (await bareConsumeSeconds(kafka, name, EVENTS)) * 1000;
     const floe = total / (totalMs / 1000),
       ref = EVENTS / (refMs / 1000);
     console.log(`floe cycles: ${floe.toFixed(0)} rec/s; bare kafkajs consumer: ${ref.toFixed(0)} rec/s; ratio ${(floe / ref).toFixed(2)}`);

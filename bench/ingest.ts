@@ -7,13 +7,10 @@
  *     produce (Kafka timestamp) to the commit of the snapshot that made it visible; p50/p99.
  * Usage: npx tsx bench/ingest.ts [--events 300000] [--fresh-seconds 60 (0: skip)] [--rate 200] [--fresh-interval 5]
  */
-import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
-import { writeFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../stack/stack';
-import { floeHome } from '../stack/paths';
+import { bareConsumeSeconds, benchEvent, produceBenchEvents, writeBenchConfig } from './support/events';
 import { loadConfig, type FloeConfig } from '../config';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { createWorker } from '../workers';
@@ -31,93 +28,18 @@ const FRESH_S = arg('fresh-seconds', 60);
 const RATE = arg('rate', 200);
 /** Commit interval of the freshness run (the goal is stated at 5 s). */
 const FRESH_INTERVAL_S = arg('fresh-interval', 5);
-const PAD = 'x'.repeat(860);
 
 function config(name: string, partitions: number, commitInterval: string): FloeConfig {
-  const dir = join(floeHome(), 'runs');
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${name}.yaml`);
-  writeFileSync(
-    path,
-    stringifyYaml({
-      temporal: { taskQueue: `floe-${name}` },
-      tables: [
-        {
-          table: `bench.${name}`,
-          topic: name,
-          commitInterval,
-          parallelism: Math.min(4, partitions),
-          // Cycles end at 100k records or the commit interval, whichever comes first: a backlog is
-          // drained in record-bounded cycles, a live stream in time-bounded ones.
-          maxRecordsPerCycle: 100_000,
-          maxBytesPerCycle: 256 * 1024 * 1024,
-          columns: [
-            { name: 'id', type: 'long', required: true },
-            { name: 'event_time', type: 'timestamptz', required: true },
-            { name: 'user_id', type: 'long', required: true },
-            { name: 'kind', type: 'string', required: true },
-            { name: 'amount', type: 'double' },
-            { name: 'payload', type: 'string' },
-            { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
-            { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
-            { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
-          ],
-          partitionBy: [{ column: 'event_time', transform: 'hour' }],
-        },
-      ],
+  return loadConfig(
+    writeBenchConfig(name, {
+      commitInterval,
+      parallelism: Math.min(4, partitions),
+      // Cycles end at 100k records or the commit interval, whichever comes first: a backlog is
+      // drained in record-bounded cycles, a live stream in time-bounded ones.
+      maxRecordsPerCycle: 100_000,
+      maxBytesPerCycle: 256 * 1024 * 1024,
     }),
   );
-  return loadConfig(path);
-}
-
-const event = (i: number) =>
-  JSON.stringify({
-    id: i,
-    event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(),
-    user_id: i % 10_007,
-    kind: ['view', 'click', 'buy'][i % 3],
-    amount: (i % 1000) / 10,
-    payload: PAD,
-  });
-
-async function produce(kafka: Kafka, topic: string, partitions: number, n: number): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
-  await admin.disconnect();
-  const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await p.connect();
-  let bytes = 0;
-  for (let i = 0; i < n; i += 500) {
-    const messages = Array.from({ length: Math.min(500, n - i) }, (_, j) => {
-      const v = event(i + j);
-      bytes += v.length;
-      return { key: String(i + j), value: v };
-    });
-    await p.send({ topic, messages, compression: CompressionTypes.None });
-  }
-  await p.disconnect();
-  return bytes;
-}
-
-async function referenceConsume(kafka: Kafka, topic: string, n: number): Promise<number> {
-  const c = kafka.consumer({ groupId: `bench-ref-${Date.now()}` });
-  await c.connect();
-  await c.subscribe({ topics: [topic], fromBeginning: true });
-  let seen = 0;
-  const t0 = Date.now();
-  await new Promise<void>((resolve) => {
-    void c.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) JSON.parse(m.value!.toString());
-        seen += batch.messages.length;
-        if (seen >= n) resolve();
-      },
-    });
-  });
-  const s = (Date.now() - t0) / 1000;
-  await c.disconnect();
-  return s;
 }
 
 async function withWorker<T>(cfg: FloeConfig, fn: () => Promise<T>): Promise<T> {
@@ -133,8 +55,8 @@ async function throughput(partitions: number) {
   const name = `bench_tp${partitions}_${Date.now().toString(36)}`;
   const cfg = config(name, partitions, '10s');
   const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  const bytes = await produce(kafka, name, partitions, EVENTS);
-  const refS = await referenceConsume(kafka, name, EVENTS);
+  const bytes = await produceBenchEvents(kafka, name, partitions, EVENTS);
+  const refS = await bareConsumeSeconds(kafka, name, EVENTS);
   const fc = await connectClient(cfg);
   const table = cfg.tables[0]!.table;
   const floeS = await withWorker(cfg, async () => {
@@ -174,7 +96,7 @@ async function freshness() {
     for (let i = 0, tick = 0; i < RATE * FRESH_S; tick++) {
       const due = Math.min(RATE * FRESH_S, Math.round(((tick + 1) * 100 * RATE) / 1000));
       const messages = [];
-      for (; i < due; i++) messages.push({ key: String(i), value: event(i) });
+      for (; i < due; i++) messages.push({ key: String(i), value: benchEvent(i) });
       await p.send({ topic: name, messages });
       await sleep(Math.max(0, t0 + (tick + 1) * 100 - Date.now()));
     }

@@ -7,12 +7,11 @@
  *
  * Usage: npx tsx bench/scale-out.ts [--events 200000] [--workers 1,2,3] [--slots resource|fixed]
  */
-import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { Kafka, logLevel } from 'kafkajs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../stack/stack';
+import { bareConsumeSeconds, produceBenchEvents, writeBenchConfig } from './support/events';
 import { floeHome } from '../stack/paths';
 import { loadConfig } from '../config';
 import { connectClient, ingestStatus, signalIngest, startIngest, waitForIngest } from '../client';
@@ -27,97 +26,20 @@ const EVENTS = Number(arg('events', '200000'));
 const WORKERS = arg('workers', '1,2,3').split(',').map(Number);
 /** Activity slots of each worker process (workers/index.ts activitySlots): fixed or resource. */
 const SLOTS = arg('slots', 'resource');
-const PAD = 'x'.repeat(860);
 const PARTITIONS = 4;
-
-const event = (i: number) =>
-  JSON.stringify({
-    id: i,
-    event_time: new Date(Date.UTC(2026, 6, 1) + i * 10).toISOString(),
-    user_id: i % 10_007,
-    kind: ['view', 'click', 'buy'][i % 3],
-    amount: (i % 1000) / 10,
-    payload: PAD,
-  });
-
-function writeConfig(name: string): string {
-  const dir = join(floeHome(), 'runs');
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${name}.yaml`);
-  writeFileSync(
-    path,
-    stringifyYaml({
-      temporal: { taskQueue: `floe-${name}` },
-      tables: [
-        {
-          table: `bench.${name}`,
-          topic: name,
-          commitInterval: '10s',
-          parallelism: PARTITIONS,
-          maxRecordsPerCycle: 100_000,
-          maxBytesPerCycle: 256 * 1024 * 1024,
-          columns: [
-            { name: 'id', type: 'long', required: true },
-            { name: 'event_time', type: 'timestamptz', required: true },
-            { name: 'user_id', type: 'long', required: true },
-            { name: 'kind', type: 'string', required: true },
-            { name: 'amount', type: 'double' },
-            { name: 'payload', type: 'string' },
-            { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
-            { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
-          ],
-          partitionBy: [{ column: 'event_time', transform: 'hour' }],
-        },
-      ],
-    }),
-  );
-  return path;
-}
-
-async function produce(kafka: Kafka, topic: string): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
-  await admin.disconnect();
-  const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await p.connect();
-  for (let i = 0; i < EVENTS; i += 500) {
-    await p.send({
-      topic,
-      compression: CompressionTypes.None,
-      messages: Array.from({ length: Math.min(500, EVENTS - i) }, (_, j) => ({ key: String(i + j), value: event(i + j) })),
-    });
-  }
-  await p.disconnect();
-}
-
-async function reference(kafka: Kafka, topic: string): Promise<number> {
-  const c = kafka.consumer({ groupId: `bench-ref-${Date.now()}` });
-  await c.connect();
-  await c.subscribe({ topics: [topic], fromBeginning: true });
-  let seen = 0;
-  const t0 = Date.now();
-  await new Promise<void>((resolve) => {
-    void c.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) JSON.parse(m.value!.toString());
-        seen += batch.messages.length;
-        if (seen >= EVENTS) resolve();
-      },
-    });
-  });
-  const s = (Date.now() - t0) / 1000;
-  await c.disconnect();
-  return s;
-}
 
 async function run(workers: number): Promise<{ seconds: number; refSeconds: number; spread: Record<string, number> }> {
   const name = `bench_scale${workers}_${Date.now().toString(36)}`;
-  const path = writeConfig(name);
+  const path = writeBenchConfig(name, {
+    commitInterval: '10s',
+    parallelism: PARTITIONS,
+    maxRecordsPerCycle: 100_000,
+    maxBytesPerCycle: 256 * 1024 * 1024,
+  });
   const cfg = loadConfig(path);
   const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  await produce(kafka, name);
-  const refSeconds = await reference(kafka, name);
+  await produceBenchEvents(kafka, name, PARTITIONS, EVENTS);
+  const refSeconds = await bareConsumeSeconds(kafka, name, EVENTS);
   const procs: WorkerProcess[] = Array.from({ length: workers }, (_, i) =>
     spawnWorker(path, join(floeHome(), 'logs', `${name}-w${i}.log`), { FLOE_ACTIVITY_SLOTS: SLOTS }),
   );
