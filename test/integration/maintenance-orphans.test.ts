@@ -75,15 +75,21 @@ describe('killed compaction and orphan removal (real stack)', { timeout: 20 * 60
       assert.equal(readsAfter.duckdb.distinctEventIds, readsBefore.duckdb.distinctEventIds);
       assert.equal(readsAfter.duckdb.amountSum, readsBefore.duckdb.amountSum);
 
-      // A file an in-flight commit just wrote: unreachable, but younger than the grace period.
-      await sleep(4000);
+      // A file an in-flight commit just wrote: unreachable, but younger than the grace period. The
+      // grace period of each run is measured from that write (plus a margin), so however slow the
+      // machine, the in-flight file stays inside it and the killed attempt's outputs (written at
+      // least 30 s earlier) stay outside it.
+      await sleep(30_000);
       const tables = await openTables(cfg);
       const inflight = `${left.location}/data/inflight-${Date.now()}.parquet`;
+      let writtenAt: number;
       try {
         await tables.io.write(inflight, new TextEncoder().encode('not yet committed'));
+        writtenAt = Date.now();
       } finally {
         await tables.close();
       }
+      const grace = () => Date.now() - writtenAt + 10_000;
 
       await assert.rejects(removeOrphans(fc, table, { olderThanMs: 10 * 60_000 }), (e: Error) => {
         const cause = (e as Error & { cause?: Error & { type?: string } }).cause;
@@ -95,14 +101,14 @@ describe('killed compaction and orphan removal (real stack)', { timeout: 20 * 60
         return true;
       });
 
-      const dry = await removeOrphans(fc, table, { olderThanMs: 3000, force: true, dryRun: true });
+      const dry = await removeOrphans(fc, table, { olderThanMs: grace(), force: true, dryRun: true });
       assert.deepEqual([...dry.sample].sort(), left.files);
       assert.equal(dry.deleted, 0);
       assert.ok(dry.keptByGracePeriod >= 1, 'the in-flight file is inside the grace period');
       const afterDry = await unreachable(cfg, table);
       assert.deepEqual(afterDry.files, [...left.files, inflight].sort(), 'a dry run deletes nothing');
 
-      const real = await removeOrphans(fc, table, { olderThanMs: 3000, force: true });
+      const real = await removeOrphans(fc, table, { olderThanMs: grace(), force: true });
       assert.equal(real.deleted, left.files.length);
       const end = await unreachable(cfg, table);
       assert.deepEqual(end.files, [inflight], 'only the young in-flight file is left');
