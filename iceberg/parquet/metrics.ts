@@ -222,27 +222,36 @@ export class MetricsCollector {
   private visitLeaf(s: LeafStats, data: arrow.Data, start: number, end: number, mask: Uint8Array | null, extra: number): void {
     s.values += extra;
     s.nulls += extra;
-    // ok[i - start] = 1 for slots holding a value; null when every slot in range does (fast path)
-    let ok: Uint8Array | null = null;
-    if (mask !== null || data.nullCount > 0) {
-      ok = new Uint8Array(end - start);
+    // Slot i in [start, end) holds a value when `bits` is null or bit (bitOff + i) of it is set:
+    // a top-level column reads its Arrow validity bitmap in place; under a null struct or a list,
+    // a bitmap of the level entries is built here (indexed i - start).
+    let bits: Uint8Array | null = null,
+      bitOff = 0;
+    if (mask !== null) {
+      bits = new Uint8Array((end - start + 7) >> 3);
+      bitOff = -start;
       for (let i = start; i < end; i++) {
-        const m = mask ? mask[i - start]! : LIVE;
+        const m = mask[i - start]!;
         if (m === ABSENT) continue;
         s.values++;
         if (m === NULL || !isValid(data, i)) s.nulls++;
-        else ok[i - start] = 1;
+        else bits[(i - start) >> 3]! |= 1 << ((i - start) & 7);
       }
     } else {
       s.values += end - start;
+      if (data.nullCount > 0 && data.nullBitmap && data.nullBitmap.length > 0) {
+        bits = data.nullBitmap;
+        bitOff = data.offset;
+        s.nulls += start === 0 && end === data.length ? data.nullCount : end - start - countSetBits(bits, bitOff + start, bitOff + end);
+      }
     }
     const t = s.type;
     if (t === 'float' || t === 'double') {
-      s.nans += countNaNs(data.values as Float32Array | Float64Array, start, end, ok);
+      s.nans += countNaNs(data.values as Float32Array | Float64Array, start, end, bits, bitOff);
     }
     if (s.repeated || (s.mode.kind !== 'truncate' && s.mode.kind !== 'full')) return;
     if (t === 'string' || t === 'binary') {
-      const r = byteRangeMinMax(data.valueOffsets as Int32Array | BigInt64Array, data.values as Uint8Array, start, end, ok);
+      const r = byteRangeMinMax(data.valueOffsets as Int32Array | BigInt64Array, data.values as Uint8Array, start, end, bits, bitOff);
       if (r) {
         if (s.min === undefined || compareUnsignedBytes(r.min, s.min as Uint8Array) < 0) s.min = r.min;
         if (s.max === undefined || compareUnsignedBytes(r.max, s.max as Uint8Array) > 0) s.max = r.max;
@@ -253,7 +262,7 @@ export class MetricsCollector {
       const w = (data.type as arrow.FixedSizeBinary).byteWidth;
       const bytes = data.values as Uint8Array;
       for (let i = start; i < end; i++) {
-        if (ok !== null && ok[i - start] === 0) continue;
+        if (bits !== null && !isSet(bits, bitOff + i)) continue;
         const v = bytes.subarray(i * w, (i + 1) * w);
         if (s.min === undefined || compareUnsignedBytes(v, s.min as Uint8Array) < 0) s.min = v.slice();
         if (s.max === undefined || compareUnsignedBytes(v, s.max as Uint8Array) > 0) s.max = v.slice();
@@ -261,20 +270,18 @@ export class MetricsCollector {
       return;
     }
     if (t === 'boolean') {
-      const bits = data.values as Uint8Array;
-      for (let i = start; i < end; i++) {
-        if (ok !== null && ok[i - start] === 0) continue;
-        const pos = data.offset + i;
-        const v = (bits[pos >> 3]! & (1 << (pos & 7))) !== 0;
-        if (s.min === undefined || (s.min && !v)) s.min = v;
-        if (s.max === undefined || (!s.max && v)) s.max = v;
-      }
+      const r = boolMinMax(data.values as Uint8Array, data.offset, start, end, bits, bitOff);
+      if (r === NONE) return;
+      const hasFalse = (r & HAS_FALSE) !== 0,
+        hasTrue = (r & HAS_TRUE) !== 0;
+      s.min = (s.min === undefined || s.min === true) && !hasFalse;
+      s.max = s.max === true || hasTrue;
       return;
     }
     if (parseDecimalType(t)) {
       const words = data.values as Uint32Array;
       for (let i = start; i < end; i++) {
-        if (ok !== null && ok[i - start] === 0) continue;
+        if (bits !== null && !isSet(bits, bitOff + i)) continue;
         const o = i * 4;
         const v = BigInt.asIntN(
           128,
@@ -287,10 +294,10 @@ export class MetricsCollector {
     }
     const r =
       t === 'float' || t === 'double'
-        ? floatMinMax(data.values as Float32Array | Float64Array, start, end, ok)
+        ? floatMinMax(data.values as Float32Array | Float64Array, start, end, bits, bitOff)
         : data.values instanceof BigInt64Array
-          ? bigintMinMax(data.values, start, end, ok)
-          : intMinMax(data.values as Int32Array, start, end, ok);
+          ? bigintMinMax(data.values, start, end, bits, bitOff)
+          : intMinMax(data.values as Int32Array, start, end, bits, bitOff);
     if (!r) return;
     if (
       s.min === undefined ||
@@ -326,14 +333,40 @@ export class MetricsCollector {
   }
 }
 
+/** Bit k of an Arrow-style (LSB-first) bitmap. */
+function isSet(bits: Uint8Array, k: number): boolean {
+  return ((bits[k >> 3]! >> (k & 7)) & 1) !== 0;
+}
+
+/** Set bits in positions [from, to) of a bitmap. */
+function countSetBits(bits: Uint8Array, from: number, to: number): number {
+  let n = 0,
+    k = from;
+  for (; k < to && (k & 7) !== 0; k++) if (isSet(bits, k)) n++;
+  for (; k + 8 <= to; k += 8) {
+    let b = bits[k >> 3]!;
+    b = b - ((b >> 1) & 0x55);
+    b = (b & 0x33) + ((b >> 2) & 0x33);
+    n += (b + (b >> 4)) & 0x0f;
+  }
+  for (; k < to; k++) if (isSet(bits, k)) n++;
+  return n;
+}
+
 // Monomorphic loops, one per array kind: a shared loop over a union of typed arrays is several
-// times slower in V8.
-function intMinMax(v: Int32Array, start: number, end: number, ok: Uint8Array | null): { min: number; max: number } | undefined {
+// times slower in V8. A slot i is skipped when `bits` is set and bit (bitOff + i) of it is not.
+function intMinMax(
+  v: Int32Array,
+  start: number,
+  end: number,
+  bits: Uint8Array | null,
+  bitOff: number,
+): { min: number; max: number } | undefined {
   let min = 0,
     max = 0,
     seen = false;
   for (let i = start; i < end; i++) {
-    if (ok !== null && ok[i - start] === 0) continue;
+    if (bits !== null && ((bits[(bitOff + i) >> 3]! >> ((bitOff + i) & 7)) & 1) === 0) continue;
     const x = v[i]!;
     if (!seen) {
       min = max = x;
@@ -344,12 +377,18 @@ function intMinMax(v: Int32Array, start: number, end: number, ok: Uint8Array | n
   return seen ? { min, max } : undefined;
 }
 
-function bigintMinMax(v: BigInt64Array, start: number, end: number, ok: Uint8Array | null): { min: bigint; max: bigint } | undefined {
+function bigintMinMax(
+  v: BigInt64Array,
+  start: number,
+  end: number,
+  bits: Uint8Array | null,
+  bitOff: number,
+): { min: bigint; max: bigint } | undefined {
   let min = 0n,
     max = 0n,
     seen = false;
   for (let i = start; i < end; i++) {
-    if (ok !== null && ok[i - start] === 0) continue;
+    if (bits !== null && ((bits[(bitOff + i) >> 3]! >> ((bitOff + i) & 7)) & 1) === 0) continue;
     const x = v[i]!;
     if (!seen) {
       min = max = x;
@@ -369,13 +408,14 @@ function floatMinMax(
   v: Float32Array | Float64Array,
   start: number,
   end: number,
-  ok: Uint8Array | null,
+  bits: Uint8Array | null,
+  bitOff: number,
 ): { min: number; max: number } | undefined {
   let min = 0,
     max = 0,
     seen = false;
   for (let i = start; i < end; i++) {
-    if (ok !== null && ok[i - start] === 0) continue;
+    if (bits !== null && ((bits[(bitOff + i) >> 3]! >> ((bitOff + i) & 7)) & 1) === 0) continue;
     const x = v[i]!;
     if (x !== x) continue; // NaN: counted, never a bound
     if (!seen) {
@@ -389,13 +429,27 @@ function floatMinMax(
   return seen ? { min, max } : undefined;
 }
 
-function countNaNs(v: Float32Array | Float64Array, start: number, end: number, ok: Uint8Array | null): number {
+function countNaNs(v: Float32Array | Float64Array, start: number, end: number, bits: Uint8Array | null, bitOff: number): number {
   let n = 0;
   for (let i = start; i < end; i++) {
     const x = v[i]!;
-    if (x !== x && (ok === null || ok[i - start] === 1)) n++;
+    if (x !== x && (bits === null || ((bits[(bitOff + i) >> 3]! >> ((bitOff + i) & 7)) & 1) !== 0)) n++;
   }
   return n;
+}
+
+const NONE = 0,
+  HAS_FALSE = 1,
+  HAS_TRUE = 2;
+
+/** Which of false/true occur among the valid slots (bit-packed values at `valueOff`); stops once both have. */
+function boolMinMax(values: Uint8Array, valueOff: number, start: number, end: number, bits: Uint8Array | null, bitOff: number): number {
+  let r = NONE;
+  for (let i = start; i < end && r !== (HAS_FALSE | HAS_TRUE); i++) {
+    if (bits !== null && ((bits[(bitOff + i) >> 3]! >> ((bitOff + i) & 7)) & 1) === 0) continue;
+    r |= ((values[(valueOff + i) >> 3]! >> ((valueOff + i) & 7)) & 1) !== 0 ? HAS_TRUE : HAS_FALSE;
+  }
+  return r;
 }
 
 function byteRangeMinMax(
@@ -403,28 +457,37 @@ function byteRangeMinMax(
   bytes: Uint8Array,
   start: number,
   end: number,
-  ok: Uint8Array | null,
+  bits: Uint8Array | null,
+  bitOff: number,
 ): { min: Uint8Array; max: Uint8Array } | undefined {
   let minA = -1,
     minB = -1,
     maxA = -1,
-    maxB = -1;
+    maxB = -1,
+    // first byte of the current min/max (-1: empty); a value whose first byte differs is decided
+    // without a full comparison
+    minF = -1,
+    maxF = -1;
   const big = offs instanceof BigInt64Array;
   for (let i = start; i < end; i++) {
-    if (ok !== null && ok[i - start] === 0) continue;
+    if (bits !== null && ((bits[(bitOff + i) >> 3]! >> ((bitOff + i) & 7)) & 1) === 0) continue;
     const a = big ? Number(offs[i]!) : (offs[i] as number),
       b = big ? Number(offs[i + 1]!) : (offs[i + 1] as number);
+    const f = a < b ? bytes[a]! : -1;
     if (minA < 0) {
       minA = maxA = a;
       minB = maxB = b;
+      minF = maxF = f;
       continue;
     }
-    if (compareRange(bytes, a, b, minA, minB) < 0) {
+    if (f <= minF && compareRange(bytes, a, b, minA, minB) < 0) {
       minA = a;
       minB = b;
-    } else if (compareRange(bytes, a, b, maxA, maxB) > 0) {
+      minF = f;
+    } else if (f >= maxF && compareRange(bytes, a, b, maxA, maxB) > 0) {
       maxA = a;
       maxB = b;
+      maxF = f;
     }
   }
   return minA < 0 ? undefined : { min: bytes.slice(minA, minB), max: bytes.slice(maxA, maxB) };
