@@ -2,7 +2,9 @@
  * The resources every ingest and maintenance step of a worker uses: the config, the catalog +
  * FileIO (`Tables`) and Kafka. Created once per worker process; tests inject their own. No Temporal.
  */
+import { availableParallelism } from 'node:os';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { EncoderPool } from '../iceberg/parquet';
 import { findTable, type FloeConfig, type TableConfig } from '../config';
 import { FailureType, nonRetryable } from '../contract';
 import type { BufferBudget } from './buffer-budget';
@@ -19,6 +21,8 @@ export interface Deps {
   admin: Admin;
   /** Kafka consumers kept across cycles, one per (table, partition group). */
   consumers: ConsumerPool;
+  /** Threads that encode the Parquet of ingest cycles; none: encode on the activity's thread. */
+  encoders?: EncoderPool;
   close(): Promise<void>;
 }
 
@@ -28,13 +32,17 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
   const admin = kafka.admin();
   await admin.connect();
   const consumers = new ConsumerPool(kafka);
+  const threads = encoderThreadsFromEnv();
+  const encoders = threads > 0 ? new EncoderPool(threads) : undefined;
   return {
     cfg,
     tables,
     kafka,
     admin,
     consumers,
+    ...(encoders ? { encoders } : {}),
     close: async () => {
+      await encoders?.close();
       // A cursor mirror still running holds a kafkajs consumer: let it finish before disconnecting.
       await awaitMirrors();
       await consumers.close();
@@ -65,4 +73,18 @@ export async function tableLocation(tables: Tables, table: string): Promise<stri
   let l = byName.get(table);
   if (l === undefined) byName.set(table, (l = (await tables.load(table)).metadata.location));
   return l;
+}
+
+/**
+ * FLOE_PARQUET_THREADS: threads that encode Parquet beside the thread that reads Kafka (0: encode
+ * on that thread). Default: one per core beyond the first, at most 4 (1 on a 2-core machine).
+ */
+export function encoderThreadsFromEnv(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
+  const v = env.FLOE_PARQUET_THREADS;
+  if (v === undefined || v === '') return Math.max(1, Math.min(4, cores - 1));
+  if (!/^\d+$/.test(v.trim()))
+    throw new Error(
+      `FLOE_PARQUET_THREADS: expected a whole number of threads (0 encodes on the reading thread), found ${JSON.stringify(v)}`,
+    );
+  return Number(v.trim());
 }

@@ -20,53 +20,71 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const attempt = run.attempt;
   const wm = await topicWatermarks(deps.admin, t.topic);
   const allPartitions = Object.keys(wm.high).map(Number);
-  const rows: Row[] = [];
   const deadRows: Row[] = [];
-  // A reader of its own per poll (the kept ConsumerPool is off until the ingest-restarts failure
-  // seen with it after a Kafka restart is understood).
-  const outcome = await pollPartitions(
-    deps.kafka,
-    t.topic,
-    input.partitions,
-    input.startOffsets,
-    {
-      maxWaitMs: input.maxWaitMs,
-      maxRecords: input.maxRecords,
-      maxBytes: input.maxBytes,
-      // A retried attempt (its worker died) stops once it has caught up with what was there when it
-      // started, instead of waiting out a whole interval: rows are visible again sooner after a crash.
-      stopAt: input.stopAt ?? (input.untilCaughtUp || run.attempt > 1 ? wm.high : undefined),
-      limit: input.limit,
-      signal: run.signal,
-    },
-    (rec) => {
-      try {
-        // compiled once per table config: every row it returns is writable under t's partition spec
-        rows.push(decodeRecord(t, rec));
-      } catch (e) {
-        // A config no record can decode is not this record's fault: fail the cycle, visibly.
-        if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
-        // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
-        deadRows.push(deadLetterRow(t.topic, rec, e));
-      }
-      if (rows.length + deadRows.length === 1) crashPoint('poll');
-    },
-    // Progress in every heartbeat: a hung poll (no progress, still beating) is visible in the UI.
-    (o) => run.heartbeat({ phase: 'poll', records: o.records, bytes: o.bytes }),
-  );
-  // Cancelled (workflow cancelled or timed out): stop here; nothing written, nothing to undo.
-  if (run.signal?.aborted) throw new StepCancelled('pollAndWrite cancelled');
+  const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
+  // Rows are encoded while the poll goes on (on the encoder threads when the worker has them).
+  // Until this cycle commits, its files are unreachable: a marker written before the first of them
+  // keeps the orphan sweep off them however long the cycle takes (another group stuck, a paused
+  // worker). The commit clears it.
+  const table = await deps.tables.openRowWriter(t.table, prefix, {
+    targetFileSizeBytes: t.targetFileSizeBytes,
+    ...(deps.encoders ? { encoder: deps.encoders.open } : {}),
+    beforeFirstFile: async () =>
+      markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`),
+  });
+  let outcome,
+    seen = 0;
+  try {
+    // A reader of its own per poll (the kept ConsumerPool is off until the ingest-restarts failure
+    // seen with it after a Kafka restart is understood).
+    outcome = await pollPartitions(
+      deps.kafka,
+      t.topic,
+      input.partitions,
+      input.startOffsets,
+      {
+        maxWaitMs: input.maxWaitMs,
+        maxRecords: input.maxRecords,
+        maxBytes: input.maxBytes,
+        // A retried attempt (its worker died) stops once it has caught up with what was there when it
+        // started, instead of waiting out a whole interval: rows are visible again sooner after a crash.
+        stopAt: input.stopAt ?? (input.untilCaughtUp || run.attempt > 1 ? wm.high : undefined),
+        limit: input.limit,
+        signal: run.signal,
+      },
+      (rec) => {
+        if (++seen === 1) crashPoint('poll');
+        let row: Row;
+        try {
+          // compiled once per table config: every row it returns is writable under t's partition spec
+          row = decodeRecord(t, rec);
+        } catch (e) {
+          // A config no record can decode is not this record's fault: fail the cycle, visibly.
+          if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
+          // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
+          deadRows.push(deadLetterRow(t.topic, rec, e));
+          return;
+        }
+        table.add(row); // a failure here is the batch's (encoding, storage), not the record's
+      },
+      // Progress in every heartbeat: a hung poll (no progress, still beating) is visible in the UI.
+      (o) => run.heartbeat({ phase: 'poll', records: o.records, bytes: o.bytes }),
+    );
+  } catch (e) {
+    table.abort();
+    throw e;
+  }
+  // Cancelled (workflow cancelled or timed out): stop here; nothing to undo (written files are orphans).
+  if (run.signal?.aborted) {
+    table.abort();
+    throw new StepCancelled('pollAndWrite cancelled');
+  }
   // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
   // did not land (fenced, or its worker died): recording them again would duplicate them.
   const floor = input.deadLetterFloor ?? {};
   const freshDeadRows = deadRows.filter(
     (r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!),
   );
-  const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
-  // Until this cycle commits, its files are unreachable: markers keep the orphan sweep off them
-  // however long the cycle takes (another group stuck, a paused worker). The commit clears them.
-  if (rows.length > 0)
-    await markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`);
   if (freshDeadRows.length > 0)
     await markPending(
       deps.tables.io,
@@ -74,11 +92,11 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
       pendingOwner(input.ingestId),
       `${input.commitId}-`,
     );
-  // Writing a large cycle takes a while: keep heartbeating so only a dead worker times out.
+  // Finishing a large cycle's files takes a while: keep heartbeating so only a dead worker times out.
   const beat = setInterval(() => run.heartbeat({ phase: 'write', records: outcome.records, bytes: outcome.bytes }), 2000);
   let files, deadLetterFiles;
   try {
-    files = rows.length === 0 ? [] : await deps.tables.writeDataFiles(t.table, rows, prefix, t.targetFileSizeBytes);
+    files = await table.close();
     deadLetterFiles =
       freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
   } finally {
@@ -98,7 +116,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
     endOffsets: outcome.next,
     highWatermarks,
-    records: rows.length,
+    records: table.rows,
     deadLetters: freshDeadRows.length,
     bytes: outcome.bytes,
   };

@@ -19,7 +19,7 @@ import { IcebergError, isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
 import { newTableMetadata } from '../iceberg/spec/metadata';
 import type { DataFile, LoadedTable, NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
-import { writePartitionedRows } from '../iceberg/parquet';
+import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory } from '../iceberg/parquet';
 import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
 
@@ -44,6 +44,13 @@ export interface AppendRequest {
   base?: LoadedTable;
 }
 
+export interface RowWriterOptions {
+  targetFileSizeBytes: number;
+  encoder?: FileEncoderFactory;
+  /** Runs once before the first file is written. */
+  beforeFirstFile?: () => Promise<void>;
+}
+
 export interface Tables {
   catalog: Catalog;
   io: FileIO;
@@ -52,6 +59,11 @@ export interface Tables {
   ensureIngestTables(t: TableConfig): Promise<void>;
   /** Writes rows as Parquet, one file per table partition (rolled at the target size). */
   writeDataFiles(table: string, rows: Row[], prefix: string, targetFileSizeBytes: number): Promise<DataFile[]>;
+  /**
+   * A writer that takes rows one by one while they are still being read and encodes behind the
+   * reader (`encoder`: on worker threads); files as for writeDataFiles. Close or abort it.
+   */
+  openRowWriter(table: string, prefix: string, opts: RowWriterOptions): Promise<PartitionedRowWriter>;
   /**
    * Appends `files` (and properties) in one snapshot through the library's Transaction, exactly
    * once as far as `validate` can tell. Concurrency: optimistic; CAS conflicts reload, re-validate
@@ -166,6 +178,8 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     });
   };
 
+  // Parquet bytes per Arrow byte of each table's last files.
+  const ratios = new Map<string, number>();
   const tables: Tables = {
     catalog,
     io,
@@ -181,6 +195,20 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       return writePartitionedRows(io, metadata, rows, {
         targetFileSizeBytes,
         fileName: (n) => `${prefix}-${String(n).padStart(5, '0')}.parquet`,
+      });
+    },
+
+    async openRowWriter(table, prefix, opts) {
+      const { metadata } = await tables.load(table);
+      const ratio = ratios.get(table);
+      return new PartitionedRowWriter(io, metadata, {
+        targetFileSizeBytes: opts.targetFileSizeBytes,
+        fileName: (n) => `${prefix}-${String(n).padStart(5, '0')}.parquet`,
+        ...(opts.encoder ? { encoder: opts.encoder } : {}),
+        ...(opts.beforeFirstFile ? { beforeFirstFile: opts.beforeFirstFile } : {}),
+        ...(ratio === undefined ? {} : { compressionRatioHint: ratio }),
+        // the next cycle's writer starts from what this one learned (no trial encode per cycle)
+        learnedRatio: (r) => ratios.set(table, r),
       });
     },
 

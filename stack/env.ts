@@ -51,6 +51,7 @@ export const OPTIONAL_ENV_VARS = [
   'FLOE_VERBOSE',
   'FLOE_WORKER_BUFFER_BYTES',
   'FLOE_ACTIVITY_SLOTS',
+  'FLOE_PARQUET_THREADS',
 ] as const;
 
 export interface StackEnv {

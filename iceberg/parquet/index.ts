@@ -51,4 +51,10 @@ export {
   type WrittenDataFile,
 } from './rolling-writer';
 export { readParquetBatches, readParquetInfo, readParquetTable, type ParquetFileInfo, type ReadParquetOptions } from './reader';
-export { writePartitionedRows, type PartitionedWriteOptions } from './partitioned-writer';
+export {
+  PartitionedRowWriter,
+  writePartitionedRows,
+  type PartitionedRowWriterOptions,
+  type PartitionedWriteOptions,
+} from './partitioned-writer';
+export { EncoderPool, inProcessEncoder, type FileEncoder, type FileEncoderFactory } from './encoder-pool';

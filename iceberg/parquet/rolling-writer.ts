@@ -25,7 +25,7 @@ import { DEFAULT_TARGET_FILE_SIZE_BYTES } from '../spec/table-properties';
 import type { DataFile, Schema } from '../spec/types';
 import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
 import { conformBatch } from './conform';
-import { ParquetStreamWriter } from './stream-writer';
+import { inProcessEncoder, type FileEncoder, type FileEncoderFactory } from './encoder-pool';
 import { arrowByteLength, encodeParquet, type ParquetWriteOptions } from './writer';
 import { icebergToArrowSchema } from './schema';
 
@@ -37,7 +37,8 @@ export type WrittenDataFile = Omit<DataFile, 'specId' | 'partition'>;
 
 export interface RollingWriterOptions extends ParquetWriteOptions {
   schema: Schema;
-  io: FileIO;
+  /** Where finished files go (only `write` is used). */
+  io: Pick<FileIO, 'write'>;
   /** Location of the next file; called once per file, right before it is written. */
   location: (fileIndex: number) => string;
   targetFileSizeBytes?: number;
@@ -47,6 +48,8 @@ export interface RollingWriterOptions extends ParquetWriteOptions {
   compressionRatioHint?: number;
   /** Rows of Arrow data buffered in JS before they are handed to the encoder (default 65536). */
   coalesceRows?: number;
+  /** Where files are encoded (default: on this thread); an EncoderPool's `open` encodes on worker threads. */
+  encoder?: FileEncoderFactory;
 }
 
 export class RollingParquetWriter {
@@ -55,7 +58,8 @@ export class RollingParquetWriter {
   private readonly batchRows: number;
   private ratio: number | undefined;
   private pendingRows: Row[] = [];
-  private file: ParquetStreamWriter | undefined;
+  private file: FileEncoder | undefined;
+  private readonly encoder: FileEncoderFactory;
   private bufferedArrowBytes = 0;
   private readonly files: WrittenDataFile[] = [];
   private closed = false;
@@ -66,6 +70,7 @@ export class RollingParquetWriter {
     if (!(this.target > 0)) throw IcebergError.mismatch('DataInvalid', 'targetFileSizeBytes', '> 0', this.target);
     this.batchRows = opts.batchRows ?? 8192;
     this.ratio = opts.compressionRatioHint;
+    this.encoder = opts.encoder ?? inProcessEncoder;
   }
 
   /** Parquet bytes per Arrow byte learned so far (pass to the next writer as a hint). */
@@ -156,13 +161,20 @@ export class RollingParquetWriter {
 
   private async trialRatio(batch: arrow.RecordBatch): Promise<number> {
     const sample = batch.numRows > 8192 ? batch.slice(0, 8192) : batch;
+    if (this.opts.encoder) {
+      // on the encoder's thread, like the files themselves
+      const trial = this.encoder(this.opts.schema, this.arrowSchema, { ...this.opts, metrics: () => ({ kind: 'none' }) });
+      await trial.write(sample);
+      const w = await trial.finish();
+      return w.bytes.length / Math.max(1, w.arrowBytes);
+    }
     const w = await encodeParquet(this.opts.schema, this.arrowSchema, [sample], { ...this.opts, metrics: () => ({ kind: 'none' }) });
     return w.bytes.length / Math.max(1, w.arrowBytes);
   }
 
   /** `accounted`: bytes charged against the file's budget; `exact`: the batch's real Arrow bytes. */
   private async append(batch: arrow.RecordBatch, accounted: number, exact = accounted): Promise<void> {
-    this.file ??= new ParquetStreamWriter(this.opts.schema, this.arrowSchema, this.opts);
+    this.file ??= this.encoder(this.opts.schema, this.arrowSchema, this.opts);
     this.bufferedArrowBytes += accounted;
     await this.file.write(batch, exact);
   }

@@ -112,13 +112,33 @@ export class ParquetStreamWriter {
     this.reading?.catch(() => undefined);
   }
 
+  /**
+   * Adds batches that arrive already serialized as one Arrow IPC stream (from another thread:
+   * encoder-pool.ts): metrics come from the parsed `batches`, the encoder reads the same bytes,
+   * so nothing is serialized twice.
+   */
+  async writeIpc(ipc: Uint8Array, batches: readonly arrow.RecordBatch[], arrowBytes: number): Promise<void> {
+    if (this.done) throw new IcebergError('Unexpected', 'ParquetStreamWriter used after finish()/abort()');
+    if (batches.length === 0) return;
+    await this.flush(); // keep row order with batches added by write()
+    for (const b of batches) {
+      this.metrics.add(b);
+      this.recordCount += b.numRows;
+    }
+    this.arrowBytesIn += arrowBytes;
+    await this.enqueue(ipc, batches[0]!);
+  }
+
   /** Hands the buffered batches to wasm as one IPC stream; waits while the encoder is behind. */
   private async flush(): Promise<void> {
     if (this.pending.length === 0) return;
     const batches = this.pending;
     this.pending = [];
     this.pendingRows = 0;
-    const ipc = arrow.tableToIPC(new arrow.Table(this.arrowSchema, batches), 'stream');
+    await this.enqueue(arrow.tableToIPC(new arrow.Table(this.arrowSchema, batches), 'stream'), batches[0]!);
+  }
+
+  private async enqueue(ipc: Uint8Array, first: arrow.RecordBatch): Promise<void> {
     const table = parquetWasm.Table.fromIPCStream(ipc);
     let wasmBatches: WasmRecordBatch[];
     try {
@@ -126,7 +146,7 @@ export class ParquetStreamWriter {
     } finally {
       table.free();
     }
-    if (!this.controller) this.start(batches[0]!);
+    if (!this.controller) this.start(first);
     for (const rb of wasmBatches) {
       this.controller!.enqueue(rb);
       // Backpressure: wait until the encoder asked for more (or failed) before adding the next.

@@ -1,0 +1,120 @@
+/** Parquet encoding on worker threads (iceberg/parquet/encoder-pool.ts) against the same writer on this thread. */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { MemoryFileIO } from '../../iceberg/io/memory';
+import { EncoderPool } from '../../iceberg/parquet/encoder-pool';
+import { icebergToArrowSchema, readParquetBatches, RollingParquetWriter, writeDataFile } from '../../iceberg/parquet';
+import { IcebergError } from '../../iceberg/errors';
+import type { Schema } from '../../iceberg/spec/types';
+
+const schema: Schema = {
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: 'long' },
+    { id: 2, name: 'payload', required: false, type: 'string' },
+    { id: 3, name: 'amount', required: false, type: 'double' },
+  ],
+};
+
+const rowsFrom = (start: number, n: number) =>
+  Array.from({ length: n }, (_, k) => {
+    const i = start + k;
+    return { id: BigInt(i), payload: i % 7 === 0 ? null : `p-${(i * 2654435761) >>> 0}`, amount: i % 11 === 0 ? NaN : i / 4 };
+  });
+
+describe('Parquet encoder pool (worker threads)', () => {
+  const pool = new EncoderPool(2);
+  after(() => pool.close());
+
+  it('writes the same rows, metrics and files as encoding on this thread', async () => {
+    const input = rowsFrom(0, 50_000);
+    const write = (encoder?: EncoderPool['open']) =>
+      writeDataFile(new MemoryFileIO(), {
+        schema,
+        rows: input,
+        targetFileSizeBytes: 200 * 1024,
+        coalesceRows: 10_000,
+        location: (i) => `memory://t/f-${i}.parquet`,
+        ...(encoder ? { encoder } : {}),
+      });
+    const local = await write();
+    const remote = await write(pool.open);
+    assert.ok(local.length >= 2, `several files (${local.length})`);
+    assert.equal(remote.length, local.length);
+    for (let i = 0; i < local.length; i++) {
+      const [a, b] = [local[i]!, remote[i]!];
+      assert.equal(b.recordCount, a.recordCount);
+      assert.deepEqual(b.valueCounts, a.valueCounts);
+      assert.deepEqual(b.nullValueCounts, a.nullValueCounts);
+      assert.deepEqual(b.nanValueCounts, a.nanValueCounts);
+      assert.deepEqual(b.lowerBounds, a.lowerBounds);
+      assert.deepEqual(b.upperBounds, a.upperBounds);
+      assert.deepEqual(b.columnSizes, a.columnSizes);
+      assert.deepEqual(b.splitOffsets, a.splitOffsets);
+      assert.equal(b.fileSizeInBytes, a.fileSizeInBytes);
+    }
+  });
+
+  it('files encode concurrently on both threads and read back whole', async () => {
+    const io = new MemoryFileIO();
+    const writers = [0, 1, 2, 3].map(
+      (w) =>
+        new RollingParquetWriter({ schema, io, encoder: pool.open, coalesceRows: 4096, location: (i) => `memory://t/w${w}-${i}.parquet` }),
+    );
+    for (let start = 0; start < 20_000; start += 2000)
+      await Promise.all(writers.map((w, k) => w.writeRows(rowsFrom(k * 1_000_000 + start, 2000))));
+    const files = (await Promise.all(writers.map((w) => w.close()))).flat();
+    assert.equal(files.length, 4);
+    for (const [k, f] of files.entries()) {
+      let rows = 0,
+        first: bigint | undefined;
+      for await (const b of readParquetBatches(io, f.filePath)) {
+        first ??= b.getChild('id')!.get(0) as bigint;
+        rows += b.numRows;
+      }
+      assert.equal(rows, 20_000);
+      assert.equal(f.recordCount, 20_000);
+      assert.equal(first, BigInt(k * 1_000_000));
+    }
+  });
+
+  it('an error on a thread comes back as an error; a wasm trap retires the thread and the next file gets a fresh one', async () => {
+    const io = new MemoryFileIO();
+    // on this thread, before anything crosses: a required column given a null
+    const bad = new RollingParquetWriter({ schema, io, encoder: pool.open, location: () => 'memory://t/bad.parquet' });
+    await assert.rejects(
+      (async () => {
+        await bad.writeRows([{ id: null as unknown as bigint, payload: 'x', amount: 1 }]);
+        await bad.close();
+      })(),
+      (e: Error) => e instanceof IcebergError && /column id: required, found null/.test(e.message),
+    );
+    // on the encoder thread: parquet-rs traps (wasm `unreachable`) on a row-group size of 0
+    const trap = new RollingParquetWriter({ schema, io, encoder: pool.open, rowGroupRows: 0, location: () => 'memory://t/trap.parquet' });
+    await assert.rejects(
+      (async () => {
+        await trap.writeRows(rowsFrom(0, 10));
+        await trap.close();
+      })(),
+      (e: Error) => e.name === 'RuntimeError',
+    );
+    for (let k = 0; k < 3; k++) {
+      const files = await writeDataFile(io, {
+        schema,
+        rows: rowsFrom(0, 100),
+        encoder: pool.open,
+        location: () => `memory://t/ok-${k}.parquet`,
+      });
+      assert.equal(files[0]!.recordCount, 100);
+    }
+    const aborted = pool.open(schema, icebergToArrowSchema(schema), {});
+    aborted.abort();
+    aborted.abort();
+    await assert.rejects(aborted.finish(), /finished twice/);
+  });
+
+  it('refuses a pool of no threads', () => {
+    assert.throws(() => new EncoderPool(0), /encoder threads: expected an integer >= 1, found 0/);
+  });
+});
