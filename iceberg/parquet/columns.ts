@@ -29,6 +29,8 @@ export type Columns = Record<string, ArrayLike<unknown>>;
 const PARENT_NULL: unique symbol = Symbol('parent-null');
 type Get = (i: number) => unknown;
 const STRING_CHUNK = 65536;
+/** Average UTF-16 length from which a chunk's strings are written one by one (measured). */
+const STRING_PER_VALUE = 16;
 
 function bad(path: string, expected: string, v: unknown): IcebergError {
   const shown =
@@ -153,42 +155,73 @@ function buildFloating(c: PrimitiveColumn, type: 'float' | 'double'): arrow.Data
   return finish(c, { data });
 }
 
+/** A string that has a UTF-8 form (no unpaired surrogates), else the column's error. */
+function wellFormed(str: string, path: string): void {
+  // An unpaired surrogate has no UTF-8 form: encoding would silently write U+FFFD instead
+  // (and two halves in neighbouring values would pair up in a joined chunk, shifting offsets).
+  if (!(str as string & { isWellFormed(): boolean }).isWellFormed()) throw bad(path, 'a Unicode string (no unpaired surrogates)', str);
+}
+
 /**
- * string: UTF-8 values and offsets. One UTF-8 encode per chunk of strings (join + Buffer.from)
- * is ~4x faster than a Buffer.write per value; offsets come from char lengths when the chunk is
- * all ASCII.
+ * string: UTF-8 values and offsets, encoded straight into one growing buffer. Per chunk of
+ * strings: long ones (>= STRING_PER_VALUE UTF-16 units on average) are written one by one;
+ * short ones are joined and written in one go (a write per value costs more than the join for
+ * them); offsets come from char lengths when the chunk is all ASCII.
  */
 function buildString(c: PrimitiveColumn): arrow.Data {
   const { get, length, nullable, validity, path } = c;
   const valueOffsets = new Int32Array(length + 1);
-  const parts: Buffer[] = [];
+  const strs: string[] = new Array(Math.min(length, STRING_CHUNK));
+  let buf = Buffer.allocUnsafeSlow(0);
   let pos = 0;
+  /** Room for `bytes` more bytes at `pos`; `rest` estimates what follows (growth headroom). */
+  const reserve = (bytes: number, rest: number): void => {
+    if (buf.length - pos >= bytes) return;
+    const grown = Buffer.allocUnsafeSlow(Math.max(pos + bytes + rest, Math.min(2 * buf.length, 0x7fffffff)));
+    buf.copy(grown, 0, 0, pos);
+    buf = grown;
+  };
   for (let c0 = 0; c0 < length; c0 += STRING_CHUNK) {
     const c1 = Math.min(length, c0 + STRING_CHUNK);
-    const strs: string[] = new Array(c1 - c0);
+    let chars = 0;
     for (let i = c0; i < c1; i++) {
       const v = nullCheck(get(i), i, nullable, validity, path);
-      if (v === null || v === PARENT_NULL) strs[i - c0] = '';
-      else if (typeof v !== 'string') throw bad(path, 'a string', v);
-      else strs[i - c0] = v;
+      let str = '';
+      if (v !== null && v !== PARENT_NULL) {
+        if (typeof v !== 'string') throw bad(path, 'a string', v);
+        str = v;
+      }
+      strs[i - c0] = str;
+      chars += str.length;
     }
-    const joined = strs.join('');
-    const bytes = Buffer.from(joined, 'utf8');
-    const ascii = bytes.length === joined.length;
-    for (let i = c0; i < c1; i++) {
-      const str = strs[i - c0]!;
-      // An unpaired surrogate has no UTF-8 form: encoding would silently write U+FFFD instead
-      // (and two halves in neighbouring values would pair up in `joined`, shifting every offset).
-      if (!ascii && !(str as string & { isWellFormed(): boolean }).isWellFormed())
-        throw bad(path, 'a Unicode string (no unpaired surrogates)', str);
-      pos += ascii ? str.length : Buffer.byteLength(str, 'utf8');
-      valueOffsets[i + 1] = pos;
+    const rest = Math.ceil((chars / (c1 - c0)) * (length - c1)); // the coming chunks, if alike
+    if (chars >= STRING_PER_VALUE * (c1 - c0)) {
+      for (let i = c0; i < c1; i++) {
+        const str = strs[i - c0]!;
+        // 3 bytes per UTF-16 unit always suffice; only near the end is the exact length needed
+        if (buf.length - pos < 3 * str.length) reserve(Buffer.byteLength(str, 'utf8'), rest);
+        const n = buf.write(str, pos, 'utf8');
+        if (n !== str.length) wellFormed(str, path);
+        pos += n;
+        if (pos > 0x7fffffff) throw bad(path, 'less than 2 GiB of string data per batch', `${pos} bytes`);
+        valueOffsets[i + 1] = pos;
+      }
+    } else {
+      const joined = c1 - c0 === strs.length ? strs.join('') : strs.slice(0, c1 - c0).join('');
+      const bytes = Buffer.byteLength(joined, 'utf8');
+      if (pos + bytes > 0x7fffffff) throw bad(path, 'less than 2 GiB of string data per batch', `${pos + bytes} bytes`);
+      reserve(bytes, rest);
+      buf.write(joined, pos, 'utf8');
+      const ascii = bytes === joined.length;
+      for (let i = c0; i < c1; i++) {
+        const str = strs[i - c0]!;
+        if (!ascii) wellFormed(str, path);
+        pos += ascii ? str.length : Buffer.byteLength(str, 'utf8');
+        valueOffsets[i + 1] = pos;
+      }
     }
-    if (pos > 0x7fffffff) throw bad(path, 'less than 2 GiB of string data per batch', `${pos} bytes`);
-    parts.push(bytes);
   }
-  const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, pos);
-  return finish(c, { valueOffsets, data: new Uint8Array(data.buffer, data.byteOffset, pos) });
+  return finish(c, { valueOffsets, data: new Uint8Array(buf.buffer, buf.byteOffset, pos) });
 }
 
 /** binary: Uint8Array values and offsets. */

@@ -1,0 +1,47 @@
+/**
+ * columnsToRecordBatch string encoding: chunks of short strings (joined) and of long ones
+ * (written value by value), ASCII and not, across chunk boundaries and buffer growth.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { columnsToRecordBatch, icebergToArrowSchema, rowsToRecordBatch } from '../../iceberg/parquet';
+import type { Schema } from '../../iceberg/spec/types';
+
+const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 's', required: false, type: 'string' }] };
+
+function decoded(values: Array<string | null>): Array<string | null> {
+  const batch = columnsToRecordBatch(schema, { s: values }, values.length, icebergToArrowSchema(schema));
+  const data = batch.data.children[0]!;
+  const offsets = data.valueOffsets;
+  assert.equal(offsets[values.length], data.values.length, 'last offset = bytes of values');
+  return [...batch.getChildAt(0)!] as Array<string | null>;
+}
+
+test('strings round-trip through every encoding path, across chunks', () => {
+  const n = 65536 * 3 + 17; // four chunks
+  const long = (i: number): string => `${'x'.repeat(40)}-${i}`;
+  const cases: Array<[string, (i: number) => string | null]> = [
+    ['short ASCII', (i) => (i % 5 === 0 ? null : `v${i % 97}`)],
+    ['long ASCII', (i) => (i % 11 === 0 ? null : long(i))],
+    ['short, some non-ASCII', (i) => (i % 1000 === 3 ? `é${i}` : `a${i % 13}`)],
+    ['long, some non-ASCII', (i) => (i % 999 === 0 ? `😀${long(i)}ü` : long(i))],
+    // a first chunk of short ASCII sizes the buffer; later chunks of long 3-byte text outgrow it
+    ['short then long non-ASCII', (i) => (i < 65536 ? '' : `${'漢'.repeat(30)}${i}`)],
+    ['empty and null', (i) => (i % 2 === 0 ? '' : null)],
+  ];
+  for (const [what, gen] of cases) {
+    const values = Array.from({ length: n }, (_, i) => gen(i));
+    const got = decoded(values);
+    assert.equal(got.length, n, what);
+    for (let i = 0; i < n; i++) if (got[i] !== values[i]) assert.fail(`${what}: row ${i}: ${got[i]} !== ${values[i]}`);
+  }
+});
+
+test('an unpaired surrogate is refused in a long-string chunk too', () => {
+  const values = Array.from({ length: 100 }, (_, i) => `${'y'.repeat(30)}${i}`);
+  values[42] = `${'y'.repeat(30)}\ud800`;
+  assert.throws(() => decoded(values), /column s: expected a Unicode string \(no unpaired surrogates\)/);
+  values[42] = `${'y'.repeat(30)}\ud83d\ude00`; // a pair is fine
+  assert.equal(decoded(values)[42], values[42]);
+  assert.throws(() => rowsToRecordBatch(schema, [{ s: 'x'.repeat(20) }, { s: 5 }]), /column s: expected a string, found 5/);
+});
