@@ -177,7 +177,8 @@ function buildString(c: PrimitiveColumn): arrow.Data {
   /** Room for `bytes` more bytes at `pos`; `rest` estimates what follows (growth headroom). */
   const reserve = (bytes: number, rest: number): void => {
     if (buf.length - pos >= bytes) return;
-    const grown = Buffer.allocUnsafeSlow(Math.max(pos + bytes + rest, Math.min(2 * buf.length, 0x7fffffff)));
+    // the estimate is a hint: never past 2 GiB (the batch limit), never less than needed
+    const grown = Buffer.allocUnsafeSlow(Math.max(pos + bytes, Math.min(Math.max(pos + bytes + rest, 2 * buf.length), 0x7fffffff)));
     buf.copy(grown, 0, 0, pos);
     buf = grown;
   };
@@ -221,7 +222,9 @@ function buildString(c: PrimitiveColumn): arrow.Data {
       }
     }
   }
-  return finish(c, { valueOffsets, data: new Uint8Array(buf.buffer, buf.byteOffset, pos) });
+  // an estimate far off (later chunks shorter than the first): keep only what is used
+  const data = buf.length - pos > (pos >> 3) + 4096 ? new Uint8Array(buf.subarray(0, pos)) : buf;
+  return finish(c, { valueOffsets, data: new Uint8Array(data.buffer, data.byteOffset, pos) });
 }
 
 /** binary: Uint8Array values and offsets. */
