@@ -5,7 +5,12 @@
  * upload, and the commit (files-exist check, manifests, metadata, catalog CAS). A bare kafkajs
  * read of the same records runs in the same process as the reference.
  *
- * Usage: npx tsx bench/cycle-phases.ts [--events 100000] [--partitions 1] [--cycles 3] [--fresh]
+ * By default the poll runs as the worker runs it (ingest/poll-write.ts: rows are encoded on the
+ * encoder threads while the poll reads on), timed as one "poll+write" phase; `--split` reads
+ * everything, then decodes, then writes, each timed alone (where the time would go unpipelined).
+ * FLOE_PARQUET_THREADS=0 encodes on the reading thread.
+ *
+ * Usage: npx tsx bench/cycle-phases.ts [--events 100000] [--partitions 1] [--cycles 3] [--fresh] [--split]
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { ensureStack } from '../stack/stack';
@@ -16,6 +21,8 @@ import { createDeps } from '../ingest/deps';
 import { planCycle } from '../ingest/plan-cycle';
 import { pollPartitions } from '../ingest/kafka';
 import { decodeRecord, type Row } from '../ingest/decode';
+import { pollAndWrite } from '../ingest/poll-write';
+import type { FileListEntry } from '../ingest/types';
 import { commitCycle } from '../ingest/commit-cycle';
 import { dataFileToWire } from '../iceberg/spec/data-file';
 
@@ -28,6 +35,7 @@ const PARTITIONS = arg('partitions', 1);
 const CYCLES = arg('cycles', 3);
 /** Poll with a fresh consumer (and group join) per cycle instead of the worker's kept consumer. */
 const FRESH = process.argv.includes('--fresh');
+const SPLIT = process.argv.includes('--split');
 
 function config(name: string): FloeConfig {
   return loadConfig(
@@ -52,9 +60,11 @@ async function main() {
   const deps = await createDeps(cfg);
   const partitions = Array.from({ length: PARTITIONS }, (_, i) => i);
   console.log(
-    `cycle phases: ${EVENTS} events of ~1 KiB JSON, ${PARTITIONS} partition(s), ${CYCLES} cycles of ${t.maxRecordsPerCycle} records, ${FRESH ? 'a fresh consumer per cycle' : 'kept consumer'}, ${new Date().toISOString()}`,
+    `cycle phases: ${EVENTS} events of ~1 KiB JSON, ${PARTITIONS} partition(s), ${CYCLES} cycles of ${t.maxRecordsPerCycle} records, ${SPLIT ? `read, decode, write one after another (${FRESH ? 'a fresh consumer per cycle' : 'kept consumer'})` : "the worker's poll step (encoding while reading)"}, encoder threads ${deps.encoders?.size ?? 0}, ${new Date().toISOString()}`,
   );
-  console.log('cycle  records  plan ms  poll: join+first ms  read ms  decode ms  write ms  commit ms  total ms  rec/s');
+  console.log(
+    `cycle  records  plan ms  poll: join+first ms  read ms  decode ms  ${SPLIT ? 'write ms' : 'poll+decode+write ms'}  commit ms  total ms  rec/s`,
+  );
   let total = 0,
     totalMs = 0;
   try {
@@ -62,27 +72,57 @@ async function main() {
       const t0 = now();
       const plan = await planCycle(deps, { table: t.table, ingestId: 'main' }, DETACHED_RUN);
       const t1 = now();
-      const records: Parameters<typeof decodeRecord>[1][] = [];
-      let first = 0;
-      const outcome = await (FRESH ? pollPartitions.bind(null, deps.kafka) : deps.consumers.poll.bind(deps.consumers, t.table))(
-        t.topic,
-        partitions,
-        plan.startOffsets,
-        {
-          maxWaitMs: 10_000,
-          maxRecords: t.maxRecordsPerCycle,
-          maxBytes: t.maxBytesPerCycle,
-          stopAt: plan.highWatermarks,
-        },
-        (r) => {
-          if (records.length === 0) first = now();
-          records.push(r);
-        },
-      );
-      const t2 = now();
-      const rows: Row[] = records.map((r) => decodeRecord(t, r));
-      const t3 = now();
-      const files = await deps.tables.writeDataFiles(t.table, rows, `bench-${c}`, t.targetFileSizeBytes);
+      let first = 0,
+        t2: number,
+        t3: number,
+        files: FileListEntry[],
+        count: number,
+        endOffsets: Record<string, string>;
+      if (SPLIT) {
+        const records: Parameters<typeof decodeRecord>[1][] = [];
+        const outcome = await (FRESH ? pollPartitions.bind(null, deps.kafka) : deps.consumers.poll.bind(deps.consumers, t.table))(
+          t.topic,
+          partitions,
+          plan.startOffsets,
+          {
+            maxWaitMs: 10_000,
+            maxRecords: t.maxRecordsPerCycle,
+            maxBytes: t.maxBytesPerCycle,
+            stopAt: plan.highWatermarks,
+          },
+          (r) => {
+            if (records.length === 0) first = now();
+            records.push(r);
+          },
+        );
+        t2 = now();
+        const rows: Row[] = records.map((r) => decodeRecord(t, r));
+        t3 = now();
+        files = (await deps.tables.writeDataFiles(t.table, rows, `bench-${c}`, t.targetFileSizeBytes)).map(dataFileToWire);
+        count = rows.length;
+        endOffsets = outcome.next;
+      } else {
+        const r = await pollAndWrite(
+          deps,
+          {
+            table: t.table,
+            ingestId: 'main',
+            commitId: `bench-${name}-${c}`,
+            groupIndex: 0,
+            partitions,
+            startOffsets: plan.startOffsets,
+            maxWaitMs: 10_000,
+            maxRecords: t.maxRecordsPerCycle,
+            maxBytes: t.maxBytesPerCycle,
+            stopAt: plan.highWatermarks,
+          },
+          DETACHED_RUN,
+        );
+        t2 = t3 = now();
+        files = r.files;
+        count = r.records;
+        endOffsets = r.endOffsets;
+      }
       const t4 = now();
       await commitCycle(deps, {
         table: t.table,
@@ -92,18 +132,18 @@ async function main() {
         deadLetterFloor: plan.deadLetterFloor,
         deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
         startOffsets: plan.startOffsets,
-        endOffsets: outcome.next,
-        files: files.map(dataFileToWire),
+        endOffsets,
+        files,
         deadLetterFiles: [],
-        records: rows.length,
+        records: count,
         deadLetters: 0,
       });
       const t5 = now();
-      total += rows.length;
+      total += count;
       totalMs += t5 - t0;
       const f = (x: number) => x.toFixed(0).padStart(8);
       console.log(
-        `${String(c).padEnd(6)} ${String(rows.length).padEnd(8)} ${f(t1 - t0)} ${f((first || t2) - t1).padStart(20)} ${f(t2 - (first || t2))} ${f(t3 - t2).padStart(10)} ${f(t4 - t3).padStart(9)} ${f(t5 - t4).padStart(10)} ${f(t5 - t0).padStart(9)} ${(rows.length / ((t5 - t0) / 1000)).toFixed(0).padStart(6)}`,
+        `${String(c).padEnd(6)} ${String(count).padEnd(8)} ${f(t1 - t0)} ${(SPLIT ? f((first || t2) - t1) : '-').padStart(20)} ${(SPLIT ? f(t2 - (first || t2)) : '-').padStart(8)} ${(SPLIT ? f(t3 - t2) : '-').padStart(10)} ${f(t4 - (SPLIT ? t3 : t1)).padStart(9)} ${f(t5 - t4).padStart(10)} ${f(t5 - t0).padStart(9)} ${(count / ((t5 - t0) / 1000)).toFixed(0).padStart(6)}`,
       );
     }
     // Reference: a bare kafkajs consumer reading the same records (its group join included).

@@ -118,3 +118,18 @@ describe('Parquet encoder pool (worker threads)', () => {
     assert.throws(() => new EncoderPool(0), /encoder threads: expected an integer >= 1, found 0/);
   });
 });
+
+describe('FLOE_PARQUET_THREADS', () => {
+  it('defaults to one thread per core beyond the first, at least 1, at most 4; 0 encodes on the reading thread', async () => {
+    const { encoderThreadsFromEnv } = await import('../../ingest/deps');
+    assert.equal(encoderThreadsFromEnv({}, 2), 1);
+    assert.equal(encoderThreadsFromEnv({}, 1), 1);
+    assert.equal(encoderThreadsFromEnv({}, 16), 4);
+    assert.equal(encoderThreadsFromEnv({ FLOE_PARQUET_THREADS: '0' }, 8), 0);
+    assert.equal(encoderThreadsFromEnv({ FLOE_PARQUET_THREADS: ' 3 ' }, 2), 3);
+    assert.throws(
+      () => encoderThreadsFromEnv({ FLOE_PARQUET_THREADS: 'two' }, 2),
+      /FLOE_PARQUET_THREADS: expected a whole number of threads \(0 encodes on the reading thread\), found "two"/,
+    );
+  });
+});
