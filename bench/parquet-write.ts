@@ -7,6 +7,10 @@
  * The data is generated deterministically here and handed to Python as an Arrow IPC file, so
  * both sides encode identical bytes. Python: $FLOE_PYTHON, else $FLOE_HOME/venv/bin/python
  * (FLOE_HOME defaults to ~/.cache/floe); it needs pyarrow.
+ *
+ * Besides the headline ratio (same run, same codec) it prints where floe's time goes (CPU ms per
+ * step of `encodeParquet`, run step by step) and both writers without compression, which
+ * separates each encoder from its ZSTD (parquet-wasm's is compiled to wasm, pyarrow's native).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,9 +22,12 @@ import {
   columnsToRecordBatch,
   encodeParquet,
   icebergToArrowSchema,
+  MetricsCollector,
   rowsToRecordBatch,
   type Columns,
 } from '../iceberg/parquet';
+import { parquetWasm } from '../iceberg/parquet/wasm';
+import { highCardinalityColumns, readFooterFacts, writerProperties } from '../iceberg/parquet/writer';
 import type { Schema } from '../iceberg/spec/types';
 
 const schema: Schema = {
@@ -136,10 +143,38 @@ async function main(): Promise<void> {
   );
   // floe, encode only (Arrow already built): isolates parquet-wasm + metrics
   const viaArrow = await timed(() => encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' }));
+  const viaArrowPlain = await timed(() => encodeParquet(schema, arrowSchema, [batch], { codec: 'uncompressed' }));
+
+  // where the time goes: encodeParquet's steps one by one, CPU ms, median of `runs`
+  const phases: Record<string, number[]> = {},
+    phases2: Record<string, number[]> = {};
+  const phase = async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
+    const r = await timed(fn);
+    (phases[name] ??= []).push(r.cpu * 1000);
+    return r.value;
+  };
+  for (let k = 0; k < runs; k++) {
+    const b = await phase('columns -> Arrow', () => columnsToRecordBatch(schema, columns, rows, arrowSchema));
+    await phase('metrics', () => {
+      const m = new MetricsCollector(schema);
+      m.add(b);
+      return m.result();
+    });
+    const ipc = await phase('Arrow -> IPC (tableToIPC)', () => arrow.tableToIPC(new arrow.Table(arrowSchema, [b]), 'stream'));
+    const plain = await phase('highCardinalityColumns', () => highCardinalityColumns(b));
+    const table = await phase('IPC -> wasm (Table.fromIPCStream)', () => parquetWasm.Table.fromIPCStream(ipc));
+    const bytes = await phase('wasm encode (writeParquet)', () =>
+      parquetWasm.writeParquet(table, writerProperties({ codec: 'zstd' }, plain)),
+    );
+    await phase('readFooterFacts', () => readFooterFacts(schema, bytes));
+    const plainTable = parquetWasm.Table.fromIPCStream(ipc);
+    const t = await timed(() => parquetWasm.writeParquet(plainTable, writerProperties({ codec: 'uncompressed' }, plain)));
+    (phases2['wasm encode, no compression'] ??= []).push(t.cpu * 1000);
+  }
 
   // pyarrow on the same Arrow data
   const dir = mkdtempSync(join(tmpdir(), 'floe-bench-'));
-  let py: { times: number[]; cpu: number[]; bytes: number; version: string };
+  let py: { times: number[]; cpu: number[]; bytes: number; plainTimes: number[]; plainCpu: number[]; plainBytes: number; version: string };
   try {
     const ipc = join(dir, 'events.arrow');
     writeFileSync(ipc, arrow.tableToIPC(new arrow.Table([batch]), 'file'));
@@ -150,14 +185,18 @@ async function main(): Promise<void> {
         `
 import io, json, sys, time, pyarrow as pa, pyarrow.parquet as pq
 t = pa.ipc.open_file(sys.argv[1]).read_all()
-times, cpu = [], []
-for _ in range(int(sys.argv[2])):
-    sink = pa.BufferOutputStream()
-    s, c = time.perf_counter(), time.process_time()
-    pq.write_table(t, sink, compression='zstd')
-    times.append(time.perf_counter() - s)
-    cpu.append(time.process_time() - c)
-print(json.dumps({'times': times, 'cpu': cpu, 'bytes': sink.getvalue().size, 'version': pa.__version__}))
+def run(codec):
+    times, cpu = [], []
+    for _ in range(int(sys.argv[2])):
+        sink = pa.BufferOutputStream()
+        s, c = time.perf_counter(), time.process_time()
+        pq.write_table(t, sink, compression=codec)
+        times.append(time.perf_counter() - s)
+        cpu.append(time.process_time() - c)
+    return times, cpu, sink.getvalue().size
+times, cpu, size = run('zstd')
+ptimes, pcpu, psize = run('none')
+print(json.dumps({'times': times, 'cpu': cpu, 'bytes': size, 'plainTimes': ptimes, 'plainCpu': pcpu, 'plainBytes': psize, 'version': pa.__version__}))
 `,
         ipc,
         String(runs),
@@ -184,9 +223,24 @@ print(json.dumps({'times': times, 'cpu': cpu, 'bytes': sink.getvalue().size, 've
   console.log('(rows/s and MB/s from wall time; MB/s = Arrow MB in per second; cpu = process CPU time)');
   console.log(line('floe columns -> Parquet + metrics', fw, fc, parquetBytes));
   console.log(line('floe rows -> Parquet + metrics', viaRows.wall, viaRows.cpu));
-  console.log(line('floe Arrow -> Parquet + metrics', viaArrow.wall, viaArrow.cpu));
+  console.log(line('floe Arrow -> Parquet + metrics', viaArrow.wall, viaArrow.cpu, viaArrow.value.bytes.length));
   console.log(line(`pyarrow ${py.version} write_table`, pw, pc, py.bytes));
   console.log(`floe(columns) / pyarrow: wall ${(fw / pw).toFixed(2)}x, cpu ${(fc / pc).toFixed(2)}x`);
+  console.log(`floe(columns) throughput = ${(pw / fw).toFixed(2)}x pyarrow's (wall), ${(pc / fc).toFixed(2)}x (cpu)`);
+  console.log('\nwithout compression (the encoders alone; ZSTD cost = the difference):');
+  console.log(line('floe Arrow -> Parquet + metrics', viaArrowPlain.wall, viaArrowPlain.cpu, viaArrowPlain.value.bytes.length));
+  console.log(line(`pyarrow write_table(compression='none')`, median(py.plainTimes), median(py.plainCpu), py.plainBytes));
+  const floeZstd = median(phases['wasm encode (writeParquet)']!) / 1000 - median(phases2['wasm encode, no compression']!) / 1000;
+  console.log(`ZSTD cpu (medians): floe (wasm) ${floeZstd.toFixed(2)} s, pyarrow (native) ${(pc - median(py.plainCpu)).toFixed(2)} s`);
+  console.log(`\nfloe step by step, CPU ms (median of ${runs}):`);
+  let total = 0;
+  for (const [name, ms] of Object.entries(phases)) {
+    total += median(ms);
+    console.log(`  ${name.padEnd(36)} ${median(ms).toFixed(0).padStart(6)}`);
+  }
+  console.log(`  ${'sum'.padEnd(36)} ${total.toFixed(0).padStart(6)}`);
+  const enc = median(phases2['wasm encode, no compression']!);
+  console.log(`  (${'wasm encode, no compression'.padEnd(34)} ${enc.toFixed(0).padStart(6)})`);
 }
 
 main().catch((e) => {
