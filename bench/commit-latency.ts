@@ -1,8 +1,10 @@
 /**
  * Commit latency of a fast append as the table's history grows: p50/p99 over `--samples` appends
  * measured after 10, 1,000 and 10,000 earlier commits (SQLite catalog, local file:// warehouse,
- * one small data file per commit, manifest merging on as by default). Between measuring points the
- * table is grown with the same appends (timed too, reported as the build rate).
+ * one small data file per commit, manifest merging on as by default). The table has floe's default
+ * properties, as ingest/tables.ts creates ingest tables: delete-after-commit with 100 previous
+ * metadata versions, Parquet/zstd. Between measuring points the table is grown with the same
+ * appends (timed too, reported as the build rate).
  * Reference: the same append through PyIceberg (SqlCatalog on the same kind of table) at the first
  * two points, when the stack's venv exists, printed beside ours with the ratio.
  * Usage: npx tsx bench/commit-latency.ts [--points 10,1000,10000] [--samples 50]
@@ -15,6 +17,12 @@ import { catalogFromConfig } from '../iceberg/catalog/config';
 import { newTableMetadata } from '../iceberg/spec/metadata';
 import { fastAppend } from '../iceberg/transaction';
 import type { DataFile } from '../iceberg/spec/types';
+import {
+  METADATA_DELETE_AFTER_COMMIT,
+  METADATA_PREVIOUS_VERSIONS_MAX,
+  PARQUET_COMPRESSION,
+  WRITE_FORMAT_DEFAULT,
+} from '../iceberg/spec/table-properties';
 import { runPythonJson } from '../stack/python';
 import { pythonInstalled } from '../stack/python';
 
@@ -37,6 +45,14 @@ const file = (i: number): DataFile => ({
   nullValueCounts: new Map([[1, 0]]),
 });
 
+/** floe's table properties for ingest tables (ingest/tables.ts `create`), kept in step by hand. */
+const FLOE_TABLE_PROPERTIES: Record<string, string> = {
+  [WRITE_FORMAT_DEFAULT]: 'parquet',
+  [PARQUET_COMPRESSION]: 'zstd',
+  [METADATA_DELETE_AFTER_COMMIT]: 'true',
+  [METADATA_PREVIOUS_VERSIONS_MAX]: '100',
+};
+
 const pct = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
 const PY_REF = `
@@ -44,10 +60,10 @@ import json, sys, time, pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField, LongType
-points = [int(x) for x in sys.argv[2].split(',')]; samples = int(sys.argv[3])
+points = [int(x) for x in sys.argv[2].split(',')]; samples = int(sys.argv[3]); props = json.loads(sys.argv[4])
 cat = SqlCatalog("bench", uri=f"sqlite:///{sys.argv[1]}/py.db", warehouse=f"file://{sys.argv[1]}/pywh")
 cat.create_namespace("b")
-t = cat.create_table("b.t", Schema(NestedField(1, "id", LongType(), required=False)))
+t = cat.create_table("b.t", Schema(NestedField(1, "id", LongType(), required=False)), properties=props)
 data = pa.table({"id": pa.array(range(100), pa.int64())})
 out = {}; n = 0
 for p in points:
@@ -76,6 +92,7 @@ async function main() {
       location: `file://${dir}/wh/b/t`,
       tableUuid: randomUUID(),
       schema: { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: false, type: 'long' }] },
+      properties: FLOE_TABLE_PROPERTIES,
     }),
   );
   let n = 0;
@@ -83,7 +100,9 @@ async function main() {
     const t = await catalog.loadTable(id);
     await fastAppend(catalog, io, t, [file(n++)]);
   };
-  console.log(`floe commit latency (load + fast append + CAS), SQLite catalog, file:// warehouse, ${SAMPLES} samples per point`);
+  console.log(
+    `floe commit latency (load + fast append + CAS), SQLite catalog, file:// warehouse, floe's table properties, ${SAMPLES} samples per point`,
+  );
   const ours: Record<number, [number, number]> = {};
   for (const p of POINTS) {
     const b0 = performance.now(),
@@ -105,9 +124,13 @@ async function main() {
   await catalog.close();
   const refPoints = POINTS.filter((p) => p <= 1000);
   if (pythonInstalled() && refPoints.length) {
-    const ref = await runPythonJson<Record<string, [number, number]>>(PY_REF, [dir, refPoints.join(','), String(SAMPLES)], {
-      timeoutMs: 30 * 60_000,
-    });
+    const ref = await runPythonJson<Record<string, [number, number]>>(
+      PY_REF,
+      [dir, refPoints.join(','), String(SAMPLES), JSON.stringify(FLOE_TABLE_PROPERTIES)],
+      {
+        timeoutMs: 30 * 60_000,
+      },
+    );
     console.log(
       '\nreference: PyIceberg table.append of a 100-row table (it also writes that Parquet file; floe appends a prepared DataFile)',
     );

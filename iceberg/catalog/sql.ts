@@ -42,6 +42,9 @@ export {
 
 const NAMESPACE_MINIMAL_PROPERTIES = { exists: 'true' };
 
+/** Tables whose newest parsed metadata a SqlCatalog keeps (least recently used go first). */
+const KNOWN_METADATA_TABLES = 64;
+
 interface TableRow extends Record<string, unknown> {
   metadata_location: string | null;
   previous_metadata_location: string | null;
@@ -70,6 +73,16 @@ export class SqlCatalog implements Catalog {
   private ready: Promise<void> | undefined;
   /** Java's V1 schema column; absent in catalogs PyIceberg created, then we leave it alone. */
   private hasIcebergType = false;
+  /**
+   * Per table, the metadata this catalog last read or committed and the file it is in. A
+   * metadata.json is never rewritten in place (every version gets a new name), so while the
+   * catalog row still names that file, load and commit reuse it instead of reading and parsing
+   * it again (Java's BaseMetastoreTableOperations.refresh does the same). Without this every
+   * commit parsed the whole table history twice (the load, then the CAS's base).
+   * The metadata is shared with callers, as MemoryCatalog does: applyUpdates never mutates its
+   * base, and its history records are frozen (spec/metadata.ts freezeRecord).
+   */
+  private readonly known = new Map<string, { location: string; metadata: TableMetadata }>();
 
   constructor(opts: SqlCatalogOptions) {
     if (!opts.name) throw new IcebergError('DataInvalid', 'SqlCatalog: "name" is required', { retryable: false });
@@ -277,7 +290,27 @@ export class SqlCatalog implements Catalog {
     return `${this.warehouse}/${ns}.db/${id.name}`;
   }
 
+  private remember(id: TableIdentifier, location: string, metadata: TableMetadata): void {
+    const k = identToString(id);
+    this.known.delete(k);
+    this.known.set(k, { location, metadata });
+    if (this.known.size > KNOWN_METADATA_TABLES) this.known.delete(this.known.keys().next().value!);
+  }
+
   private async readMetadata(location: string, id: TableIdentifier): Promise<TableMetadata> {
+    const k = identToString(id);
+    const known = this.known.get(k);
+    if (known?.location === location) {
+      this.known.delete(k); // most recently used last
+      this.known.set(k, known);
+      return known.metadata;
+    }
+    const metadata = await this.readMetadataFile(location, id);
+    this.remember(id, location, metadata);
+    return metadata;
+  }
+
+  private async readMetadataFile(location: string, id: TableIdentifier): Promise<TableMetadata> {
     let bytes: Uint8Array;
     try {
       bytes = await this.io.read(location);
@@ -337,6 +370,7 @@ export class SqlCatalog implements Catalog {
       if (this.db.isDefiniteFailure(e)) await discardStagedMetadata(this.io, staged);
       throw this.dbError(e, `create table ${identToString(id)}`);
     }
+    this.remember(id, location, staged.metadata);
     return { identifier: id, metadataLocation: location, metadata: staged.metadata };
   }
 
@@ -365,6 +399,7 @@ export class SqlCatalog implements Catalog {
     } catch (e) {
       throw this.dbError(e, `drop table ${identToString(id)}`);
     }
+    this.known.delete(identToString(id));
     if (n === 0)
       throw new IcebergError('NotFound', `table ${identToString(id)} does not exist in catalog "${this.name}"`, { retryable: false });
     if (loaded) {
@@ -431,6 +466,7 @@ export class SqlCatalog implements Catalog {
         true,
       );
     }
+    this.remember(id, newLocation, staged.metadata);
     // Best effort, after the swap: a failed delete leaves an orphan, never a broken table.
     await cleanUpAfterCommit(this.io, staged);
     return { identifier: id, metadataLocation: newLocation, metadata: staged.metadata };

@@ -14,7 +14,7 @@
  */
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
-import { parseMetadataVersion, serializeTableMetadata } from '../spec/metadata';
+import { encodeTableMetadata, parseMetadataVersion, withFrozenHistory } from '../spec/metadata';
 import { metadataDeleteAfterCommit } from '../spec/table-properties';
 import type { MetadataLogEntry, TableIdentifier, TableMetadata } from '../spec/types';
 import { applyUpdates, checkRequirements } from './apply';
@@ -72,7 +72,7 @@ export function stageTable(
         retryable: false,
       });
     }
-    const metadata = applyUpdates(opts.initial, updates, opts.nowMs);
+    const metadata = withFrozenHistory(applyUpdates(opts.initial, updates, opts.nowMs));
     return {
       identifier,
       metadata,
@@ -102,7 +102,8 @@ export function stageTable(
   });
   return {
     identifier,
-    metadata,
+    // history records frozen, so their JSON is cached from this commit to the next (spec/metadata.ts)
+    metadata: withFrozenHistory(metadata),
     metadataLocation: newMetadataLocation(metadata, parseMetadataVersion(current.metadataLocation) + 1),
     baseMetadataLocation: current.metadataLocation,
     changed: true,
@@ -111,11 +112,9 @@ export function stageTable(
   };
 }
 
-const encoder = new TextEncoder();
-
 /** Writes the staged metadata.json (before the swap). */
 export async function writeStagedMetadata(io: FileIO, staged: StagedTable): Promise<void> {
-  await io.write(staged.metadataLocation, encoder.encode(serializeTableMetadata(staged.metadata)));
+  await io.write(staged.metadataLocation, encodeTableMetadata(staged.metadata));
 }
 
 /** Removes the staged file of a swap that provably did not land. Best effort: a failure leaves an orphan. */

@@ -37,11 +37,13 @@ const BIG_MARK = '\u0000big:';
 /**
  * Rewrites integer literals of 16+ digits (the only ones that can exceed 2^53) outside strings
  * into marker strings, so the native JSON.parse (5-10x faster than lossless-json on large
- * metadata) never rounds them. Returns undefined when the text could already contain a marker.
+ * metadata) never rounds them. Strings, most of a metadata.json, are skipped with indexOf and
+ * the output is joined once, so this costs a few ms on a 6 MB file. Returns undefined when the
+ * text could already contain a marker.
  */
 function quoteBigIntegers(text: string): string | undefined {
   if (text.includes('\\u0000')) return undefined;
-  let out = '';
+  const parts: string[] = [];
   let last = 0;
   let i = 0;
   const n = text.length;
@@ -49,16 +51,16 @@ function quoteBigIntegers(text: string): string | undefined {
   while (i < n) {
     const c = text.charCodeAt(i);
     if (c === 34) {
-      // a string: skip it, honouring escapes
-      i++;
-      while (i < n) {
-        const d = text.charCodeAt(i);
-        if (d === 92) i += 2;
-        else {
-          i++;
-          if (d === 34) break;
-        }
+      // a string: its end is the next quote preceded by an even number of backslashes
+      let j = text.indexOf('"', i + 1);
+      for (;;) {
+        if (j < 0) return last === 0 ? text : parts.join('') + text.slice(last); // unterminated: JSON.parse reports it
+        let b = j - 1;
+        while (text.charCodeAt(b) === 92) b--;
+        if ((j - 1 - b) % 2 === 0) break;
+        j = text.indexOf('"', j + 1);
       }
+      i = j + 1;
       continue;
     }
     if (c === 45 || isDigit(c)) {
@@ -73,7 +75,7 @@ function quoteBigIntegers(text: string): string | undefined {
         continue;
       }
       if (intEnd - i - (c === 45 ? 1 : 0) >= 16) {
-        out += `${text.slice(last, i)}"\\u0000big:${text.slice(i, intEnd)}"`; // JSON escape of BIG_MARK
+        parts.push(text.slice(last, i), '"\\u0000big:', text.slice(i, intEnd), '"'); // JSON escape of BIG_MARK
         last = intEnd;
       }
       i = intEnd;
@@ -81,7 +83,65 @@ function quoteBigIntegers(text: string): string | undefined {
     }
     i++;
   }
-  return last === 0 ? text : out + text.slice(last);
+  if (last === 0) return text;
+  parts.push(text.slice(last));
+  return parts.join('');
+}
+
+/**
+ * A parsed scalar under `key`: LONG_KEYS become bigint, marker strings (when `markers`, i.e. after
+ * quoteBigIntegers) and lossless numbers their exact value.
+ */
+function convertScalar(v: unknown, key: string | undefined, markers = true): unknown {
+  let s: string | undefined;
+  if (typeof v === 'number') {
+    if (key !== undefined && LONG_KEYS.has(key)) {
+      if (!Number.isInteger(v)) throw new IcebergError('DataInvalid', `"${key}" must be an integer, found ${v}`);
+      return BigInt(v); // < 16 digits, so the double is exact
+    }
+    return v;
+  }
+  if (typeof v === 'string') {
+    if (!markers || v.charCodeAt(0) !== 0 || !v.startsWith(BIG_MARK)) return v;
+    s = v.slice(BIG_MARK.length);
+  } else if (isLosslessNumber(v)) s = v.toString();
+  else return v;
+  const isInt = /^-?\d+$/.test(s);
+  if (key !== undefined && LONG_KEYS.has(key)) {
+    if (!isInt) throw new IcebergError('DataInvalid', `"${key}" must be an integer, found ${s}`);
+    return BigInt(s);
+  }
+  if (isInt && !Number.isSafeInteger(Number(s))) return BigInt(s);
+  return Number(s);
+}
+
+/**
+ * Converts JSON.parse output in place (no copy of a 6 MB tree): array elements take the key of
+ * their array, as `snapshot-ids: [..]` holds longs.
+ */
+function convertInPlace(node: object, key: string | undefined): void {
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const x: unknown = node[i];
+      if (x !== null && typeof x === 'object') convertInPlace(x, key);
+      else {
+        const y = convertScalar(x, key);
+        if (y !== x) node[i] = y;
+      }
+    }
+    return;
+  }
+  const o = node as Record<string, unknown>;
+  for (const k in o) {
+    const x = o[k];
+    if (x !== null && typeof x === 'object') convertInPlace(x, k);
+    else {
+      const y = convertScalar(x, k);
+      if (y === x) continue;
+      if (k === '__proto__') Object.defineProperty(o, k, { value: y, writable: true, enumerable: true, configurable: true });
+      else o[k] = y;
+    }
+  }
 }
 
 /**
@@ -90,36 +150,23 @@ function quoteBigIntegers(text: string): string | undefined {
  */
 export function parseIcebergJson(text: string): unknown {
   const quoted = quoteBigIntegers(text);
-  const raw = quoted === undefined ? parse(text) : JSON.parse(quoted);
+  if (quoted !== undefined) {
+    const raw: unknown = JSON.parse(quoted);
+    if (raw === null || typeof raw !== 'object') return convertScalar(raw, undefined);
+    convertInPlace(raw, undefined);
+    return raw;
+  }
+  // lossless-json (the text holds a literal \u0000 escape, so markers could be forged)
   const convert = (v: unknown, key: string | undefined): unknown => {
-    let s: string | undefined;
-    if (typeof v === 'number') {
-      if (key !== undefined && LONG_KEYS.has(key)) {
-        if (!Number.isInteger(v)) throw new IcebergError('DataInvalid', `"${key}" must be an integer, found ${v}`);
-        return BigInt(v); // < 16 digits, so the double is exact
-      }
-      return v;
-    }
-    if (typeof v === 'string' && v.startsWith(BIG_MARK)) s = v.slice(BIG_MARK.length);
-    else if (isLosslessNumber(v)) s = v.toString();
-    if (s !== undefined) {
-      const isInt = /^-?\d+$/.test(s);
-      if (key !== undefined && LONG_KEYS.has(key)) {
-        if (!isInt) throw new IcebergError('DataInvalid', `"${key}" must be an integer, found ${s}`);
-        return BigInt(s);
-      }
-      if (isInt && !Number.isSafeInteger(Number(s))) return BigInt(s);
-      return Number(s);
-    }
     if (Array.isArray(v)) return v.map((x) => convert(x, key));
-    if (v !== null && typeof v === 'object') {
+    if (v !== null && typeof v === 'object' && !isLosslessNumber(v)) {
       const out: Record<string, unknown> = {};
       for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[k] = convert(x, k);
       return out;
     }
-    return v;
+    return convertScalar(v, key, false);
   };
-  return convert(raw, undefined);
+  return convert(parse(text), undefined);
 }
 
 /**
@@ -207,8 +254,10 @@ export function parseTableMetadata(json: string): TableMetadata {
       summary: (s['summary'] as Snapshot['summary'] | undefined) ?? { operation: 'append' },
     };
     if (s['parent-snapshot-id'] === undefined || s['parent-snapshot-id'] === null) delete snap['parent-snapshot-id'];
-    return snap;
+    return freezeRecord(snap);
   });
+  const records = <T>(v: unknown): T[] =>
+    ((v as unknown[] | undefined) ?? []).map((e) => (e !== null && typeof e === 'object' ? freezeRecord(e) : e) as T);
 
   let currentSnapshotId = o['current-snapshot-id'] as bigint | null | undefined;
   if (currentSnapshotId === undefined || currentSnapshotId === -1n) currentSnapshotId = null;
@@ -238,8 +287,8 @@ export function parseTableMetadata(json: string): TableMetadata {
     properties: (o['properties'] as Record<string, string> | undefined) ?? {},
     'current-snapshot-id': currentSnapshotId,
     snapshots,
-    'snapshot-log': (o['snapshot-log'] as unknown[] | undefined) ?? [],
-    'metadata-log': (o['metadata-log'] as unknown[] | undefined) ?? [],
+    'snapshot-log': records(o['snapshot-log']),
+    'metadata-log': records(o['metadata-log']),
     'sort-orders': (o['sort-orders'] as SortOrder[] | undefined) ?? [{ 'order-id': 0, fields: [] }],
     'default-sort-order-id': (o['default-sort-order-id'] as number | undefined) ?? 0,
     refs,
@@ -271,29 +320,225 @@ const KNOWN_KEYS = [
   'default-sort-order-id',
 ] as const;
 
+// ---------- history records: frozen once, their JSON cached ----------
+
 /**
- * Writes spec-valid metadata JSON. `current-snapshot-id` is written as -1 when there is none,
- * as Java does, because older Java readers reject null. v1 tables also get the legacy `schema`
- * and `partition-spec` fields, which v1 readers require.
+ * The three lists that grow with a table's history (snapshots, snapshot-log, metadata-log) hold
+ * records that never change once made. Records are deep-frozen (`freezeRecord`: parse freezes
+ * what it read, catalogs stage commits through `withFrozenHistory`), and the UTF-8 JSON of a list
+ * of frozen records is cached, so writing metadata.json after 10,000 commits copies the cached
+ * bytes of the previous version's lists plus the new records instead of stringifying 10,000
+ * snapshots again (catalogs keep the metadata of a table between commits, so the same record
+ * objects come back on every commit). Only frozen records are cached: their JSON cannot go
+ * stale, and code that tries to change one gets a TypeError instead of a metadata.json that
+ * silently disagrees with its objects.
  */
-export function serializeTableMetadata(m: TableMetadata): string {
+const frozenRecords = new WeakSet<object>();
+
+const deepFreeze = (v: unknown): void => {
+  if (v === null || typeof v !== 'object') return;
+  Object.freeze(v);
+  for (const x of Object.values(v as object)) deepFreeze(x);
+};
+
+/** Deep-freezes a history record (snapshot, snapshot-log or metadata-log entry) in place; returns it. */
+export function freezeRecord<T extends object>(record: T): T {
+  if (frozenRecords.has(record)) return record;
+  deepFreeze(record);
+  frozenRecords.add(record);
+  return record;
+}
+
+const isFrozenRecord = (r: unknown): r is object => typeof r === 'object' && r !== null && frozenRecords.has(r);
+
+const HISTORY_KEYS = ['snapshots', 'snapshot-log', 'metadata-log'] as const;
+
+const utf8 = new TextEncoder();
+
+/** UTF-8 JSON of one element of a history list, as JSON.stringify writes array elements. */
+const recordBytes = (r: unknown): Uint8Array =>
+  utf8.encode(r === undefined || typeof r === 'function' || typeof r === 'symbol' ? 'null' : stringifyIcebergJson(r));
+
+/**
+ * The JSON of a list of frozen records without its brackets (`r0,r1,...`), cached under the
+ * list's last record. `bytes` is a view of `buf`, which has room to grow: appending a record to a
+ * list whose bytes end where `buf`'s written part ends writes it in place (no copy of the
+ * history); `end` is shared by every entry of one `buf`, so a second, different append to the
+ * same prefix (a retried commit on another base) copies instead of overwriting the first.
+ */
+interface ListBytes {
+  records: readonly unknown[];
+  bytes: Uint8Array;
+  buf: Uint8Array;
+  end: { at: number };
+}
+const listCache = new WeakMap<object, ListBytes>();
+
+const sameRecords = (cached: readonly unknown[], list: readonly unknown[], n: number): boolean => {
+  if (cached.length !== n) return false;
+  for (let i = n - 1; i >= 0; i--) if (cached[i] !== list[i]) return false;
+  return true;
+};
+
+/**
+ * How many leading records of `list` are known frozen without looking each up: the cached bytes
+ * of a list (or of all but its last record) were only ever built from frozen records.
+ */
+function knownFrozenPrefix(list: readonly unknown[]): number {
+  const n = list.length;
+  if (n === 0) return 0;
+  const full = listCache.get(list[n - 1] as object);
+  if (full && sameRecords(full.records, list, n)) return n;
+  const prefix = n > 1 ? listCache.get(list[n - 2] as object) : undefined;
+  return prefix && sameRecords(prefix.records, list, n - 1) ? n - 1 : 0;
+}
+
+const needsFreezing = (r: unknown): r is object => r !== null && typeof r === 'object' && !frozenRecords.has(r);
+
+/**
+ * `m` with every history record frozen: `m` itself when they all are (parsed or staged before),
+ * else a copy whose lists hold frozen clones of the records that were not (the caller's objects
+ * are left as they are). Catalogs stage every commit through this; on a table whose lists were
+ * written before, only the records added since are looked at.
+ */
+export function withFrozenHistory(m: TableMetadata): TableMetadata {
+  let out: TableMetadata | undefined;
+  for (const k of HISTORY_KEYS) {
+    const list = m[k] as unknown[] | undefined;
+    if (!Array.isArray(list)) continue;
+    let i = knownFrozenPrefix(list);
+    while (i < list.length && !needsFreezing(list[i])) i++;
+    if (i === list.length) continue;
+    const copy = list.slice();
+    for (; i < copy.length; i++) {
+      const r = copy[i];
+      if (needsFreezing(r)) copy[i] = freezeRecord(structuredClone(r));
+    }
+    out ??= { ...m };
+    (out as unknown as Record<string, unknown>)[k] = copy;
+  }
+  return out ?? m;
+}
+
+/** Room for a list's bytes to grow in place: a quarter more, and 4 KiB. */
+const withRoom = (size: number): number => Math.ceil(size * 1.25) + 4096;
+
+/** `parts` joined with ',' into the start of `buf` (a new one that fits when not given). */
+function joinRecords(parts: readonly Uint8Array[], buf?: Uint8Array): Uint8Array {
+  let size = Math.max(0, parts.length - 1);
+  for (const p of parts) size += p.length;
+  const out = buf ?? new Uint8Array(size);
+  let at = 0;
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0) out[at++] = 0x2c; // ','
+    out.set(parts[i]!, at);
+    at += parts[i]!.length;
+  }
+  return out.subarray(0, size);
+}
+
+/** The bytes of a history list without brackets: from the cache when it or all but its last record were written before. */
+function listBytes(list: readonly unknown[]): Uint8Array {
+  const n = list.length;
+  const last = list[n - 1];
+  if (!isFrozenRecord(last)) return joinRecords(list.map(recordBytes));
+  const hit = listCache.get(last);
+  if (hit && sameRecords(hit.records, list, n)) return hit.bytes;
+  const before = n > 1 ? list[n - 2] : undefined;
+  const prev = isFrozenRecord(before) ? listCache.get(before) : undefined;
+  let entry: ListBytes;
+  if (prev && sameRecords(prev.records, list, n - 1)) {
+    // one record more than a list written before (the common commit): append after its bytes
+    const rec = recordBytes(last);
+    const at = prev.bytes.length;
+    const size = at + 1 + rec.length;
+    let { buf, end } = prev;
+    if (end.at !== at || size > buf.length) {
+      // no room, or another list already grew from the same prefix: copy the prefix
+      buf = Buffer.allocUnsafeSlow(withRoom(size)); // never pooled; only the written part is ever exposed
+      buf.set(prev.bytes);
+      end = { at };
+    }
+    buf[at] = 0x2c; // ','
+    buf.set(rec, at + 1);
+    end.at = size;
+    entry = { records: list.slice(), bytes: buf.subarray(0, size), buf, end };
+    // the prefix's entry goes: one entry per list version kept alive would hold O(history^2) record arrays
+    listCache.delete(before as object);
+  } else {
+    // first write of this history in this process (or after expiry): every record once
+    if (!list.every(isFrozenRecord)) return joinRecords(list.map(recordBytes));
+    const parts = list.map(recordBytes);
+    const size = Math.max(0, parts.length - 1) + parts.reduce((a, p) => a + p.length, 0);
+    const buf = Buffer.allocUnsafeSlow(withRoom(size));
+    entry = { records: list.slice(), bytes: joinRecords(parts, buf), buf, end: { at: size } };
+  }
+  listCache.set(last, entry);
+  return entry.bytes;
+}
+
+/**
+ * metadata.json as UTF-8 bytes (what catalogs write). `current-snapshot-id` is written as -1
+ * when there is none, as Java does, because older Java readers reject null. v1 tables also get
+ * the legacy `schema` and `partition-spec` fields, which v1 readers require. Compact JSON, keys in
+ * the spec's order, unknown keys after them. The history lists come from the cache above, so a
+ * commit's write costs one copy of the history's bytes rather than its serialization.
+ */
+export function encodeTableMetadata(m: TableMetadata): Uint8Array {
   const src = m as unknown as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
+  const history: ReadonlySet<string> = new Set(HISTORY_KEYS);
+  // key -> its value: JSON text, or a history list's bytes; in output order (a later put of the
+  // same key keeps its first position, as assigning an object key does)
+  const out = new Map<string, string | Uint8Array>();
+  const put = (k: string, v: unknown): void => {
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') return; // as JSON.stringify skips them
+    out.set(k, history.has(k) && Array.isArray(v) ? listBytes(v) : stringifyIcebergJson(v));
+  };
+  const known: ReadonlySet<string> = new Set(KNOWN_KEYS);
   for (const k of KNOWN_KEYS) {
     const v = src[k];
-    if (k === 'current-snapshot-id') out[k] = v === undefined || v === null ? -1 : v;
-    else if (v !== undefined) out[k] = v;
+    if (k === 'current-snapshot-id') put(k, v === undefined || v === null ? -1 : v);
+    else put(k, v);
     if (k === 'last-column-id' && Number(m['format-version']) === 1) {
-      out['schema'] = m.schemas.find((s) => s['schema-id'] === m['current-schema-id']);
+      put(
+        'schema',
+        m.schemas.find((s) => s['schema-id'] === m['current-schema-id']),
+      );
     }
     if (k === 'last-partition-id' && Number(m['format-version']) === 1) {
-      out['partition-spec'] = m['partition-specs'].find((s) => s['spec-id'] === m['default-spec-id'])?.fields ?? [];
+      put('partition-spec', m['partition-specs'].find((s) => s['spec-id'] === m['default-spec-id'])?.fields ?? []);
     }
   }
-  for (const [k, v] of Object.entries(src)) {
-    if (!(KNOWN_KEYS as readonly string[]).includes(k) && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(src)) if (!known.has(k)) put(k, v);
+
+  // text pieces between the lists' bytes
+  const pieces: Uint8Array[] = [];
+  let text = '{';
+  let first = true;
+  for (const [k, v] of out) {
+    text += `${first ? '' : ','}${JSON.stringify(k)}:`;
+    first = false;
+    if (typeof v === 'string') text += v;
+    else {
+      pieces.push(utf8.encode(`${text}[`), v);
+      text = ']';
+    }
   }
-  return stringifyIcebergJson(out);
+  pieces.push(utf8.encode(`${text}}`));
+  let size = 0;
+  for (const p of pieces) size += p.length;
+  const bytes = Buffer.allocUnsafe(size); // every byte is written below
+  let at = 0;
+  for (const p of pieces) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  return bytes;
+}
+
+/** metadata.json as a string: `encodeTableMetadata`, decoded. */
+export function serializeTableMetadata(m: TableMetadata): string {
+  return new TextDecoder().decode(encodeTableMetadata(m));
 }
 
 /** `${location}/metadata/00001-<uuid>.metadata.json` (the Java/PyIceberg naming). */
