@@ -21,7 +21,7 @@ import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from 
 import { conformBatch } from './conform';
 import { MetricsCollector, metricsConfigFromProperties, type ColumnMetrics, type MetricsConfig } from './metrics';
 import { icebergToArrowSchema, leafColumns } from './schema';
-import { parquetWasm, using } from './wasm';
+import { parquetWasm, using, type BlobLike } from './wasm';
 
 export type ParquetCodec = 'zstd' | 'snappy' | 'gzip' | 'lz4' | 'brotli' | 'uncompressed';
 
@@ -227,6 +227,25 @@ export interface FooterFacts {
 }
 
 /**
+ * The bytes as the Blob parquet-wasm reads through (it fetches only the footer's ranges): no
+ * copy of the whole file, as `new Blob([bytes])` makes.
+ */
+interface BytesBlob extends BlobLike {
+  slice(start?: number, end?: number): BytesBlob;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+function bytesBlob(bytes: Uint8Array, start = 0, end = bytes.length): BytesBlob {
+  return {
+    size: end - start,
+    slice: (a = 0, b = end - start) => {
+      const from = Math.min(end, start + Math.max(0, a));
+      return bytesBlob(bytes, from, Math.max(from, Math.min(end, start + b)));
+    },
+    arrayBuffer: async () => bytes.slice(start, end).buffer,
+  };
+}
+
+/**
  * Column sizes and row-group offsets of a Parquet file floe wrote. parquet-wasm does not expose
  * a chunk's data/dictionary page offsets (its `fileOffset()` is the deprecated Thrift field,
  * 0 from parquet-rs), so row-group starts are recovered from the layout parquet-rs always
@@ -236,7 +255,7 @@ export async function readFooterFacts(schema: Schema, bytes: Uint8Array): Promis
   // leaf column chunks are in schema depth-first order, the order leafColumns() yields; names
   // of list/map wrapper groups differ between writers (Arrow JS renames map entries), ids do not
   const leaves = leafColumns(schema);
-  const file = await parquetWasm.ParquetFile.fromFile(new Blob([bytes]));
+  const file = await parquetWasm.ParquetFile.fromFile(bytesBlob(bytes) as unknown as Blob);
   try {
     return using(file.metadata(), (meta) => {
       const numRows = using(meta.fileMetadata(), (fm) => fm.numRows());
