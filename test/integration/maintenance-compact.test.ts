@@ -14,6 +14,20 @@ import { compactTable, tableFiles } from '../../client/maintenance';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
 import type { CompactResult } from '../../maintenance/types';
 
+/** Data files in the table's current snapshot (0 before the first commit, or before the table exists). */
+async function dataFilesOf(cfg: ReturnType<typeof loadConfig>, table: string): Promise<number> {
+  const tables = await openTables(cfg);
+  try {
+    const { metadata } = await tables.load(table);
+    const head = metadata.snapshots.find((s) => s['snapshot-id'] === metadata['current-snapshot-id']);
+    return Number(head?.summary['total-data-files'] ?? 0);
+  } catch {
+    return 0;
+  } finally {
+    await tables.close();
+  }
+}
+
 const quiet = (m: string) => {
   if (process.env.FLOE_TEST_VERBOSE) console.log(m);
 };
@@ -87,13 +101,15 @@ describe('compaction (real stack)', { timeout: 20 * 60_000 }, () => {
     const r = await runScenario({
       name,
       ratePerS: 20,
-      durationS: 40,
+      durationS: 50,
       partitions: 2,
       commitInterval: '2s',
       kills: [],
       log: quiet,
       onTick: async (elapsed) => {
-        if (elapsed < 20 || bg.midStream) return;
+        if (elapsed < 10 || bg.midStream) return;
+        // Mid-stream means small files to rewrite: wait (on a slow machine) until there are some.
+        if ((await dataFilesOf(loadConfig(scenarioConfig(name, 2, '2s').path), `demo.${name}`)) < 4) return;
         // Mid-stream: the scenario's worker process runs it, while it keeps committing ingest cycles.
         const fc = await connectClient(loadConfig(scenarioConfig(name, 2, '2s').path));
         bg.close = () => fc.close();
