@@ -3,17 +3,31 @@
  * reader serves cycle after cycle of a partition group, and whatever offset the table says is next
  * (forwards after a commit, backwards after a fenced cycle re-reads, far ahead after a reset), each
  * poll delivers exactly the records from there, in order, never one skipped or repeated, even
- * though the reader's consumer has batches fetched for an earlier position in flight.
+ * though the reader's consumer has batches fetched for an earlier position in flight. The second
+ * suite (opt-in: it restarts Kafka) asks the same across broker restarts, between polls and during
+ * one, and that a poll right after a restart does not come back empty while records wait (an
+ * ingest drain would end on it).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Kafka, logLevel } from 'kafkajs';
-import { ensureStack } from '../../stack/stack';
-import { ConsumerPool, type PollBounds } from '../../ingest/kafka';
+import { ensureStack, stackDown } from '../../stack/stack';
+import { ConsumerPool, topicWatermarks, type PollBounds } from '../../ingest/kafka';
 import type { Offsets } from '../../ingest/cursor';
 
 const BROKERS = [process.env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092'];
 const N = 3000;
+
+type Got = Array<{ p: number; o: bigint }>;
+
+/** Every partition's records are exactly [start, next), in order. */
+function assertContiguous(got: Got, start: Offsets, next: Offsets): void {
+  for (const p of Object.keys(next)) {
+    const offs = got.filter((g) => String(g.p) === p).map((g) => g.o);
+    const want = Array.from({ length: Number(BigInt(next[p]!) - BigInt(start[p] ?? '0')) }, (_, i) => BigInt(start[p] ?? '0') + BigInt(i));
+    assert.deepEqual(offs, want, `partition ${p}: records [${start[p]}, ${next[p]})`);
+  }
+}
 
 describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
   const topic = `it_pool_${Date.now().toString(36)}`;
@@ -54,16 +68,6 @@ describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
     return { got, next: out.next };
   };
   /** Every partition's records are exactly [start, next), in order. */
-  const assertContiguous = (got: Array<{ p: number; o: bigint }>, start: Offsets, next: Offsets) => {
-    for (const p of Object.keys(next)) {
-      const offs = got.filter((g) => String(g.p) === p).map((g) => g.o);
-      const want = Array.from(
-        { length: Number(BigInt(next[p]!) - BigInt(start[p] ?? '0')) },
-        (_, i) => BigInt(start[p] ?? '0') + BigInt(i),
-      );
-      assert.deepEqual(offs, want, `partition ${p}: records [${start[p]}, ${next[p]})`);
-    }
-  };
 
   it('one reader serves forward, backward and far-ahead positions without a gap or a repeat', async () => {
     const half = String(N / 2);
@@ -104,3 +108,144 @@ describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
     assert.equal(got.length, 50);
   });
 });
+
+// Restarts the broker (minutes): run with FLOE_TEST_KAFKA_RESTARTS=1. Known to fail with the kept
+// reader of this commit: after a restart it can deliver nothing for tens of seconds (asleep in
+// kafkajs' retry backoff, no event), which is why ingest/poll-write.ts polls with a fresh reader.
+const RESTARTS = process.env.FLOE_TEST_KAFKA_RESTARTS === '1';
+
+describe(
+  'kept Kafka consumers across broker restarts (real broker)',
+  { timeout: 10 * 60_000, skip: !RESTARTS && 'set FLOE_TEST_KAFKA_RESTARTS=1 (restarts Kafka)' },
+  () => {
+    const topic = `it_pool_restart_${Date.now().toString(36)}`;
+    const kafka = new Kafka({ clientId: 'floe-test', brokers: BROKERS, logLevel: logLevel.NOTHING, retry: { retries: 8 } });
+    const admin = kafka.admin();
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 30, maxRetryTime: 5000 } });
+    let pool: ConsumerPool;
+    let next: Offsets = { 0: '0', 1: '0' };
+    const quiet = (m: string) => {
+      if (process.env.FLOE_TEST_VERBOSE) console.log(m);
+    };
+
+    before(async () => {
+      await ensureStack(['kafka']);
+      await admin.connect();
+      await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+      await producer.connect();
+      pool = new ConsumerPool(kafka);
+    });
+    after(async () => {
+      await pool?.close();
+      await producer.disconnect().catch(() => undefined);
+      await admin.disconnect().catch(() => undefined);
+    });
+
+    const produce = async (n: number) => {
+      for (let i = 0; i < n; i += 100)
+        await producer.send({
+          topic,
+          messages: Array.from({ length: Math.min(100, n - i) }, (_, j) => ({ partition: j % 2, value: `v${i + j}` })),
+        });
+    };
+    const high = async () => (await topicWatermarks(admin, topic)).high;
+    const restartKafka = async () => {
+      const t0 = Date.now();
+      await stackDown(['kafka'], { log: quiet });
+      await ensureStack(['kafka'], { log: quiet });
+      quiet(`kafka restarted in ${Date.now() - t0} ms`);
+    };
+    /** One poll of the kept reader from `next` (as an ingest cycle polls: it knows what is there). */
+    const poll = async (bounds: Partial<PollBounds>, onRecord?: (n: number) => void) => {
+      const got: Got = [];
+      const start = { ...next };
+      const t0 = Date.now();
+      const out = await pool.poll(
+        'db.r',
+        topic,
+        [0, 1],
+        start,
+        { maxWaitMs: 5000, maxRecords: 1_000_000, maxBytes: 1 << 30, ...bounds },
+        (r) => {
+          got.push({ p: r.partition, o: BigInt(r.offset) });
+          onRecord?.(got.length);
+        },
+      );
+      assertContiguous(got, start, out.next);
+      next = out.next;
+      return { got, next: out.next, ms: Date.now() - t0 };
+    };
+
+    it('a poll right after a restart delivers everything there from the cursor, not an empty poll', async () => {
+      await produce(400);
+      let h = await high();
+      const first = await poll({ stopAt: h });
+      assert.deepEqual(first.next, h);
+      assert.equal(pool.size, 1);
+
+      await restartKafka(); // the reader was idle (paused) throughout
+      await produce(200);
+      h = await high();
+      // A draining ingest cycle: 5 s to catch up with what is there, an empty poll would end the drain.
+      const after = await poll({ stopAt: h });
+      assert.deepEqual(after.next, h, `caught up after the restart (${after.got.length} records in ${after.ms} ms)`);
+      assert.equal(after.got.length, 200);
+
+      // and the reader kept from now on serves the next cycle as before
+      await produce(100);
+      h = await high();
+      const again = await poll({ stopAt: h });
+      assert.deepEqual(again.next, h);
+      assert.equal(pool.size, 1);
+    });
+
+    it('a restart during a poll: the poll goes on from exactly where it was', async () => {
+      const h = await high();
+      const stopAt = { 0: String(BigInt(h[0]!) + 150n), 1: String(BigInt(h[1]!) + 150n) };
+      const lag = Number(BigInt(h[0]!) - BigInt(next[0]!) + BigInt(h[1]!) - BigInt(next[1]!));
+      let reachedHead!: () => void;
+      const atHead = new Promise<void>((resolve) => (reachedHead = resolve));
+      const polling = poll({ stopAt, maxWaitMs: 180_000 }, (n) => {
+        if (n >= lag) reachedHead();
+      });
+      await Promise.race([atHead, polling]);
+      await restartKafka();
+      await produce(300);
+      const r = await polling;
+      assert.deepEqual(r.next, stopAt, `reached ${JSON.stringify(stopAt)} (${r.got.length} records in ${r.ms} ms)`);
+      assert.equal(r.got.length, lag + 300);
+    });
+
+    it('cycles every 3 s straight through a restart: no gap, no repeat, every record once', async () => {
+      const from = { ...next };
+      const all: Got = [];
+      let producing = true;
+      const producerLoop = (async () => {
+        while (producing) {
+          await produce(4);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })();
+      const t0 = Date.now();
+      let restarted: Promise<void> | undefined;
+      while (Date.now() - t0 < 35_000) {
+        if (!restarted && Date.now() - t0 > 8000) restarted = restartKafka();
+        const h = await high().catch(() => undefined);
+        if (!h) continue; // the broker is down: a cycle's plan fails and is retried
+        const r = await poll({ maxWaitMs: 3000 }).catch((e: Error) => {
+          quiet(`poll failed: ${e.message}`);
+          return { got: [] as Got };
+        });
+        all.push(...r.got);
+      }
+      await restarted;
+      producing = false;
+      await producerLoop;
+      const h = await high();
+      const last = await poll({ stopAt: h });
+      all.push(...last.got);
+      assert.deepEqual(last.next, h, 'the last (draining) poll caught up');
+      assertContiguous(all, from, h);
+    });
+  },
+);
