@@ -143,7 +143,14 @@ class PollSink {
         this.stop();
         return;
       }
-      this.onRecord({ partition: batch.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: m.value });
+      try {
+        this.onRecord({ partition: batch.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: m.value });
+      } catch (e) {
+        // Thrown out of eachBatch, kafkajs would retry the batch and then drop the error: the poll
+        // would just time out. The poll fails with it instead (this record stays unread).
+        this.stop(e instanceof Error ? e : new Error(String(e)));
+        return;
+      }
       o.records++;
       o.bytes += size;
       this.next[key] = (BigInt(m.offset) + 1n).toString();

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Kafka, logLevel } from 'kafkajs';
 import { ensureStack, stackDown } from '../../stack/stack';
-import { ConsumerPool, topicWatermarks, type PollBounds } from '../../ingest/kafka';
+import { ConsumerPool, pollPartitions, topicWatermarks, type PollBounds } from '../../ingest/kafka';
 import type { Offsets } from '../../ingest/cursor';
 
 const BROKERS = [process.env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092'];
@@ -106,6 +106,19 @@ describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
     assert.ok(got.every((g) => g.p === 1));
     assertContiguous(got, { 1: '10' }, next);
     assert.equal(got.length, 50);
+  });
+
+  it('an error thrown for a record fails the poll with it (not swallowed by a kafkajs batch retry); the record stays unread', async () => {
+    let seen = 0;
+    const started = Date.now();
+    await assert.rejects(
+      pollPartitions(kafka, topic, [0], { 0: '10' }, { maxWaitMs: 20_000, maxRecords: 1_000_000, maxBytes: 1 << 30 }, (r) => {
+        if (++seen === 3) throw new Error(`config error at offset ${r.offset}`);
+      }),
+      /config error at offset 12/,
+    );
+    assert.equal(seen, 3, 'no record after the failing one is handed over, none again');
+    assert.ok(Date.now() - started < 15_000, 'the poll fails at once, not when its wait runs out');
   });
 });
 
