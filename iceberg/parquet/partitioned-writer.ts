@@ -13,6 +13,7 @@ import type { FileEncoderFactory } from './encoder-pool';
 import { RollingParquetWriter, writeDataFile } from './rolling-writer';
 import { parquetWriteOptionsFromProperties } from './writer';
 import { IcebergError } from '../errors';
+import { mapConcurrent } from '../scan/parallel';
 
 export interface PartitionedWriteOptions {
   /** File name (no directory) of the n-th file written by this call. */
@@ -65,6 +66,8 @@ export interface PartitionedRowWriterOptions extends PartitionedWriteOptions {
   /** Told the compression ratio the files showed, on a successful close (hint for the next writer). */
   learnedRatio?: (ratio: number) => void;
 }
+
+const CLOSE_CONCURRENCY = 4;
 
 interface PartitionStream {
   partition: PartitionRecord;
@@ -130,13 +133,12 @@ export class PartitionedRowWriter {
     if (this.done) throw new IcebergError('Unexpected', 'PartitionedRowWriter closed twice');
     this.done = true;
     try {
-      for (const s of this.streams.values()) this.hand(s);
-      const files = await Promise.all(
-        [...this.streams.values()].map(async (s) => {
-          await s.chain;
-          return (await s.writer.close()).map((f): DataFile => ({ ...f, specId: this.spec['spec-id'], partition: s.partition }));
-        }),
-      );
+      // A few partitions at a time: a wide spec has thousands, each an encoder with its own buffers.
+      const files = await mapConcurrent([...this.streams.values()], CLOSE_CONCURRENCY, async (s) => {
+        this.hand(s);
+        await s.chain;
+        return (await s.writer.close()).map((f): DataFile => ({ ...f, specId: this.spec['spec-id'], partition: s.partition }));
+      });
       const ratio = this.compressionRatio;
       if (ratio !== undefined) this.opts.learnedRatio?.(ratio);
       return files.flat();

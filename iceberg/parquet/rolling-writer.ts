@@ -134,11 +134,14 @@ export class RollingParquetWriter {
 
   private async addBatch(batch: arrow.RecordBatch): Promise<void> {
     if (batch.numRows === 0) return;
-    if (this.ratio === undefined) this.ratio = await this.trialRatio(batch);
     let rest = batch;
     for (;;) {
       const bytes = arrowByteLength(rest.data);
-      const budget = this.target / this.ratio - this.bufferedArrowBytes; // Arrow bytes left in this file
+      // The ratio is only needed once the file could reach the target: Parquet is never larger than
+      // its Arrow input by more than a footer, so until then a file needs no trial encode (a wide
+      // partition spec writes thousands of small files per cycle).
+      if (this.ratio === undefined && this.bufferedArrowBytes + bytes > this.target / 2) this.ratio = await this.trialRatio(rest);
+      const budget = this.target / (this.ratio ?? 1) - this.bufferedArrowBytes; // Arrow bytes left in this file
       if (bytes <= budget) {
         await this.append(rest, bytes);
         if (bytes === budget) await this.rollFile();
