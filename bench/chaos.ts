@@ -81,6 +81,7 @@ import {
   type FileAudit,
   type TopicContents,
 } from '../test/support/chaos-check';
+import { prng } from './support/prng';
 
 const SERVICES: ServiceName[] = ['kafka', 'temporal', 's3', 'postgres'];
 /** The running main's cleanup, for the CLI's SIGINT/SIGTERM handler. */
@@ -173,17 +174,6 @@ export interface ChaosResult {
   ok: boolean;
 }
 
-/** mulberry32: a seeded PRNG, so a run's kill and restart plan can be reproduced. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** An elapsed time for the log, to the second: `45s`, `20m00s` (not a duration to parse back; see config/units). */
 function formatElapsed(ms: number): string {

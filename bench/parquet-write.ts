@@ -29,6 +29,7 @@ import {
 import { parquetWasm } from '../iceberg/parquet/wasm';
 import { highCardinalityColumns, readFooterFacts, writerProperties } from '../iceberg/parquet/writer';
 import type { Schema } from '../iceberg/spec/types';
+import { prng } from './support/prng';
 
 const schema: Schema = {
   type: 'struct',
@@ -44,18 +45,6 @@ const schema: Schema = {
     { id: 8, name: 'payload', required: false, type: 'string' },
   ],
 };
-
-/** mulberry32: a tiny seeded PRNG, so every run (and the Python side) sees the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const EVENT_TYPES = ['page_view', 'click', 'add_to_cart', 'purchase', 'signup', 'logout', 'search', 'share'];
 const WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];

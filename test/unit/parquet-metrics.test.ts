@@ -9,6 +9,7 @@ import * as arrow from 'apache-arrow';
 import { columnsToRecordBatch, icebergToArrowSchema, MetricsCollector } from '../../iceberg/parquet';
 import { compareUnsignedBytes, toBytes, type PrimitiveValue } from '../../iceberg/spec/conversions';
 import type { PrimitiveType, Schema } from '../../iceberg/spec/types';
+import { prng } from '../../bench/support/prng';
 
 const TYPES: PrimitiveType[] = ['boolean', 'int', 'long', 'float', 'double', 'string', 'binary'];
 const schema: Schema = {
@@ -17,16 +18,6 @@ const schema: Schema = {
   fields: TYPES.map((t, i) => ({ id: i + 1, name: `c${i}`, required: false, type: t })),
 };
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function value(t: PrimitiveType, r: () => number): unknown {
   const k = Math.floor(r() * 1000) - 500;
