@@ -174,7 +174,6 @@ export interface ChaosResult {
   ok: boolean;
 }
 
-
 /** An elapsed time for the log, to the second: `45s`, `20m00s` (not a duration to parse back; see config/units). */
 function formatElapsed(ms: number): string {
   const s = Math.round(ms / 1000);

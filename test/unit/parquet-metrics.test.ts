@@ -18,7 +18,6 @@ const schema: Schema = {
   fields: TYPES.map((t, i) => ({ id: i + 1, name: `c${i}`, required: false, type: t })),
 };
 
-
 function value(t: PrimitiveType, r: () => number): unknown {
   const k = Math.floor(r() * 1000) - 500;
   switch (t) {
