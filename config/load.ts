@@ -3,7 +3,18 @@ import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
 import { COMMIT_INTERVAL_LIMIT_MS } from './types';
 import { formatDuration, parseDuration, parseSize } from './units';
-import type { ColumnConfig, FloeConfig, MaintenanceConfig, PartitionFieldConfig, TableConfig } from './types';
+import type {
+  ColumnConfig,
+  FloeConfig,
+  KafkaConfig,
+  KafkaSaslConfig,
+  KafkaSaslMechanism,
+  KafkaSslConfig,
+  MaintenanceConfig,
+  PartitionFieldConfig,
+  SecretRef,
+  TableConfig,
+} from './types';
 
 /** A bad config fails fast, naming the key path that is wrong and what was expected. */
 export class ConfigError extends Error {
@@ -36,7 +47,9 @@ const KEYS = {
   root: ['catalog', 's3', 'kafka', 'temporal', 'tables'],
   catalog: ['type', 'uri', 'warehouse', 'name', 'token'],
   s3: ['endpoint', 'region', 'accessKeyId', 'secretAccessKey', 'forcePathStyle'],
-  kafka: ['brokers', 'clientId'],
+  kafka: ['brokers', 'clientId', 'ssl', 'sasl'],
+  kafkaSsl: ['caFile', 'caEnv', 'certFile', 'certEnv', 'keyFile', 'keyEnv', 'rejectUnauthorized', 'servername'],
+  kafkaSasl: ['mechanism', 'username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile', 'tokenCommand', 'region'],
   temporal: ['address', 'namespace', 'taskQueue'],
   table: [
     'table',
@@ -148,6 +161,28 @@ class Reader {
     if (!bytes) throw new ConfigError(this.key(k), 'a size like 134217728 (positive bytes), 512KB or 128MB (1024-based)', v);
     return bytes;
   }
+  /** `true`/`false`, or a mapping read with `keys` (`ssl: true` or `ssl: {caFile: …}`); undefined when absent. */
+  boolOrChild(k: string, keys: Keys): boolean | Reader | undefined {
+    const v = this.get(k);
+    if (v === undefined || typeof v === 'boolean') return v;
+    if (!isObj(v)) throw new ConfigError(this.key(k), 'true, false or a mapping', v);
+    return this.child(k, keys);
+  }
+  /** A command as argv: a list of strings (or one string, the executable alone). */
+  argv(k: string): string[] | undefined {
+    const v = this.get(k);
+    if (v === undefined) return undefined;
+    const list = typeof v === 'string' ? [v] : v;
+    if (!Array.isArray(list) || list.length === 0 || list.some((s) => typeof s !== 'string' || s.length === 0)) {
+      throw new ConfigError(this.key(k), 'a command as a list of strings, e.g. ["/usr/local/bin/kafka-token", "--audience", "kafka"]', v);
+    }
+    return list as string[];
+  }
+  /** Whether the mapping under `k` holds `sub` (to refuse a key by name before the unknown-key check). */
+  childHas(k: string, sub: string): boolean {
+    const v = this.get(k);
+    return isObj(v) && sub in v;
+  }
   child(k: string, keys: Keys): Reader {
     const v = this.get(k);
     if (v === undefined) return new Reader({}, this.key(k), keys);
@@ -194,6 +229,98 @@ function parsedOrUndefined(parse: (v: string | number) => number, v: unknown): n
 }
 
 const env = process.env;
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * `<base>File` or `<base>Env`: where a secret or PEM is read from (by the worker, not here). Both
+ * at once is refused; neither is undefined.
+ */
+function secretRef(r: Reader, base: string): SecretRef | undefined {
+  const file = r.optStr(`${base}File`);
+  const envName = r.optStr(`${base}Env`);
+  if (file !== undefined && envName !== undefined)
+    throw ConfigError.problem(r.key(`${base}File`), `give either ${base}File or ${base}Env, not both`);
+  if (envName !== undefined && !ENV_NAME.test(envName))
+    throw new ConfigError(r.key(`${base}Env`), 'the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*)', envName);
+  return file !== undefined ? { file } : envName !== undefined ? { env: envName } : undefined;
+}
+
+function readKafkaSsl(v: boolean | Reader | undefined): KafkaSslConfig | undefined {
+  if (v === undefined || v === false) return undefined;
+  if (v === true) return { rejectUnauthorized: true };
+  const ca = secretRef(v, 'ca'),
+    cert = secretRef(v, 'cert'),
+    key = secretRef(v, 'key');
+  if ((cert === undefined) !== (key === undefined)) {
+    const missing = cert === undefined ? 'cert' : 'key';
+    throw ConfigError.problem(
+      v.key(`${missing}File`),
+      `a client certificate needs its key and a key its certificate: give ${missing}File or ${missing}Env too`,
+    );
+  }
+  return {
+    ...(ca ? { ca } : {}),
+    ...(cert && key ? { cert, key } : {}),
+    rejectUnauthorized: v.bool('rejectUnauthorized', true),
+    ...(v.has('servername') ? { servername: v.str('servername') } : {}),
+  };
+}
+
+const SASL_MECHANISMS: readonly KafkaSaslMechanism[] = ['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer', 'aws'];
+
+function readKafkaSasl(root: Reader): KafkaSaslConfig | undefined {
+  // Refused by name before the unknown-key check, with what to write instead.
+  if (root.childHas('sasl', 'password'))
+    throw ConfigError.problem(
+      'kafka.sasl.password',
+      'a password is never written in the config: name an environment variable (passwordEnv) or a file (passwordFile)',
+    );
+  const r = root.child('sasl', KEYS.kafkaSasl);
+  if (!root.has('sasl')) return undefined;
+  const given = r.str('mechanism');
+  const mechanism = given.toLowerCase() as KafkaSaslMechanism;
+  if (!SASL_MECHANISMS.includes(mechanism)) throw new ConfigError(r.key('mechanism'), SASL_MECHANISMS.join(', '), given);
+  const onlyFor = (k: string, which: string) => {
+    if (r.has(k)) throw ConfigError.problem(r.key(k), `only for mechanism ${which}, not ${mechanism}`);
+  };
+  if (mechanism === 'plain' || mechanism.startsWith('scram-')) {
+    onlyFor('tokenCommand', 'oauthbearer');
+    onlyFor('region', 'aws');
+    const nameRef = secretRef(r, 'username');
+    if (nameRef && r.has('username')) throw ConfigError.problem(r.key('username'), 'give one of username, usernameEnv, usernameFile');
+    const username = nameRef ?? r.str('username');
+    const password = secretRef(r, 'password');
+    if (!password)
+      throw ConfigError.problem(
+        r.key('passwordEnv'),
+        `mechanism ${mechanism} needs a password: name an environment variable (passwordEnv) or a file (passwordFile)`,
+      );
+    return { mechanism, username, password };
+  }
+  for (const k of ['username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile'])
+    onlyFor(k, 'plain, scram-sha-256 or scram-sha-512');
+  if (mechanism === 'oauthbearer') {
+    onlyFor('region', 'aws');
+    const tokenCommand = r.argv('tokenCommand');
+    if (!tokenCommand)
+      throw ConfigError.problem(r.key('tokenCommand'), 'mechanism oauthbearer needs a token provider: a command that prints a token');
+    return { mechanism, tokenCommand };
+  }
+  onlyFor('tokenCommand', 'oauthbearer');
+  return { mechanism, ...(r.has('region') ? { region: r.str('region') } : {}) };
+}
+
+function readKafka(r: Reader): KafkaConfig {
+  const ssl = readKafkaSsl(r.boolOrChild('ssl', KEYS.kafkaSsl));
+  const sasl = readKafkaSasl(r);
+  return {
+    brokers: r.strList('brokers', (env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')),
+    clientId: r.str('clientId', 'floe'),
+    ...(ssl ? { ssl } : {}),
+    ...(sasl ? { sasl } : {}),
+  };
+}
 
 function readColumn(r: Reader): ColumnConfig {
   const source = (r.optStr('source') ?? 'value') as ColumnConfig['source'];
@@ -331,10 +458,7 @@ export function parseConfig(raw: unknown): FloeConfig {
       secretAccessKey: s3.optStr('secretAccessKey') ?? env.FLOE_S3_SECRET_KEY ?? 'floe-secret',
       forcePathStyle: s3.bool('forcePathStyle', true),
     },
-    kafka: {
-      brokers: kafka.strList('brokers', (env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')),
-      clientId: kafka.str('clientId', 'floe'),
-    },
+    kafka: readKafka(kafka),
     temporal: {
       address: temporal.str('address', env.FLOE_TEMPORAL_ADDRESS ?? '127.0.0.1:7233'),
       namespace: temporal.str('namespace', env.FLOE_TEMPORAL_NAMESPACE ?? 'default'),

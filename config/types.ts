@@ -78,10 +78,49 @@ export interface MaintenanceConfig {
   orphans: { cron: string; olderThanMs: number; paused: boolean };
 }
 
+/**
+ * Where a secret or a PEM comes from: a file, or an environment variable holding it. The config
+ * only names it; the worker process reads it when it builds its Kafka client (ingest/kafka-security.ts),
+ * so the value never enters the parsed config, workflow inputs, history, errors or logs.
+ */
+export type SecretRef = { file: string } | { env: string };
+
+/** TLS to the brokers. Without `ca`, Node's trusted roots verify the brokers (public CAs: MSK, Confluent Cloud). */
+export interface KafkaSslConfig {
+  ca?: SecretRef;
+  /** Client certificate and key (mutual TLS); both or neither. */
+  cert?: SecretRef;
+  key?: SecretRef;
+  rejectUnauthorized: boolean;
+  /** TLS server name (SNI and the name checked on the certificate), when it differs from the broker host. */
+  servername?: string;
+}
+
+export type KafkaSaslMechanism = 'plain' | 'scram-sha-256' | 'scram-sha-512' | 'oauthbearer' | 'aws';
+
+export interface KafkaSaslConfig {
+  mechanism: KafkaSaslMechanism;
+  /** plain / scram-*: the user name, given or read from an env var / file like the password. */
+  username?: string | SecretRef;
+  /** plain / scram-*. */
+  password?: SecretRef;
+  /** oauthbearer: a command (argv) printing a token, or JSON `{"token"|"value", "expiresAt"?}`, on stdout. */
+  tokenCommand?: string[];
+  /** aws (MSK IAM over OAUTHBEARER): the cluster's region; default AWS_REGION / AWS_DEFAULT_REGION. */
+  region?: string;
+}
+
+export interface KafkaConfig {
+  brokers: string[];
+  clientId: string;
+  ssl?: KafkaSslConfig;
+  sasl?: KafkaSaslConfig;
+}
+
 export interface FloeConfig {
   catalog: CatalogConfig;
   s3: S3Config;
-  kafka: { brokers: string[]; clientId: string };
+  kafka: KafkaConfig;
   temporal: { address: string; namespace: string; taskQueue: string };
   tables: TableConfig[];
 }
