@@ -25,6 +25,11 @@ export interface S3Options {
   accessKeyId?: string;
   secretAccessKey?: string;
   sessionToken?: string;
+  /**
+   * Asked for keys instead of the three above; the SDK caches them until 5 minutes before
+   * `expiration`, then asks again. REST catalogs' vended credentials (iceberg/io/resolve.ts).
+   */
+  credentialProvider?: () => Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken?: string; expiration?: Date }>;
   /** Total attempts per request, including the first (SDK standard retry with backoff). */
   maxAttempts?: number;
   /** Bodies larger than this go through multipart upload. */
@@ -114,6 +119,7 @@ export class S3FileIO implements FileIO {
         ...(opts.sessionToken ? { sessionToken: opts.sessionToken } : {}),
       };
     }
+    if (opts.credentialProvider) config.credentials = opts.credentialProvider;
     this.client = client ?? new S3Client(config);
     this.threshold = opts.multipartThresholdBytes ?? DEFAULT_MULTIPART_THRESHOLD;
     this.partSize = Math.max(5 * 1024 * 1024, opts.partSizeBytes ?? DEFAULT_PART_SIZE);
