@@ -1,14 +1,14 @@
 # The floe worker image (docker-compose.yml service floe-worker). TypeScript runs through tsx,
 # as in development; the worker bundles workflows with the SDK's webpack at start.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 
 WORKDIR /app
-ENV NODE_ENV=production \
-    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
+ENV NODE_ENV=production
 
 COPY package.json package-lock.json ./
-# Runtime dependencies only (tsx is one); native modules (better-sqlite3) take their prebuilds.
-RUN npm ci --omit=dev && npm cache clean --force
+# Runtime dependencies only (tsx is one). The image's own Node is 24, so the node-linux-*
+# runtime package (for machines with an older Node) is removed again.
+RUN npm ci --omit=dev && rm -rf node_modules/node-linux-* node_modules/.bin/node && npm cache clean --force
 
 COPY tsconfig.json ./
 COPY activities ./activities

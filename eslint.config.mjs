@@ -7,7 +7,6 @@ const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}
 const ioPackages = [
   'kafkajs',
   '@aws-sdk/*',
-  'better-sqlite3',
   'pg',
   'parquet-wasm',
   'apache-arrow',

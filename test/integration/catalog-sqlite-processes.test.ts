@@ -29,7 +29,7 @@ const runChild = (args: string[]): Promise<ChildResult> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'catalog-commit-child.ts'), ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      env: process.env,
     });
     let out = '';
     let err = '';

@@ -41,7 +41,7 @@ function runChild(args: Record<string, unknown>): Promise<AppendReport | Rewrite
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(args)], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      env: process.env,
     });
     let out = '',
       err = '';

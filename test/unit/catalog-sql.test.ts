@@ -4,8 +4,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, test } from 'node:test';
+import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
-import Database from 'better-sqlite3';
 import { SqlCatalog, SqliteDialect, withPreviousMetadata } from '../../iceberg/catalog';
 import { isIcebergError } from '../../iceberg/errors';
 import { LocalFileIO } from '../../iceberg/io';
@@ -57,9 +57,9 @@ void test('schema matches the JDBC/PyIceberg DDL: columns, nullability, primary 
   const cat = open(path);
   await cat.init();
   await cat.close();
-  const db = new Database(path, { readonly: true });
+  const db = new DatabaseSync(path, { readOnly: true });
   const info = (t: string) =>
-    db.prepare(`PRAGMA table_info(${t})`).all() as Array<{ name: string; type: string; notnull: number; pk: number }>;
+    db.prepare(`PRAGMA table_info(${t})`).all() as unknown as Array<{ name: string; type: string; notnull: number; pk: number }>;
   assert.deepEqual(
     info('iceberg_tables').map((c) => [c.name, c.type, c.notnull, c.pk]),
     [
@@ -80,7 +80,7 @@ void test('schema matches the JDBC/PyIceberg DDL: columns, nullability, primary 
       ['property_value', 'VARCHAR(1000)', 1, 0],
     ],
   );
-  assert.equal((db.pragma('journal_mode', { simple: true }) as string).toLowerCase(), 'wal');
+  assert.equal(String(db.prepare('PRAGMA journal_mode').get()?.['journal_mode']).toLowerCase(), 'wal');
   db.close();
 });
 
@@ -165,8 +165,8 @@ void test('commit: CAS chain of versions, metadata-log, previous_metadata_locati
   const reloaded = await cat.loadTable(id);
   assert.deepEqual(reloaded.metadata, t2.metadata);
   assert.equal(reloaded.metadata.snapshots[1]!['snapshot-id'], 9223372036854775807n);
-  const db = new Database(path, { readonly: true });
-  const row = db.prepare('SELECT * FROM iceberg_tables').get() as Record<string, string>;
+  const db = new DatabaseSync(path, { readOnly: true });
+  const row = db.prepare('SELECT * FROM iceberg_tables').get() as unknown as Record<string, string>;
   db.close();
   assert.equal(row['metadata_location'], t2.metadataLocation);
   assert.equal(row['previous_metadata_location'], t1.metadataLocation);
@@ -337,7 +337,7 @@ void test('dropTable: NotFound when missing; purge deletes metadata files', asyn
 
 void test('opens a catalog created by PyIceberg (no iceberg_type column) and leaves its schema alone', async () => {
   const path = freshDb();
-  const db = new Database(path);
+  const db = new DatabaseSync(path);
   db.exec(`CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT NULL,
     table_name VARCHAR(255) NOT NULL, metadata_location VARCHAR(1000), previous_metadata_location VARCHAR(1000),
     PRIMARY KEY (catalog_name, table_namespace, table_name))`);
@@ -348,8 +348,8 @@ void test('opens a catalog created by PyIceberg (no iceberg_type column) and lea
   await cat.createTable(id, await metadataFor(cat, id));
   assert.deepEqual(await cat.listTables(['db']), [id]);
   await cat.close();
-  const db2 = new Database(path, { readonly: true });
-  const cols = (db2.prepare('PRAGMA table_info(iceberg_tables)').all() as Array<{ name: string }>).map((c) => c.name);
+  const db2 = new DatabaseSync(path, { readOnly: true });
+  const cols = (db2.prepare('PRAGMA table_info(iceberg_tables)').all() as unknown as Array<{ name: string }>).map((c) => c.name);
   db2.close();
   assert.equal(cols.includes('iceberg_type'), false);
 });
@@ -364,7 +364,7 @@ void test('commit: a DB error on the swap is CommitStateUnknown (file kept) unle
   const metaDir = new URL(`${t0.metadata.location}/metadata`).pathname;
 
   // A dialect whose CAS UPDATE fails the way a lost connection (or a SQLITE_BUSY) does.
-  const failing = (error: Error & { code?: string }): SqlCatalog => {
+  const failing = (error: Error & { code?: string; errcode?: number }): SqlCatalog => {
     const inner = new SqliteDialect({ path });
     const dialect = Object.assign(Object.create(inner) as SqliteDialect, {
       execute: (sql: string, params?: unknown[]) =>
@@ -380,7 +380,10 @@ void test('commit: a DB error on the swap is CommitStateUnknown (file kept) unle
   assert.equal(readdirSync(metaDir).length, 2, 'unknown state: the new metadata file is kept');
   await lost.close();
 
-  const busy = failing(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
+  // node:sqlite's error for SQLITE_BUSY: code ERR_SQLITE_ERROR with SQLite's result code in errcode.
+  const busy = failing(
+    Object.assign(new Error('database is locked'), { code: 'ERR_SQLITE_ERROR', errcode: 5, errstr: 'database is locked' }),
+  );
   await assert.rejects(
     busy.commitTable(id, [], [{ action: 'set-properties', updates: { a: '2' } }]),
     (e: unknown) => isIcebergError(e, 'Io') && e.retryable,
