@@ -62,6 +62,9 @@ import { ensureStack, stackDown } from '../stack/stack';
 import { stackEnv } from '../stack/env';
 import { floeHome } from '../stack/paths';
 import type { ServiceName } from '../stack/service';
+
+/** The services chaos restarts (the stack's other services are left alone). */
+type ChaosService = Extract<ServiceName, 'kafka' | 'temporal' | 's3' | 'postgres'>;
 import { findTable, loadConfig, parseDuration } from '../config';
 import { connectClient, runBackfill, signalIngest, startIngest, waitForIngest, ingestStatus, type FloeClient } from '../client';
 import { applySchedules, maintenanceScheduleId, removeOrphans, setSchedulesPaused, SCHEDULE_KINDS } from '../client/maintenance';
@@ -83,7 +86,7 @@ import {
 } from '../test/support/chaos-check';
 import { prng } from './support/prng';
 
-const SERVICES: ServiceName[] = ['kafka', 'temporal', 's3', 'postgres'];
+const SERVICES: ChaosService[] = ['kafka', 'temporal', 's3', 'postgres'];
 /** The running main's cleanup, for the CLI's SIGINT/SIGTERM handler. */
 let interrupted: (() => Promise<void>) | null = null;
 const CATALOG_NAME = 'floe_chaos';
@@ -97,7 +100,7 @@ export interface ChaosOptions {
   /** a killed worker comes back after a uniformly random delay in this range */
   restartDelayMs: [number, number];
   /** restarts per service over the run */
-  restarts: Record<ServiceName, number>;
+  restarts: Record<ChaosService, number>;
   /** how long a restarted service stays down, uniformly random in this range */
   serviceDownMs: [number, number];
   partitions: number;
@@ -152,7 +155,7 @@ export interface ChaosResult {
   durationMs: number;
   kills: number;
   workerSelfExits: number;
-  restarts: Record<ServiceName, number>;
+  restarts: Record<ChaosService, number>;
   produced: { good: number; bad: number };
   topic: { good: number; bad: number; resent: number; foreign: number };
   rows: number;
@@ -323,7 +326,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
 
   const fc: FloeClient = await connectClient(cfg);
   const pool = new ChaosWorkerPool({ configPath, count: o.workers, logDir: join(floeHome(), 'logs'), name, log, random: rnd });
-  const restarts: Record<ServiceName, number> = { kafka: 0, temporal: 0, s3: 0, postgres: 0 };
+  const restarts: Record<ChaosService, number> = { kafka: 0, temporal: 0, s3: 0, postgres: 0 };
   let stopChaos = false;
   const chaosSleep = async (ms: number) => {
     const until = Date.now() + ms;
@@ -397,7 +400,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     })();
 
     // ---- service restarts: spread over the run, random order, one at a time ----
-    const plan: ServiceName[] = SERVICES.flatMap((s) => Array.from({ length: o.restarts[s] }, () => s));
+    const plan: ChaosService[] = SERVICES.flatMap((s) => Array.from({ length: o.restarts[s] }, () => s));
     for (let i = plan.length - 1; i > 0; i--) {
       const j = Math.floor(rnd() * (i + 1));
       [plan[i], plan[j]] = [plan[j]!, plan[i]!];
@@ -742,7 +745,7 @@ function finish(x: {
   table: string;
   t00: number;
   pool: ChaosWorkerPool;
-  restarts: Record<ServiceName, number>;
+  restarts: Record<ChaosService, number>;
   produced: { good: number; bad: number };
   topicContents: TopicContents;
   report: EngineReport;

@@ -34,6 +34,27 @@ export const MAVEN = {
   'maven.dependency.plugin.version': '3.8.1',
 } as const;
 
+/**
+ * Maven Central artifacts resolved by stack/iceberg-rest/pom.xml: Apache Iceberg's reference REST
+ * catalog server (iceberg-open-api test-fixtures) and what its Gradle variant needs at run time.
+ */
+export const ICEBERG_REST_MAVEN = {
+  'iceberg.version': '1.10.1',
+  'jetty.version': '11.0.25', // jakarta servlet, as RESTCatalogServer 1.10 is built against
+  'sqlite.version': '3.50.3.0',
+  'hadoop.version': '3.4.1', // hadoop-client-api/runtime (shaded): only Configuration is used
+  'slf4j.version': '2.0.17',
+  'maven.dependency.plugin.version': '3.8.1',
+} as const;
+
+/**
+ * Debian packages the stack downloads (apt-get download) and unpacks under $FLOE_HOME, installing
+ * nothing system-wide. nginx: the mTLS gRPC proxy in front of the dev server (temporal-tls).
+ */
+export const DEBIAN = {
+  nginx: '1.22.1-9+deb12u11', // bookworm-security; the `nginx` binary package (ssl, http2, grpc)
+} as const;
+
 /** Debian PostgreSQL major version whose binaries live in /usr/lib/postgresql/<major>/bin. */
 export const POSTGRES_MAJOR = '15';
 

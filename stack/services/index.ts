@@ -1,8 +1,10 @@
 import type { Service, ServiceName } from '../service';
+import { icebergRest } from './iceberg-rest';
 import { kafka } from './kafka';
 import { postgres } from './postgres';
 import { s3, s3Identities, stackS3Client } from './s3';
 import { temporal } from './temporal';
+import { temporalTls } from './temporal-tls';
 
-export const SERVICES: Record<ServiceName, Service> = { temporal, kafka, s3, postgres };
+export const SERVICES: Record<ServiceName, Service> = { temporal, kafka, s3, postgres, 'iceberg-rest': icebergRest, 'temporal-tls': temporalTls };
 export { s3Identities, stackS3Client };
