@@ -5,13 +5,19 @@
  *   {type: 'sql', name, uri: 'sqlite:///rel.db' | 'sqlite:////abs.db' | 'postgresql://u:p@h:5433/db', warehouse}
  *   {type: 'rest', uri: 'http://127.0.0.1:8181', warehouse?, token? | credential?: 'id:secret', name?}
  *
+ * A REST catalog's secrets can instead be named: `credentialEnv` / `credentialFile` (OAuth2
+ * `client_id:client_secret`) and `tokenEnv` / `tokenFile`, read here, in the process that connects.
+ * Iceberg catalog properties go in `properties` under their usual names: `oauth2-server-uri`,
+ * `scope`, `rest.sigv4-enabled`, `rest.signing-region`, `rest.signing-name`, `header.<Name>`, `s3.*`.
+ *
  * SQLite URIs follow SQLAlchemy (three slashes + relative path, four for an absolute one), so the
  * string from a PyIceberg `.pyiceberg.yaml` opens the same file.
  */
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
-import { ResolvingFileIO, schemeOf } from '../io/resolve';
+import { ResolvingFileIO, ScopedFileIO, schemeOf } from '../io/resolve';
 import type { FileIOOptions } from '../io/resolve';
 import type { S3Options } from '../io/s3';
 import type { Catalog } from './catalog';
@@ -43,13 +49,32 @@ export interface RestCatalogConfig extends CommonConfig {
   token?: string;
   /** OAuth2 client credentials `id:secret` (PyIceberg's `credential`). */
   credential?: string;
+  /** Where the worker reads `credential` / `token` from instead (never the config itself). */
+  credentialEnv?: string;
+  credentialFile?: string;
+  tokenEnv?: string;
+  tokenFile?: string;
   timeoutMs?: number;
 }
 export type CatalogConfig = SqlCatalogConfig | RestCatalogConfig;
 
 const ALLOWED: Record<CatalogConfig['type'], readonly string[]> = {
   sql: ['type', 'name', 'uri', 'warehouse', 's3', 'properties', 'busyTimeoutMs'],
-  rest: ['type', 'name', 'uri', 'warehouse', 'token', 'credential', 's3', 'properties', 'timeoutMs'],
+  rest: [
+    'type',
+    'name',
+    'uri',
+    'warehouse',
+    'token',
+    'credential',
+    'credentialEnv',
+    'credentialFile',
+    'tokenEnv',
+    'tokenFile',
+    's3',
+    'properties',
+    'timeoutMs',
+  ],
 };
 const S3_KEYS: readonly string[] = [
   'endpoint',
@@ -117,10 +142,22 @@ export function validateCatalogConfig(raw: unknown): CatalogConfig {
     if (!/^https?:\/\/[^/]/.test(uri)) throw bad('uri', 'http(s)://host:port', uri);
     str(o, 'name', false);
     str(o, 'warehouse', false);
-    str(o, 'token', false);
-    str(o, 'credential', false);
-    if (o['token'] !== undefined && o['credential'] !== undefined)
-      throw bad('credential', 'either "token" or "credential", not both', 'both');
+    const given = ['token', 'tokenEnv', 'tokenFile', 'credential', 'credentialEnv', 'credentialFile'].filter(
+      (k) => str(o, k, false) !== undefined,
+    );
+    if (given.length > 1) throw bad(given[1]!, `one way to authenticate, not ${given.join(' and ')}`, given.join(', '));
+    for (const k of ['tokenEnv', 'credentialEnv']) {
+      if (o[k] !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(o[k] as string)) throw bad(k, 'an environment variable name', o[k]);
+    }
+    const props = (o['properties'] ?? {}) as Record<string, string>;
+    for (const k of ['credential', 'token']) {
+      if (props[k] !== undefined) throw bad(`properties.${k}`, `no secret in properties: use ${k}Env or ${k}File`, '(redacted)');
+    }
+    const sigv4 = props['rest.sigv4-enabled'];
+    if (sigv4 !== undefined && sigv4 !== 'true' && sigv4 !== 'false')
+      throw bad('properties.rest.sigv4-enabled', '"true" or "false"', sigv4);
+    if (props['oauth2-server-uri'] !== undefined && !/^https?:\/\/[^/]/.test(props['oauth2-server-uri']))
+      throw bad('properties.oauth2-server-uri', 'http(s)://host/path of an OAuth2 token endpoint', props['oauth2-server-uri']);
     if (o['timeoutMs'] !== undefined && (typeof o['timeoutMs'] !== 'number' || o['timeoutMs'] <= 0))
       throw bad('timeoutMs', 'a positive number', o['timeoutMs']);
   }
@@ -145,10 +182,43 @@ const dialectFor = (cfg: SqlCatalogConfig): SqlDialect => {
   return new PostgresDialect({ connectionString: cfg.uri.replace(/^postgres(ql)?(\+[a-z0-9]+)?:/, 'postgresql:') });
 };
 
+/** `credentialEnv` / `credentialFile` (or the token's): the secret, read now; failures name the key, never the value. */
+function namedSecret(cfg: RestCatalogConfig, base: 'credential' | 'token'): string | undefined {
+  const inline = cfg[base];
+  if (inline !== undefined) return inline;
+  const envName = cfg[`${base}Env`];
+  if (envName !== undefined) {
+    const v = process.env[envName];
+    if (!v) throw bad(`${base}Env`, `environment variable ${envName} to hold the ${base}`, `${envName} unset or empty`);
+    return v.trim();
+  }
+  const file = cfg[`${base}File`];
+  if (file !== undefined) {
+    let v: string;
+    try {
+      v = readFileSync(file, 'utf8').trim();
+    } catch (e) {
+      throw bad(`${base}File`, `a readable file holding the ${base}`, `${file}: ${(e as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+    }
+    if (!v) throw bad(`${base}File`, `a file holding the ${base}`, `${file} is empty`);
+    return v;
+  }
+  return undefined;
+}
+
+/** `header.<Name>` catalog properties (Java, PyIceberg): extra HTTP headers. */
+const headerProperties = (props: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(props)
+      .filter(([k]) => k.startsWith('header.'))
+      .map(([k, v]) => [k.slice('header.'.length), v]),
+  );
+
 /**
  * Validates `raw`, connects, and returns the catalog with a FileIO for its tables. SQL catalogs
  * create their tables if missing; REST catalogs fetch /v1/config, whose `s3.*` properties
- * (e.g. the endpoint) fill in FileIO settings the config did not give.
+ * (e.g. the endpoint) fill in FileIO settings the config did not give, and each table's files go
+ * through a FileIO built from that table's LoadTableResult (vended credentials; ScopedFileIO).
  */
 export async function catalogFromConfig(raw: unknown): Promise<{ catalog: Catalog; io: FileIO }> {
   const cfg = validateCatalogConfig(raw);
@@ -169,14 +239,40 @@ export async function catalogFromConfig(raw: unknown): Promise<{ catalog: Catalo
     }
     return { catalog, io };
   }
-  const catalog = new RestCatalog({
+  const token = namedSecret(cfg, 'token');
+  const credential = namedSecret(cfg, 'credential');
+  secrets.push(...configSecrets({ token, credential }));
+  const props = cfg.properties ?? {};
+  const headers = headerProperties(props);
+  const delegation = Object.keys(headers).find((h) => h.toLowerCase() === 'x-iceberg-access-delegation');
+  // The FileIO exists before the catalog, which reports each table's storage config to it.
+  let catalogProps: Record<string, string> = {};
+  const io = new ScopedFileIO({
+    s3: cfg.s3,
+    get properties() {
+      return { ...catalogProps, ...props };
+    },
+  });
+  const catalog: RestCatalog = new RestCatalog({
     uri: cfg.uri,
     name: cfg.name,
     warehouse: cfg.warehouse,
-    token: cfg.token,
-    credential: cfg.credential,
+    token,
+    credential,
+    oauthServerUri: props['oauth2-server-uri'],
+    scope: props['scope'],
+    headers,
+    ...(delegation !== undefined ? { accessDelegation: headers[delegation] } : {}),
+    ...(props['rest.sigv4-enabled'] === 'true'
+      ? { sigv4: { region: props['rest.signing-region'] ?? props['client.region'], service: props['rest.signing-name'] } }
+      : {}),
     timeoutMs: cfg.timeoutMs,
     properties: cfg.properties,
+    onTableConfig: ({ id, location, config, storageCredentials }) => {
+      const refresh = () => catalog.refreshCredentials(id);
+      io.setScope(location, config, refresh);
+      for (const c of storageCredentials) io.setScope(c.prefix, { ...config, ...c.config }, refresh);
+    },
   });
   try {
     await catalog.init();
@@ -187,6 +283,6 @@ export async function catalogFromConfig(raw: unknown): Promise<{ catalog: Catalo
       { cause: redactError(e, secrets) },
     );
   }
-  const io = new ResolvingFileIO({ s3: cfg.s3, properties: { ...catalog.properties, ...(cfg.properties ?? {}) } });
+  catalogProps = catalog.properties;
   return { catalog, io };
 }

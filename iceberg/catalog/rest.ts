@@ -17,6 +17,8 @@ import type { TableRequirement, TableUpdate } from './updates';
 import type { Catalog } from './catalog';
 import { identToString } from './catalog';
 import { configSecrets, redactError, redactSecrets } from './redact';
+import type { SigV4Options } from './sigv4';
+import { signRequest } from './sigv4';
 
 export interface RestCatalogOptions {
   /** Base URI, e.g. http://127.0.0.1:8181 (the client appends /v1/...). */
@@ -42,8 +44,46 @@ export interface RestCatalogOptions {
   timeoutMs?: number;
   /** Extra attempts for idempotent reads (GET/HEAD) on network errors and 5xx (default 2). */
   readRetries?: number;
+  /**
+   * Sent as `X-Iceberg-Access-Delegation` on every request (default 'vended-credentials', as
+   * Java's client does): servers like Polaris then return per-table storage credentials in each
+   * LoadTableResult's `config`. '' sends no header.
+   */
+  accessDelegation?: string;
+  /** Extra HTTP headers (Java's and PyIceberg's `header.*` catalog properties). */
+  headers?: Record<string, string>;
+  /** Sign every request with AWS SigV4 (Glue's and S3 Tables' Iceberg REST endpoints). */
+  sigv4?: SigV4Options;
+  /**
+   * Told about every LoadTableResult (load, create, commit, credential refresh): the table's
+   * location, its `config` and its `storage-credentials`, from which its FileIO is built.
+   */
+  onTableConfig?: (event: TableStorageConfig) => void;
+  /** The clock for token expiry (tests). */
+  now?: () => number;
   fetch?: typeof fetch;
 }
+
+/** A storage credential of a LoadTableResult / LoadCredentialsResponse: `config` applies below `prefix`. */
+export interface StorageCredential {
+  prefix: string;
+  config: Record<string, string>;
+}
+
+export interface TableStorageConfig {
+  id: TableIdentifier;
+  location: string;
+  config: Record<string, string>;
+  storageCredentials: StorageCredential[];
+}
+
+/** The REST route for refreshing a table's vended credentials (spec: loadCredentials). */
+const CREDENTIALS_ENDPOINT = 'GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials';
+/** Table config key naming where to refresh its credentials (Java's VendedCredentialsProvider). */
+const REFRESH_CREDENTIALS_ENDPOINT = 'client.refresh-credentials-endpoint';
+
+/** Property keys of a table config whose values are secrets (masked in errors). */
+const SECRET_CONFIG_KEY = /secret|session-token|token$|password|sas\.|key$/i;
 
 /** Namespace levels in a path segment are joined by the unit separator (0x1F), then %-encoded. */
 export const encodeNamespace = (ns: string[]): string => encodeURIComponent(ns.join('\x1f'));
@@ -53,6 +93,8 @@ interface RestErrorBody {
 }
 
 class HttpStatusError extends Error {
+  /** The bearer token the failed request carried (a 401 discards it only if it is still current). */
+  sentToken: string | undefined;
   constructor(
     readonly status: number,
     readonly body: RestErrorBody,
@@ -62,8 +104,20 @@ class HttpStatusError extends Error {
   }
 }
 
+const parseStorageCredentials = (raw: unknown): StorageCredential[] =>
+  Array.isArray(raw)
+    ? raw.flatMap((c: { prefix?: unknown; config?: unknown }) =>
+        typeof c?.prefix === 'string' && c.config !== null && typeof c.config === 'object'
+          ? [{ prefix: c.prefix, config: c.config as Record<string, string> }]
+          : [],
+      )
+    : [];
+
 /** Extracts `metadata` / `metadata-location` from a LoadTableResult / CommitTableResponse. */
-const parseLoadResult = (id: TableIdentifier, text: string): LoadedTable & { config: Record<string, string> } => {
+const parseLoadResult = (
+  id: TableIdentifier,
+  text: string,
+): LoadedTable & { config: Record<string, string>; storageCredentials: StorageCredential[] } => {
   const raw = losslessParse(text) as Record<string, unknown>;
   const metadataLocation = raw['metadata-location'];
   if (typeof metadataLocation !== 'string' || raw['metadata'] === undefined) {
@@ -75,7 +129,7 @@ const parseLoadResult = (id: TableIdentifier, text: string): LoadedTable & { con
   // which fields are 64-bit exactly as it does for files.
   const metadata = parseTableMetadata(losslessStringify(raw['metadata']) ?? 'null');
   const config = (raw['config'] as Record<string, string> | undefined) ?? {};
-  return { identifier: id, metadataLocation, metadata, config };
+  return { identifier: id, metadataLocation, metadata, config, storageCredentials: parseStorageCredentials(raw['storage-credentials']) };
 };
 
 export class RestCatalog implements Catalog {
@@ -84,7 +138,12 @@ export class RestCatalog implements Catalog {
   private readonly opts: RestCatalogOptions;
   private readonly doFetch: typeof fetch;
   private configured: Promise<void> | undefined;
-  private bearer: { token: string; expiresAtMs: number } | undefined;
+  private bearer: { token: string; expiresAtMs: number | undefined; lifetimeMs: number } | undefined;
+  private fetchingToken: Promise<string> | undefined;
+  /** Routes the server lists in /v1/config `endpoints` (undefined: it lists none, so assume the basic set). */
+  private endpoints: Set<string> | undefined;
+  /** Secret values of vended table configs: masked in errors like the configured ones. */
+  private readonly vendedSecrets = new Set<string>();
   /** Token, client secret and URI password: masked in every error this catalog throws (redact.ts). */
   private readonly secrets: string[];
   private prefix = '';
@@ -111,7 +170,9 @@ export class RestCatalog implements Catalog {
       const res = parseIcebergJson(await this.request('GET', `/v1/config${q}`, 'load catalog config')) as {
         defaults?: Record<string, string>;
         overrides?: Record<string, string>;
+        endpoints?: string[];
       };
+      this.endpoints = Array.isArray(res.endpoints) ? new Set(res.endpoints) : undefined;
       this.properties = { ...(res.defaults ?? {}), ...(this.opts.properties ?? {}), ...(res.overrides ?? {}) };
       const prefix = this.properties['prefix'];
       this.prefix = prefix ? `/${prefix.replace(/^\/+|\/+$/g, '')}` : '';
@@ -131,8 +192,20 @@ export class RestCatalog implements Catalog {
     return `/namespaces/${encodeNamespace(id.namespace)}/tables/${encodeURIComponent(id.name)}`;
   }
 
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+
+  /** OAuth2 client_credentials grant; concurrent callers share one request. */
+  private fetchToken(): Promise<string> {
+    this.fetchingToken ??= this.fetchTokenOnce().finally(() => {
+      this.fetchingToken = undefined;
+    });
+    return this.fetchingToken;
+  }
+
   /** OAuth2 client_credentials grant (REST spec: POST /v1/oauth/tokens, form-encoded). */
-  private async fetchToken(): Promise<string> {
+  private async fetchTokenOnce(): Promise<string> {
     const cred = this.opts.credential!;
     const sep = cred.indexOf(':');
     const form = new URLSearchParams({ grant_type: 'client_credentials', scope: this.opts.scope ?? 'catalog' });
@@ -165,20 +238,32 @@ export class RestCatalog implements Catalog {
         },
       );
     }
-    const body = JSON.parse(text) as { access_token?: string; expires_in?: number };
+    let body: { access_token?: string; expires_in?: number };
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      body = {};
+    }
     if (!body.access_token)
       throw new IcebergError('Io', this.redact(`REST catalog ${this.name}: OAuth2 response from ${url} has no access_token`), {
         retryable: false,
       });
-    this.bearer = { token: body.access_token, expiresAtMs: Date.now() + (body.expires_in ?? 3600) * 1000 };
+    // Like Java's OAuth2Util: expires_in, else the JWT's own `exp`; neither means it is refreshed
+    // only when the server answers 401.
+    const now = this.now();
+    const expiresAtMs =
+      typeof body.expires_in === 'number' && body.expires_in > 0 ? now + body.expires_in * 1000 : jwtExpiryMs(body.access_token);
+    this.bearer = { token: body.access_token, expiresAtMs, lifetimeMs: expiresAtMs === undefined ? 0 : expiresAtMs - now };
     return body.access_token;
   }
 
   private async authorization(): Promise<string | undefined> {
     if (this.opts.token) return `Bearer ${this.opts.token}`;
     if (!this.opts.credential) return undefined;
-    // Refresh a minute early so a token never expires between here and the server.
-    if (!this.bearer || this.bearer.expiresAtMs - Date.now() < 60_000) await this.fetchToken();
+    // Refresh before expiry: a minute early, or a tenth of the lifetime for short-lived tokens, so
+    // a token never expires between here and the server.
+    const b = this.bearer;
+    if (!b || (b.expiresAtMs !== undefined && b.expiresAtMs - this.now() < Math.min(60_000, b.lifetimeMs / 10))) await this.fetchToken();
     return `Bearer ${this.bearer!.token}`;
   }
 
@@ -194,7 +279,7 @@ export class RestCatalog implements Catalog {
         // A 401 means the token was rejected before anything ran: refetch once and resend.
         if (e instanceof HttpStatusError && e.status === 401 && this.opts.credential && !refreshed) {
           refreshed = true;
-          this.bearer = undefined;
+          if (this.bearer?.token === e.sentToken) this.bearer = undefined;
           attempt--;
           continue;
         }
@@ -206,16 +291,21 @@ export class RestCatalog implements Catalog {
   }
 
   private async requestOnce(method: string, path: string, what: string, body?: unknown): Promise<string> {
-    const headers: Record<string, string> = { Accept: 'application/json', 'X-Client-Version': 'floe' };
+    let headers: Record<string, string> = { Accept: 'application/json', 'X-Client-Version': 'floe', ...(this.opts.headers ?? {}) };
+    const delegation = this.opts.accessDelegation ?? 'vended-credentials';
+    if (delegation) headers['X-Iceberg-Access-Delegation'] = delegation;
     const auth = await this.authorization();
     if (auth) headers['Authorization'] = auth;
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const payload = body === undefined ? undefined : stringifyIcebergJson(body);
+    if (payload !== undefined) headers['Content-Type'] = 'application/json';
+    const url = `${this.baseUri}${path}`;
     let res: Response, text: string;
     try {
-      res = await this.doFetch(`${this.baseUri}${path}`, {
+      if (this.opts.sigv4) headers = await signRequest(this.opts.sigv4, method, url, headers, payload);
+      res = await this.doFetch(url, {
         method,
         headers,
-        body: body === undefined ? undefined : stringifyIcebergJson(body),
+        body: payload,
         signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000),
       });
       text = method === 'HEAD' ? '' : await res.text();
@@ -231,19 +321,25 @@ export class RestCatalog implements Catalog {
       /* not JSON: keep the text */
     }
     const msg = parsed.error?.message ?? (text.slice(0, 300) || res.statusText);
-    throw new HttpStatusError(
+    const error = new HttpStatusError(
       res.status,
       parsed,
       this.redact(`${what}: HTTP ${res.status}${parsed.error?.type ? ` ${parsed.error.type}` : ''}: ${msg}`),
     );
+    error.sentToken = auth?.slice('Bearer '.length);
+    throw error;
+  }
+
+  private allSecrets(): (string | undefined)[] {
+    return [...this.secrets, this.bearer?.token, ...this.vendedSecrets];
   }
 
   private redact(text: string): string {
-    return redactSecrets(text, [...this.secrets, this.bearer?.token]);
+    return redactSecrets(text, this.allSecrets());
   }
 
   private redactError(e: unknown): Error {
-    return redactError(e, [...this.secrets, this.bearer?.token]);
+    return redactError(e, this.allSecrets());
   }
 
   /** Maps protocol errors to kinds for everything but commits (which need their own rules). */
@@ -389,9 +485,47 @@ export class RestCatalog implements Catalog {
   }
 
   private loaded(id: TableIdentifier, text: string): LoadedTable {
-    const { config, ...table } = parseLoadResult(id, text);
+    const { config, storageCredentials, ...table } = parseLoadResult(id, text);
     this.tableConfig.set(identToString(id), config);
+    this.tableStorage(id, table.metadata.location, config, storageCredentials);
     return table;
+  }
+
+  /** Remembers a table's vended secrets for redaction and tells the FileIO (onTableConfig). */
+  private tableStorage(id: TableIdentifier, location: string, config: Record<string, string>, creds: StorageCredential[]): void {
+    for (const c of [config, ...creds.map((x) => x.config)]) {
+      for (const [k, v] of Object.entries(c)) if (SECRET_CONFIG_KEY.test(k) && typeof v === 'string' && v) this.vendedSecrets.add(v);
+    }
+    this.locations.set(identToString(id), location);
+    this.opts.onTableConfig?.({ id, location, config, storageCredentials: creds });
+  }
+  private readonly locations = new Map<string, string>();
+
+  /**
+   * Fresh vended credentials for a table whose credentials are about to expire, from the
+   * table's `client.refresh-credentials-endpoint`, else the spec's credentials route when the
+   * server lists it, else by loading the table again. Reported through onTableConfig.
+   */
+  async refreshCredentials(id: TableIdentifier): Promise<void> {
+    await this.init();
+    const key = identToString(id);
+    const endpoint = this.tableConfig.get(key)?.[REFRESH_CREDENTIALS_ENDPOINT];
+    const listed = this.endpoints?.has(CREDENTIALS_ENDPOINT) ?? false;
+    const location = this.locations.get(key);
+    if ((endpoint === undefined && !listed) || location === undefined) {
+      await this.loadTable(id);
+      return;
+    }
+    const path = endpoint !== undefined ? `/${endpoint.replace(/^\/+/, '')}` : this.url(`${this.tablePath(id)}/credentials`);
+    const what = `load credentials of ${key}`;
+    let text: string;
+    try {
+      text = await this.request('GET', path, what);
+    } catch (e) {
+      throw this.mapError(e, what);
+    }
+    const creds = parseStorageCredentials((losslessParse(text) as Record<string, unknown>)['storage-credentials']);
+    this.tableStorage(id, location, this.tableConfig.get(key) ?? {}, creds);
   }
 
   async loadTable(id: TableIdentifier): Promise<LoadedTable> {
@@ -460,5 +594,17 @@ export class RestCatalog implements Catalog {
 
   async close(): Promise<void> {
     // fetch keeps no per-catalog connections to release.
+  }
+}
+
+/** The `exp` claim of a JWT access token, as epoch ms; undefined for opaque tokens. */
+function jwtExpiryMs(token: string): number | undefined {
+  const parts = token.split('.');
+  if (parts.length !== 3) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { exp?: unknown };
+    return typeof claims.exp === 'number' ? claims.exp * 1000 : undefined;
+  } catch {
+    return undefined;
   }
 }
