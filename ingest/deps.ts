@@ -3,13 +3,15 @@
  * FileIO (`Tables`) and Kafka. Created once per worker process; tests inject their own. No Temporal.
  */
 import { availableParallelism } from 'node:os';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { EncoderPool } from '../iceberg/parquet';
 import { findTable, type FloeConfig, type TableConfig } from '../config';
 import { FailureType, nonRetryable } from '../contract';
 import type { BufferBudget } from './buffer-budget';
 import { ConsumerPool } from './kafka';
+import { connectKafka } from './kafka-security';
 import { awaitMirrors } from './mirror';
+import { checkStorageCredentials } from './storage';
 import { openTables, type Tables } from './tables';
 
 export interface Deps {
@@ -26,9 +28,15 @@ export interface Deps {
   close(): Promise<void>;
 }
 
+/**
+ * Opens everything a worker needs. Object-storage credentials are resolved first, so a worker
+ * without any fails at start naming the sources the AWS chain tried, not at its first write.
+ */
 export async function createDeps(cfg: FloeConfig): Promise<Deps> {
+  await checkStorageCredentials(cfg);
+  // First: a wrong Kafka password or certificate fails the worker (or CLI) at once, naming the broker.
+  const kafka = await connectKafka(cfg.kafka);
   const tables = await openTables(cfg);
-  const kafka = new Kafka({ clientId: cfg.kafka.clientId, brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING, retry: { retries: 8 } });
   const admin = kafka.admin();
   await admin.connect();
   const consumers = new ConsumerPool(kafka);

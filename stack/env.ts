@@ -10,6 +10,10 @@ export const PORTS = {
   temporalUi: 8233,
   kafka: 9092,
   kafkaController: 9093,
+  /** The broker's SASL_SSL listener (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER over TLS with the stack's test CA). */
+  kafkaSaslSsl: 9094,
+  /** The broker's SSL listener that requires a client certificate (mutual TLS, no SASL). */
+  kafkaMtls: 9095,
   s3: 8333,
   icebergRest: 8181,
   postgres: 5433,
@@ -54,10 +58,26 @@ export const OPTIONAL_ENV_VARS = [
   'FLOE_PARQUET_THREADS',
 ] as const;
 
+/**
+ * The local broker's secured listeners and their test credentials (stack/kafka/security.ts makes
+ * them). Only files are named: passwords live in files under $FLOE_HOME/kafka/secrets.
+ */
+export interface KafkaSecureEnv {
+  /** SASL_SSL bootstrap servers. */
+  saslSsl: string[];
+  /** SSL bootstrap servers that require a client certificate. */
+  mtls: string[];
+  /** PEM of the CA that signed the broker's (and the test client's) certificate. */
+  caFile: string;
+  clientCertFile: string;
+  clientKeyFile: string;
+  users: Record<'plain' | 'scram256' | 'scram512', { username: string; passwordFile: string }>;
+}
+
 export interface StackEnv {
   floeHome: string;
   temporal: { address: string; namespace: string; uiUrl: string; external: boolean };
-  kafka: { brokers: string[]; external: boolean };
+  kafka: { brokers: string[]; external: boolean; secure: KafkaSecureEnv };
   s3: {
     endpoint: string;
     region: string;
@@ -93,6 +113,7 @@ export function stackEnv(env: NodeJS.ProcessEnv = process.env): StackEnv {
         .map((s) => s.trim())
         .filter(Boolean),
       external: env.FLOE_KAFKA_BROKERS !== undefined,
+      secure: kafkaSecureEnv(p.kafka),
     },
     s3: {
       endpoint: env.FLOE_S3_ENDPOINT ?? `http://127.0.0.1:${PORTS.s3}`,
@@ -119,6 +140,20 @@ export function stackEnv(env: NodeJS.ProcessEnv = process.env): StackEnv {
       bin: join(p.venv, 'bin'),
       pyPath: p.pyDir,
     },
+  };
+}
+
+function kafkaSecureEnv(kafkaDir: string): KafkaSecureEnv {
+  const tls = join(kafkaDir, 'tls'),
+    secrets = join(kafkaDir, 'secrets');
+  const user = (username: string) => ({ username, passwordFile: join(secrets, `${username}.password`) });
+  return {
+    saslSsl: [`127.0.0.1:${PORTS.kafkaSaslSsl}`],
+    mtls: [`127.0.0.1:${PORTS.kafkaMtls}`],
+    caFile: join(tls, 'ca.pem'),
+    clientCertFile: join(tls, 'client.pem'),
+    clientKeyFile: join(tls, 'client.key'),
+    users: { plain: user('floe_plain'), scram256: user('floe_scram256'), scram512: user('floe_scram512') },
   };
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PORTS, stackEnv } from '../env';
@@ -7,8 +7,20 @@ import { stackPaths } from '../paths';
 import { pidRuns, readPid, removeFile, runCommand, spawnDaemon, stopProcessGroup, tcpOpen, waitFor } from '../proc';
 import { StackError, markerMatches, writeMarker, type Health, type Service } from '../service';
 import { MAVEN, mavenProperties } from '../versions';
+import {
+  createScramUsers,
+  ensureKafkaPasswords,
+  ensureKafkaTls,
+  markScramUsers,
+  scramFormatArgs,
+  scramUsersCurrent,
+  secureListeners,
+  securityProperties,
+} from '../kafka/security';
 
 // Apache Kafka 4 in KRaft mode (one process is broker and controller), jars from Maven Central.
+// Beside the PLAINTEXT listener everything else uses, a SASL_SSL and a mutual-TLS listener with test
+// credentials (stack/kafka/security.ts) for the Kafka security tests.
 
 const p = () => stackPaths();
 const pidFile = () => join(p().run, 'kafka.pid');
@@ -17,16 +29,18 @@ const dataDir = () => join(p().data, 'kafka');
 const java = () => process.env.FLOE_JAVA ?? 'java';
 
 function serverProperties(): string {
+  const plain = [`PLAINTEXT://127.0.0.1:${PORTS.kafka}`, ...secureListeners(), `CONTROLLER://127.0.0.1:${PORTS.kafkaController}`].join(',');
   return [
     '# Written by stack/services/kafka.ts on every start; edits are overwritten.',
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.bootstrap.servers=127.0.0.1:${PORTS.kafkaController}`,
-    `listeners=PLAINTEXT://127.0.0.1:${PORTS.kafka},CONTROLLER://127.0.0.1:${PORTS.kafkaController}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${PORTS.kafka},CONTROLLER://127.0.0.1:${PORTS.kafkaController}`,
+    `listeners=${plain}`,
+    `advertised.listeners=${plain}`,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL',
+    ...securityProperties(),
     `log.dirs=${dataDir()}`,
     'num.partitions=1',
     'auto.create.topics.enable=true',
@@ -129,7 +143,15 @@ export const kafka: Service = {
     try {
       await admin.connect();
       const topics = await admin.listTopics();
-      return { ok: true, detail: `broker ${brokers.join(',')} answers (${topics.length} topics)` };
+      // A broker this stack runs must also have its secured listeners (one started by an older
+      // stack has not: start() restarts it).
+      if (!this.external()) {
+        for (const port of [PORTS.kafkaSaslSsl, PORTS.kafkaMtls]) {
+          if (!(await tcpOpen('127.0.0.1', port)))
+            return { ok: false, detail: `broker ${first} answers but nothing listens on its secured port ${port}` };
+        }
+      }
+      return { ok: true, detail: `broker ${brokers.join(',')} answers (${topics.length} topics; SASL_SSL on ${PORTS.kafkaSaslSsl})` };
     } catch (e) {
       return { ok: false, detail: `broker ${first} open but not ready: ${(e as Error).message}` };
     } finally {
@@ -138,22 +160,42 @@ export const kafka: Service = {
   },
 
   async start() {
-    if ((await this.health()).ok) return;
+    const health = await this.health();
+    if (health.ok) return;
+    // Ours, answering, but without the secured listeners: started with an older server.properties.
+    if (this.pid() !== undefined && /secured port/.test(health.detail)) await this.stop();
     if (this.pid() === undefined) {
-      for (const port of [PORTS.kafka, PORTS.kafkaController]) {
+      for (const port of [PORTS.kafka, PORTS.kafkaController, PORTS.kafkaSaslSsl, PORTS.kafkaMtls]) {
         if (await tcpOpen('127.0.0.1', port)) {
           throw new StackError('kafka', `port ${port}`, 'the port is taken by a process this stack did not start', this.logFile);
         }
       }
       const props = join(p().kafka, 'server.properties');
       mkdirSync(dataDir(), { recursive: true });
-      writeFileSync(props, serverProperties());
+      try {
+        await ensureKafkaTls();
+      } catch (e) {
+        throw new StackError('kafka', 'making the test CA and certificates with openssl', (e as Error).message);
+      }
+      ensureKafkaPasswords();
+      // It holds the PLAIN users' passwords.
+      writeFileSync(props, serverProperties(), { mode: 0o600 });
+      chmodSync(props, 0o600); // a file written by an older stack kept its mode
       if (!existsSync(join(dataDir(), 'meta.properties'))) {
-        // KRaft needs its log dir formatted once; --standalone makes this node the sole voter.
+        // KRaft needs its log dir formatted once; --standalone makes this node the sole voter. The
+        // SCRAM users are created with the metadata log.
         try {
-          await runCommand(java(), javaArgs('kafka.tools.StorageTool', ['format', '-t', clusterId(), '-c', props, '--standalone']), {
-            timeoutMs: 120_000,
+          const scram = scramFormatArgs();
+          await runCommand(
+            java(),
+            javaArgs('kafka.tools.StorageTool', ['format', '-t', clusterId(), '-c', props, '--standalone', ...scram]),
+            {
+              timeoutMs: 120_000,
+            },
+          ).catch((e: Error) => {
+            throw new Error(e.message.replace(/password=[^\]]*/g, 'password=***'));
           });
+          markScramUsers();
         } catch (e) {
           throw new StackError('kafka', 'storage format', (e as Error).message, this.logFile);
         }
@@ -166,6 +208,16 @@ export const kafka: Service = {
       abort: () => (this.pid() === undefined ? 'the broker process exited' : undefined),
     });
     if (!ready.ok) throw new StackError('kafka', `start on 127.0.0.1:${PORTS.kafka}`, ready.reason, this.logFile);
+    // A log dir formatted before the SCRAM users existed (or with other passwords) gets them now.
+    if (!scramUsersCurrent()) {
+      try {
+        await createScramUsers(async (mainClass, args) => {
+          await runCommand(java(), javaArgs(mainClass, args), { timeoutMs: 120_000 });
+        });
+      } catch (e) {
+        throw new StackError('kafka', 'SCRAM users', (e as Error).message, this.logFile);
+      }
+    }
   },
 
   async stop() {
