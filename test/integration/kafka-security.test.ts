@@ -1,0 +1,293 @@
+/**
+ * Kafka security against the local broker's secured listeners (stack/kafka/security.ts): SASL_SSL
+ * on 9094 (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and mutual TLS on 9095, with the stack's test CA.
+ * - an ingest through SASL_SSL + SCRAM-SHA-512 in a real worker process lands every message exactly
+ *   once, its cursor is mirrored to the lag group through the same client, and the password (given
+ *   to the worker only as an env var the config names) is in neither the workflow history nor the
+ *   worker's log;
+ * - every mechanism connects; a client certificate and key from env PEM pass mutual TLS;
+ * - a wrong password and an untrusted certificate each fail in seconds (no retry loop), naming the
+ *   broker and the cause and never the password, in-process and for a worker process at startup.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ensureStack } from '../../stack/stack';
+import { stackEnv } from '../../stack/env';
+import { floeHome } from '../../stack/paths';
+import { scenarioConfig } from '../../demo/scenario';
+import { verifyTable } from '../../demo/verify';
+import { orderEvents, eventKey } from '../../demo/generator';
+import { loadConfig, parseConfig, type FloeConfig } from '../../config';
+import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
+import { tableCommitRows } from '../../client/tables';
+import { createDeps } from '../../ingest/deps';
+import { connectKafka, KafkaSecurityError } from '../../ingest/kafka-security';
+import { ingestWorkflowId } from '../../workflows';
+import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { historyToJson } from '../support/workflow-env';
+
+const env = stackEnv();
+const sec = env.kafka.secure;
+const pw = (u: { passwordFile: string }) => readFileSync(u.passwordFile, 'utf8').trim();
+const suffix = `${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+const PASSWORD_ENV = 'FLOE_IT_KAFKA_SCRAM512_PASSWORD';
+const scram512 = (passwordEnv = PASSWORD_ENV) => ({
+  brokers: sec.saslSsl,
+  clientId: 'floe-it-secure',
+  ssl: { caFile: sec.caFile },
+  sasl: { mechanism: 'scram-sha-512', username: sec.users.scram512.username, passwordEnv },
+});
+const kafkaOf = (raw: unknown) => parseConfig({ kafka: raw }).kafka;
+
+/** An unsecured JWT (alg none): what Kafka's default OAUTHBEARER validator accepts. */
+const UNSECURED_JWT_SCRIPT = `
+const b = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+const now = Math.floor(Date.now() / 1000);
+process.stdout.write(JSON.stringify({ token: b({ alg: 'none' }) + '.' + b({ sub: 'floe-it', iat: now, exp: now + 600 }) + '.', expiresAt: (now + 600) * 1000 }));
+`;
+
+async function listTopicsWith(raw: unknown, processEnv: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const kafka = await connectKafka(kafkaOf(raw), { env: processEnv });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return (await admin.listTopics()).length;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function timed<T>(p: () => Promise<T>): Promise<{ ms: number; error: Error | undefined }> {
+  const t0 = Date.now();
+  try {
+    await p();
+    return { ms: Date.now() - t0, error: undefined };
+  } catch (e) {
+    return { ms: Date.now() - t0, error: e as Error };
+  }
+}
+
+/** A config file like the demo's, with `kafka` replaced. */
+function secureConfigFile(name: string, kafka: unknown): { path: string; table: string; topic: string } {
+  const c = scenarioConfig(name, 2, '2s');
+  const doc = parseYaml(readFileSync(c.path, 'utf8')) as Record<string, unknown>;
+  doc.kafka = kafka;
+  writeFileSync(c.path, stringifyYaml(doc));
+  return c;
+}
+
+describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 * 60_000 }, () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'floe-kafka-sec-'));
+  let otherCa: string;
+  const workers: WorkerProcess[] = [];
+
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+    // A CA the broker's certificate was not signed by.
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=not the floe test CA'].concat([
+        '-keyout',
+        join(tmp, 'other.key'),
+        '-out',
+        join(tmp, 'other-ca.pem'),
+      ]),
+      { stdio: 'ignore' },
+    );
+    otherCa = readFileSync(join(tmp, 'other-ca.pem'), 'utf8');
+  });
+  after(async () => {
+    for (const w of workers) await w.kill('SIGKILL');
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (token command) connect over SASL_SSL; a client certificate from env PEM passes mutual TLS', async () => {
+    const ssl = { caFile: sec.caFile };
+    assert.ok(
+      (await listTopicsWith({
+        brokers: sec.saslSsl,
+        ssl,
+        sasl: { mechanism: 'plain', username: sec.users.plain.username, passwordFile: sec.users.plain.passwordFile },
+      })) > 0,
+    );
+    assert.ok(
+      (await listTopicsWith({
+        brokers: sec.saslSsl,
+        ssl,
+        sasl: { mechanism: 'SCRAM-SHA-256', username: sec.users.scram256.username, passwordFile: sec.users.scram256.passwordFile },
+      })) > 0,
+    );
+    assert.ok((await listTopicsWith(scram512(), { ...process.env, [PASSWORD_ENV]: pw(sec.users.scram512) })) > 0);
+    assert.ok(
+      (await listTopicsWith({
+        brokers: sec.saslSsl,
+        ssl,
+        sasl: { mechanism: 'oauthbearer', tokenCommand: [process.execPath, '-e', UNSECURED_JWT_SCRIPT] },
+      })) > 0,
+    );
+    const pemEnv = {
+      ...process.env,
+      FLOE_IT_CERT: readFileSync(sec.clientCertFile, 'utf8'),
+      FLOE_IT_KEY: readFileSync(sec.clientKeyFile, 'utf8'),
+    };
+    assert.ok(
+      (await listTopicsWith({ brokers: sec.mtls, ssl: { caFile: sec.caFile, certEnv: 'FLOE_IT_CERT', keyEnv: 'FLOE_IT_KEY' } }, pemEnv)) >
+        0,
+    );
+    // Without the certificate the mTLS listener refuses the handshake: fast, and said so.
+    const noCert = await timed(() => listTopicsWith({ brokers: sec.mtls, ssl: { caFile: sec.caFile } }));
+    assert.ok(noCert.error instanceof KafkaSecurityError, String(noCert.error));
+    assert.match(noCert.error.message, /^Kafka broker 127\.0\.0\.1:9095: TLS handshake refused by the broker .*client certificate/);
+    assert.ok(noCert.ms < 10_000, `took ${noCert.ms} ms`);
+  });
+
+  it('a wrong password and an untrusted certificate fail worker startup in seconds, naming the broker and the cause, never the password', async () => {
+    const right = pw(sec.users.scram512);
+    const wrong = `wrong-${randomBytes(12).toString('hex')}`;
+    const cfgWith = (kafka: unknown): FloeConfig => ({
+      ...loadConfig(scenarioConfig(`it_ksec_probe_${suffix}`, 1, '2s').path),
+      kafka: kafkaOf(kafka),
+    });
+
+    process.env[PASSWORD_ENV] = wrong;
+    try {
+      const bad = await timed(() => createDeps(cfgWith(scram512())).then((d) => d.close()));
+      assert.ok(bad.error instanceof KafkaSecurityError, String(bad.error));
+      assert.equal(bad.error.kind, 'sasl');
+      assert.match(
+        bad.error.message,
+        /^Kafka broker 127\.0\.0\.1:9094: SCRAM-SHA-512 authentication as user "floe_scram512" failed: .*invalid credentials/,
+      );
+      assert.ok(bad.ms < 5_000, `a wrong password took ${bad.ms} ms to fail`);
+      for (const s of [wrong, right]) assert.ok(!bad.error.message.includes(s) && !String(bad.error.stack).includes(s));
+
+      // The right password, but a CA that did not sign the broker's certificate (PEM in an env var).
+      process.env[PASSWORD_ENV] = right;
+      process.env.FLOE_IT_OTHER_CA = otherCa;
+      const untrusted = await timed(() =>
+        createDeps(cfgWith({ ...scram512(), ssl: { caEnv: 'FLOE_IT_OTHER_CA' } })).then((d) => d.close()),
+      );
+      assert.ok(untrusted.error instanceof KafkaSecurityError, String(untrusted.error));
+      assert.equal(untrusted.error.kind, 'tls');
+      assert.match(
+        untrusted.error.message,
+        /^Kafka broker 127\.0\.0\.1:9094: TLS: the broker's certificate is not trusted \(checked against kafka\.ssl\.caEnv FLOE_IT_OTHER_CA\): (SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/,
+      );
+      assert.ok(untrusted.ms < 5_000, `an untrusted certificate took ${untrusted.ms} ms to fail`);
+      assert.ok(!untrusted.error.message.includes(right));
+    } finally {
+      delete process.env[PASSWORD_ENV];
+      delete process.env.FLOE_IT_OTHER_CA;
+    }
+
+    // A worker process with the wrong password exits at startup, saying why, without the password.
+    const name = `it_ksec_wrong_${suffix}`;
+    const { path } = secureConfigFile(name, scram512());
+    const log = join(floeHome(), 'logs', `${name}-worker.log`);
+    const t0 = Date.now();
+    const w = spawnWorker(path, log, { [PASSWORD_ENV]: wrong });
+    workers.push(w);
+    const exit = await Promise.race([w.exited, new Promise<null>((res) => setTimeout(() => res(null), 60_000))]);
+    assert.notEqual(exit, null, 'the worker with a wrong Kafka password exits');
+    assert.notEqual(exit!.code, 0);
+    const text = readFileSync(log, 'utf8');
+    assert.match(text, /floe: Kafka broker 127\.0\.0\.1:9094: SCRAM-SHA-512 authentication as user "floe_scram512" failed/);
+    for (const s of [wrong, right]) assert.ok(!text.includes(s), `the worker log holds a password:\n${text}`);
+    assert.ok(Date.now() - t0 < 60_000);
+  });
+
+  it('an ingest through SASL_SSL (SCRAM-SHA-512) lands every message exactly once; the cursor is mirrored; the password is in no history or log', async () => {
+    const password = pw(sec.users.scram512);
+    const name = `it_ksec_ingest_${suffix}`;
+    const c = secureConfigFile(name, scram512());
+    const cfg = loadConfig(c.path);
+    const messages = 400;
+
+    // Produced through the SASL_SSL listener too, with floe's own client factory.
+    const producerKafka = await connectKafka(cfg.kafka, { env: { ...process.env, [PASSWORD_ENV]: password } });
+    const admin = producerKafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: c.topic, numPartitions: 2 }], waitForLeaders: true });
+    await admin.disconnect();
+    const producer = producerKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const ev = orderEvents();
+    await producer.send({
+      topic: c.topic,
+      messages: Array.from({ length: messages }, () => {
+        const e = ev.next().value!;
+        return { key: eventKey(e), value: JSON.stringify(e) };
+      }),
+    });
+    await producer.disconnect();
+
+    const log = join(floeHome(), 'logs', `${name}-worker.log`);
+    const worker = spawnWorker(c.path, log, { [PASSWORD_ENV]: password });
+    workers.push(worker);
+    let fc: FloeClient | undefined;
+    try {
+      fc = await connectClient(cfg);
+      await startIngest(fc, c.table);
+      const deadline = Date.now() + 150_000;
+      let rows = 0;
+      while (Date.now() < deadline) {
+        rows = Number((await tableCommitRows(cfg, c.table).catch(() => [])).at(-1)?.total_rows ?? 0);
+        if (rows >= messages) break;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      assert.equal(rows, messages, `rows after waiting: ${rows}\n${readFileSync(log, 'utf8')}`);
+      await signalIngest(fc, c.table, 'stop');
+      await waitForIngest(fc, c.table);
+
+      // Exactly once, by floe's reader and DuckDB (the topic counted through the plain listener).
+      const v = await verifyTable({ ...cfg, kafka: { brokers: env.kafka.brokers, clientId: 'floe-it' } }, c.table, c.topic);
+      assert.deepEqual(v.problems, []);
+      assert.equal(v.messagesInTopic, messages);
+      assert.equal(v.rows, messages);
+      assert.equal(v.distinctEventIds, messages);
+      assert.equal(v.deadLetters, 0);
+
+      // The lag mirror went through the same secured admin client.
+      const plain = new Kafka({ clientId: 'floe-it', brokers: env.kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+      await plain.connect();
+      try {
+        const group = `floe.${c.table}.main`;
+        let mirrored = 0;
+        for (let i = 0; i < 30 && mirrored !== messages; i++) {
+          const [t] = await plain.fetchOffsets({ groupId: group, topics: [c.topic] });
+          mirrored = (t?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+          if (mirrored !== messages) await new Promise((r) => setTimeout(r, 1000));
+        }
+        assert.equal(mirrored, messages, 'the lag group holds the table cursor');
+      } finally {
+        await plain.disconnect();
+      }
+
+      // Neither the history (every run of the ingest workflow) nor the worker log holds the password.
+      let runs = 0;
+      for await (const wf of fc.client.workflow.list({ query: `WorkflowId = '${ingestWorkflowId(c.table, 'main')}'` })) {
+        const json = historyToJson(await fc.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory());
+        // Payloads are base64 in proto JSON: search them decoded too.
+        const decoded = [...json.matchAll(/"data": "([A-Za-z0-9+/=]+)"/g)]
+          .map((m) => Buffer.from(m[1]!, 'base64').toString('utf8'))
+          .join('\n');
+        assert.ok(decoded.includes(c.table), 'the decoded payloads hold the workflow input (the search can see inputs)');
+        for (const text of [json, decoded]) assert.ok(!text.includes(password), 'the workflow history holds the Kafka password');
+        runs++;
+      }
+      assert.ok(runs >= 1);
+    } finally {
+      await fc?.close();
+      await worker.kill('SIGTERM');
+    }
+    const text = readFileSync(log, 'utf8');
+    assert.ok(!text.includes(password), `the worker log holds the Kafka password:\n${text}`);
+  });
+});
