@@ -28,6 +28,7 @@ import { compactTable } from '../client/maintenance';
 import { spawnWorker } from '../workers/process';
 import { orderEvents } from '../demo/generator';
 import type { Row } from '../ingest/decode';
+import { s3Options } from '../ingest/storage';
 import type { DataFile } from '../iceberg/spec/types';
 
 const arg = (name: string, env: string, def: number): number => {
@@ -151,7 +152,8 @@ async function main(): Promise<void> {
     groupsFile,
     JSON.stringify([...byPart].map(([p, files], i) => ({ files, out: `${metadata.location}/reference/${p}/ref-${i}.parquet` }))),
   );
-  const s3 = { endpoint: cfg.s3.endpoint, region: cfg.s3.region, key: cfg.s3.accessKeyId, secret: cfg.s3.secretAccessKey };
+  const o = s3Options(cfg.s3);
+  const s3 = { endpoint: o.endpoint, region: o.region, key: o.accessKeyId, secret: o.secretAccessKey };
   const ref = SKIP_REFERENCE
     ? { seconds: NaN, rows: 0, baselineRssBytes: NaN, peakRssBytes: NaN }
     : await runPythonJson<{ seconds: number; rows: number; baselineRssBytes: number; peakRssBytes: number }>(

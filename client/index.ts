@@ -3,12 +3,13 @@
  * Starting an ingest is idempotent: the workflow id is deterministic per (table, ingest id) and an
  * already-running ingest is reused, never duplicated.
  */
-import { Client, Connection, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
 import type { BackfillBound } from '../ingest/backfill';
 import { deadLetterColumns, openTables } from '../ingest/tables';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
+import { connectTemporal } from './connection';
 import { tableIngestStatus } from './tables';
 import { checkIngestTablesDrift, TableDriftError } from '../ingest/drift';
 import {
@@ -32,9 +33,13 @@ export interface FloeClient {
   close(): Promise<void>;
 }
 
+/**
+ * Connects as the `temporal` CLI would (client/connection.ts: the config's address / namespace,
+ * else the CLI's TEMPORAL_* environment and profile, with TLS, mTLS and API key from them).
+ */
 export async function connectClient(cfg: FloeConfig): Promise<FloeClient> {
-  const connection = await Connection.connect({ address: cfg.temporal.address });
-  const client = new Client({ connection, namespace: cfg.temporal.namespace });
+  const { connection, target } = await connectTemporal(cfg.temporal);
+  const client = new Client({ connection, namespace: target.namespace });
   return { client, cfg, close: () => connection.close() };
 }
 

@@ -12,8 +12,10 @@ import type {
   KafkaSslConfig,
   MaintenanceConfig,
   PartitionFieldConfig,
+  S3Config,
   SecretRef,
   TableConfig,
+  TemporalConfig,
 } from './types';
 
 /** A bad config fails fast, naming the key path that is wrong and what was expected. */
@@ -46,11 +48,22 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
 const KEYS = {
   root: ['catalog', 's3', 'kafka', 'temporal', 'tables'],
   catalog: ['type', 'uri', 'warehouse', 'name', 'token'],
-  s3: ['endpoint', 'region', 'accessKeyId', 'secretAccessKey', 'forcePathStyle'],
+  s3: [
+    'endpoint',
+    'region',
+    'forcePathStyle',
+    'profile',
+    'accessKeyIdEnv',
+    'accessKeyIdFile',
+    'secretAccessKeyEnv',
+    'secretAccessKeyFile',
+    'sessionTokenEnv',
+    'sessionTokenFile',
+  ],
   kafka: ['brokers', 'clientId', 'ssl', 'sasl'],
   kafkaSsl: ['caFile', 'caEnv', 'certFile', 'certEnv', 'keyFile', 'keyEnv', 'rejectUnauthorized', 'servername'],
   kafkaSasl: ['mechanism', 'username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile', 'tokenCommand', 'region'],
-  temporal: ['address', 'namespace', 'taskQueue'],
+  temporal: ['address', 'namespace', 'taskQueue', 'profile'],
   table: [
     'table',
     'topic',
@@ -322,6 +335,73 @@ function readKafka(r: Reader): KafkaConfig {
   };
 }
 
+/**
+ * No `s3` section: the local stack (FLOE_S3_* as `floe stack up` and docker-compose set them, else
+ * the stack's defaults) and its keys. An `s3` section is taken as written and never falls back to
+ * the local stack: no endpoint is AWS S3, and keys come by reference or from the AWS default chain.
+ */
+function readS3(root: Reader): S3Config {
+  for (const k of ['accessKeyId', 'secretAccessKey', 'sessionToken'])
+    if (root.childHas('s3', k))
+      throw ConfigError.problem(
+        `s3.${k}`,
+        `keys are never written in the config: name an environment variable (${k}Env) or a file (${k}File), or give none to use the AWS credential chain`,
+      );
+  const r = root.child('s3', KEYS.s3);
+  if (!root.has('s3')) {
+    return {
+      endpoint: env.FLOE_S3_ENDPOINT ?? 'http://127.0.0.1:8333',
+      region: env.FLOE_S3_REGION ?? 'us-east-1',
+      forcePathStyle: true,
+      credentials: { source: 'local-stack' },
+    };
+  }
+  const endpoint = r.optStr('endpoint');
+  if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint))
+    throw new ConfigError(r.key('endpoint'), 'an http(s)://host[:port] URL', endpoint);
+  const accessKeyId = secretRef(r, 'accessKeyId');
+  const secretAccessKey = secretRef(r, 'secretAccessKey');
+  const sessionToken = secretRef(r, 'sessionToken');
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    const missing = accessKeyId === undefined ? 'accessKeyId' : 'secretAccessKey';
+    throw ConfigError.problem(
+      r.key(`${missing}Env`),
+      `an access key needs its id and its secret: give ${missing}Env or ${missing}File too`,
+    );
+  }
+  if (sessionToken && !accessKeyId)
+    throw ConfigError.problem(r.key('sessionTokenEnv'), 'a session token goes with accessKeyId and secretAccessKey');
+  const profile = r.optStr('profile');
+  if (profile !== undefined && accessKeyId) throw ConfigError.problem(r.key('profile'), 'give either keys or a profile, not both');
+  const region = r.optStr('region');
+  return {
+    ...(endpoint !== undefined ? { endpoint } : {}),
+    ...(region !== undefined ? { region } : {}),
+    // S3-compatible stores (SeaweedFS, MinIO) want path-style URLs; AWS wants virtual-hosted ones.
+    forcePathStyle: r.bool('forcePathStyle', endpoint !== undefined),
+    credentials:
+      accessKeyId && secretAccessKey
+        ? { source: 'keys', accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }
+        : { source: 'chain', ...(profile !== undefined ? { profile } : {}) },
+  };
+}
+
+/**
+ * Address and namespace: the config's keys, else FLOE_TEMPORAL_*; left unset otherwise, for the
+ * Temporal CLI's environment and profile to decide when connecting (client/connection.ts).
+ */
+function readTemporal(r: Reader): TemporalConfig {
+  const address = r.optStr('address') ?? env.FLOE_TEMPORAL_ADDRESS;
+  const namespace = r.optStr('namespace') ?? env.FLOE_TEMPORAL_NAMESPACE;
+  const profile = r.optStr('profile');
+  return {
+    ...(address !== undefined ? { address } : {}),
+    ...(namespace !== undefined ? { namespace } : {}),
+    taskQueue: r.str('taskQueue', env.FLOE_TASK_QUEUE ?? 'floe'),
+    ...(profile !== undefined ? { profile } : {}),
+  };
+}
+
 function readColumn(r: Reader): ColumnConfig {
   const source = (r.optStr('source') ?? 'value') as ColumnConfig['source'];
   if (!['value', 'key', 'partition', 'offset', 'timestamp'].includes(source!)) {
@@ -433,7 +513,6 @@ export function parseConfig(raw: unknown): FloeConfig {
   const type = cat.str('type', 'sql');
   if (type !== 'sql' && type !== 'rest') throw new ConfigError('catalog.type', 'sql or rest', type);
   const home = env.FLOE_HOME ?? `${env.HOME}/.cache/floe`;
-  const s3 = root.child('s3', KEYS.s3);
   const kafka = root.child('kafka', KEYS.kafka);
   const temporal = root.child('temporal', KEYS.temporal);
   const tables = root.list('tables', KEYS.table, false).map(readTable);
@@ -451,19 +530,9 @@ export function parseConfig(raw: unknown): FloeConfig {
       name: cat.str('name', 'floe'),
       token: cat.optStr('token'),
     },
-    s3: {
-      endpoint: s3.optStr('endpoint') ?? env.FLOE_S3_ENDPOINT ?? 'http://127.0.0.1:8333',
-      region: s3.str('region', env.FLOE_S3_REGION ?? 'us-east-1'),
-      accessKeyId: s3.optStr('accessKeyId') ?? env.FLOE_S3_ACCESS_KEY ?? 'floe',
-      secretAccessKey: s3.optStr('secretAccessKey') ?? env.FLOE_S3_SECRET_KEY ?? 'floe-secret',
-      forcePathStyle: s3.bool('forcePathStyle', true),
-    },
+    s3: readS3(root),
     kafka: readKafka(kafka),
-    temporal: {
-      address: temporal.str('address', env.FLOE_TEMPORAL_ADDRESS ?? '127.0.0.1:7233'),
-      namespace: temporal.str('namespace', env.FLOE_TEMPORAL_NAMESPACE ?? 'default'),
-      taskQueue: temporal.str('taskQueue', env.FLOE_TASK_QUEUE ?? 'floe'),
-    },
+    temporal: readTemporal(temporal),
     tables,
   };
 }

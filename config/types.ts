@@ -25,13 +25,28 @@ export interface CatalogConfig {
   token?: string;
 }
 
+/**
+ * Object storage. No `s3` section in the config file means the local stack (its endpoint and
+ * keys, from FLOE_S3_* or `floe stack up`'s defaults): `credentials.source` is 'local-stack'. An
+ * `s3` section is taken as written: no endpoint is AWS S3, keys only by reference, and without
+ * them the AWS SDK's default chain ('chain').
+ */
 export interface S3Config {
+  /** undefined: AWS S3's endpoint for the region. */
   endpoint?: string;
-  region: string;
-  accessKeyId?: string;
-  secretAccessKey?: string;
+  /** undefined: AWS_REGION, the profile's region, else us-east-1. */
+  region?: string;
   forcePathStyle: boolean;
+  credentials: S3CredentialsConfig;
 }
+
+export type S3CredentialsConfig =
+  /** The local stack's keys: FLOE_S3_ACCESS_KEY / FLOE_S3_SECRET_KEY, else the stack's defaults. */
+  | { source: 'local-stack' }
+  /** Keys read by the process from env vars or files named in the config (never written in it). */
+  | { source: 'keys'; accessKeyId: SecretRef; secretAccessKey: SecretRef; sessionToken?: SecretRef }
+  /** The AWS SDK's default provider chain (env, SSO, shared files for `profile`, process, web identity, container, IMDS). */
+  | { source: 'chain'; profile?: string };
 
 export interface ColumnConfig {
   name: string;
@@ -117,10 +132,25 @@ export interface KafkaConfig {
   sasl?: KafkaSaslConfig;
 }
 
+/**
+ * The Temporal connection as the config gives it. Connecting (client/connection.ts) resolves the
+ * rest like the `temporal` CLI: `address` / `namespace` here (or FLOE_TEMPORAL_ADDRESS /
+ * FLOE_TEMPORAL_NAMESPACE) win, as the CLI's flags do; then TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE
+ * and the profile of the CLI's config file; then the local stack's 127.0.0.1:7233 / default. TLS,
+ * client certificate and API key come only from that environment and profile.
+ */
+export interface TemporalConfig {
+  address?: string;
+  namespace?: string;
+  taskQueue: string;
+  /** A profile of the Temporal CLI's config file (default: TEMPORAL_PROFILE, then "default"). */
+  profile?: string;
+}
+
 export interface FloeConfig {
   catalog: CatalogConfig;
   s3: S3Config;
   kafka: KafkaConfig;
-  temporal: { address: string; namespace: string; taskQueue: string };
+  temporal: TemporalConfig;
   tables: TableConfig[];
 }

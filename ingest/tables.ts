@@ -22,6 +22,7 @@ import type { DataFile, LoadedTable, NestedField, Schema, TableMetadata } from '
 import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory } from '../iceberg/parquet';
 import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
+import { s3Options } from './storage';
 
 export interface AppendOutcome {
   /** the new snapshot's id; null when `alreadyCommitted` (the caller knows where it recorded it) */
@@ -104,12 +105,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     uri: cfg.catalog.uri,
     warehouse: cfg.catalog.warehouse,
     ...(cfg.catalog.token ? { token: cfg.catalog.token } : {}),
-    s3: {
-      endpoint: cfg.s3.endpoint,
-      region: cfg.s3.region,
-      forcePathStyle: cfg.s3.forcePathStyle,
-      ...(cfg.s3.accessKeyId ? { accessKeyId: cfg.s3.accessKeyId, secretAccessKey: cfg.s3.secretAccessKey } : {}),
-    },
+    s3: s3Options(cfg.s3),
   } as Parameters<typeof catalogFromConfig>[0]);
   const warehouse = cfg.catalog.warehouse.replace(/\/+$/, '');
 

@@ -3,37 +3,48 @@
  * down gracefully (in-flight activities finish or are cancelled, the worker drains); SIGKILL is
  * survived by design: Temporal retries the activities and replays the workflows elsewhere.
  */
-import { NativeConnection, Worker, Runtime, DefaultLogger, type WorkerOptions } from '@temporalio/worker';
+import { Worker, Runtime, DefaultLogger, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, createDeps } from '../activities';
+import { connectTemporalNative, type TemporalTarget } from '../client/connection';
 import type { FloeConfig } from '../config';
 import { workflowBundle } from './bundle';
 
 export async function createWorker(
   cfg: FloeConfig,
   opts: { identity?: string } = {},
-): Promise<{ worker: Worker; close: () => Promise<void> }> {
-  const deps = await createDeps(cfg);
-  const connection = await NativeConnection.connect({ address: cfg.temporal.address });
-  const worker = await Worker.create({
-    connection,
-    namespace: cfg.temporal.namespace,
-    taskQueue: cfg.temporal.taskQueue,
-    workflowBundle: await workflowBundle(),
-    activities: createActivities(deps),
-    identity: opts.identity ?? `floe-worker@${process.pid}`,
-    ...activitySlots(process.env.FLOE_ACTIVITY_SLOTS),
-    shutdownGraceTime: '10 seconds',
-    // A workflow's next task waits this long on the sticky queue of a worker that died before it
-    // goes to any worker (SDK default 10 s): after a SIGKILL that is pure delay before rows land.
-    stickyQueueScheduleToStartTimeout: '3 seconds',
-  });
-  return {
-    worker,
-    close: async () => {
-      await deps.close();
-      await connection.close();
-    },
-  };
+): Promise<{ worker: Worker; target: TemporalTarget; close: () => Promise<void> }> {
+  // Temporal first: a wrong address, CA or client certificate fails before Kafka and S3 are opened.
+  const { connection, target } = await connectTemporalNative(cfg.temporal);
+  let deps: Awaited<ReturnType<typeof createDeps>> | undefined;
+  try {
+    deps = await createDeps(cfg);
+    const opened = deps;
+    const worker = await Worker.create({
+      connection,
+      namespace: target.namespace,
+      taskQueue: cfg.temporal.taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: createActivities(deps),
+      identity: opts.identity ?? `floe-worker@${process.pid}`,
+      ...activitySlots(process.env.FLOE_ACTIVITY_SLOTS),
+      shutdownGraceTime: '10 seconds',
+      // A workflow's next task waits this long on the sticky queue of a worker that died before it
+      // goes to any worker (SDK default 10 s): after a SIGKILL that is pure delay before rows land.
+      stickyQueueScheduleToStartTimeout: '3 seconds',
+    });
+    return {
+      worker,
+      target,
+      close: async () => {
+        await opened.close();
+        await connection.close();
+      },
+    };
+  } catch (e) {
+    await deps?.close().catch(() => undefined);
+    await connection.close().catch(() => undefined);
+    throw e;
+  }
 }
 
 /**
@@ -65,9 +76,9 @@ export function activitySlots(mode: string | undefined): Pick<WorkerOptions, 'ma
 /** Runs until SIGTERM/SIGINT. */
 export async function runWorker(cfg: FloeConfig): Promise<void> {
   if (!process.env.FLOE_VERBOSE) Runtime.install({ logger: new DefaultLogger('WARN') });
-  const { worker, close } = await createWorker(cfg);
+  const { worker, target, close } = await createWorker(cfg);
   // The SDK's default shutdown signals include SIGTERM and SIGINT: worker.run() resolves after draining.
-  console.log(`floe worker ${process.pid} polling task queue "${cfg.temporal.taskQueue}" on ${cfg.temporal.address}`);
+  console.log(`floe worker ${process.pid} polling task queue "${cfg.temporal.taskQueue}" on ${target.describe}`);
   try {
     await worker.run();
   } finally {

@@ -2,6 +2,12 @@
  * S3FileIO: `s3://bucket/key` (and Hadoop's `s3a://`) on any S3-compatible store (AWS, SeaweedFS,
  * MinIO). Retries with exponential backoff are the SDK's (`maxAttempts`); errors come out as
  * IcebergError 'NotFound' (404 / NoSuchKey) or 'Io' (retryable) so callers never see SDK types.
+ *
+ * Credentials, first that is given: `credentials` / `credentialProvider` (static keys or a
+ * provider, e.g. a table's vended credentials that refresh), `accessKeyId` + `secretAccessKey`,
+ * else the AWS SDK's default chain for Node (env, SSO, shared config/credentials files for
+ * `profile` / AWS_PROFILE, process, web identity / IRSA, container and instance metadata). `checkCredentials()` resolves them now, so a
+ * process fails at start, naming every source the chain tried, instead of at its first write.
  */
 import {
   DeleteObjectCommand,
@@ -12,6 +18,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
+import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { Upload } from '@aws-sdk/lib-storage';
 import { IcebergError } from '../errors';
 import type { FileInfo, FileIO } from './file-io';
@@ -21,10 +28,17 @@ export interface S3Options {
   region?: string;
   /** Path-style URLs (`http://host/bucket/key`): required by SeaweedFS and MinIO. */
   forcePathStyle?: boolean;
-  /** Omit both to use the SDK's standard credential chain (env, profile, IMDS, ...). */
+  /** Static keys; omit them (and `credentials`) to use the SDK's default chain (env, profile, IMDS, ...). */
   accessKeyId?: string;
   secretAccessKey?: string;
   sessionToken?: string;
+  /**
+   * Explicit credentials, winning over everything else: static, or a provider the SDK calls again
+   * when what it returned nears its `expiration` (per-table vended credentials, an assumed role).
+   */
+  credentials?: S3Credentials;
+  /** Profile of the shared AWS config/credentials files for the default chain and the region (default: AWS_PROFILE, then "default"). */
+  profile?: string;
   /**
    * Asked for keys instead of the three above; the SDK caches them until 5 minutes before
    * `expiration`, then asks again. REST catalogs' vended credentials (iceberg/io/resolve.ts).
@@ -39,6 +53,9 @@ export interface S3Options {
   /** Keys per ListObjectsV2 page (S3 caps it at 1000; small values exercise pagination). */
   listPageSize?: number;
 }
+
+/** What the SDK takes as `credentials`: static keys or a (refreshing) provider. */
+export type S3Credentials = NonNullable<S3ClientConfig['credentials']>;
 
 export const DEFAULT_MULTIPART_THRESHOLD = 16 * 1024 * 1024;
 const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
@@ -103,27 +120,87 @@ export class S3FileIO implements FileIO {
   private readonly threshold: number;
   private readonly partSize: number;
   private readonly listPageSize: number | undefined;
+  /** Set when the SDK's default chain supplies the credentials: what each of its sources said. */
+  private readonly chainLog: ChainLog | undefined;
 
-  constructor(opts: S3Options = {}, client?: S3Client) {
+  constructor(
+    private readonly opts: S3Options = {},
+    client?: S3Client,
+  ) {
     const config: S3ClientConfig = {
-      region: opts.region ?? process.env['AWS_REGION'] ?? process.env['AWS_DEFAULT_REGION'] ?? 'us-east-1',
+      region: opts.region ?? process.env['AWS_REGION'] ?? process.env['AWS_DEFAULT_REGION'] ?? profileRegionOrDefault(opts.profile),
       maxAttempts: opts.maxAttempts ?? 5,
       retryMode: 'standard',
     };
+    if (opts.profile) config.profile = opts.profile;
     if (opts.endpoint) config.endpoint = opts.endpoint;
+    // AWS itself (no endpoint): a bucket in another region than the one guessed answers 301, and
+    // the SDK retries it there instead of failing.
+    else config.followRegionRedirects = true;
     if (opts.forcePathStyle !== undefined) config.forcePathStyle = opts.forcePathStyle;
-    if (opts.accessKeyId && opts.secretAccessKey) {
+    const given = opts.credentials ?? opts.credentialProvider;
+    if (given) {
+      config.credentials = given;
+    } else if (opts.accessKeyId && opts.secretAccessKey) {
       config.credentials = {
         accessKeyId: opts.accessKeyId,
         secretAccessKey: opts.secretAccessKey,
         ...(opts.sessionToken ? { sessionToken: opts.sessionToken } : {}),
       };
+    } else if (!client) {
+      this.chainLog = new ChainLog();
+      config.credentials = fromNodeProviderChain({ ...(opts.profile ? { profile: opts.profile } : {}), logger: this.chainLog });
     }
-    if (opts.credentialProvider) config.credentials = opts.credentialProvider;
     this.client = client ?? new S3Client(config);
     this.threshold = opts.multipartThresholdBytes ?? DEFAULT_MULTIPART_THRESHOLD;
     this.partSize = Math.max(5 * 1024 * 1024, opts.partSizeBytes ?? DEFAULT_PART_SIZE);
     this.listPageSize = opts.listPageSize;
+  }
+
+  /**
+   * Another S3FileIO on the same store (endpoint, region, retries, part sizes) with `overrides`,
+   * e.g. `withOptions({credentials})` or `withOptions({accessKeyId, secretAccessKey})` for
+   * one table's vended credentials (given credentials replace this FileIO's).
+   */
+  withOptions(overrides: S3Options): S3FileIO {
+    const base: S3Options = { ...this.opts };
+    if (overrides.credentials || overrides.credentialProvider || overrides.accessKeyId) {
+      delete base.accessKeyId;
+      delete base.secretAccessKey;
+      delete base.sessionToken;
+      delete base.credentials;
+      delete base.credentialProvider;
+    }
+    return new S3FileIO({ ...base, ...definedOnly(overrides) });
+  }
+
+  /** Where the credentials come from: given (`static` keys or a `provider`) or the SDK's default `chain`. */
+  get credentialSource(): 'static' | 'provider' | 'chain' {
+    if (this.chainLog) return 'chain';
+    const given = this.opts.credentials ?? this.opts.credentialProvider;
+    return typeof given === 'function' ? 'provider' : 'static';
+  }
+
+  /**
+   * Resolves the credentials now (no request to S3). Throws a non-retryable IcebergError that
+   * names every source the default chain tried and why each gave nothing; never a key.
+   */
+  async checkCredentials(): Promise<void> {
+    this.chainLog?.clear();
+    try {
+      const provider = this.client.config.credentials as unknown as () => Promise<{ accessKeyId?: string }>;
+      const c = await provider();
+      if (!c?.accessKeyId) throw new Error('the provider returned no access key id');
+    } catch (e) {
+      const where = this.opts.endpoint ? `S3 at ${this.opts.endpoint}` : 'AWS S3';
+      const tried = this.chainLog?.describe();
+      const message = tried
+        ? `no credentials for ${where}: the AWS default credential chain found none. Tried, in order: ${tried}. ` +
+          'Give keys by reference (s3.accessKeyIdEnv/File + s3.secretAccessKeyEnv/File), a profile (s3.profile or AWS_PROFILE), ' +
+          'or run where a role is attached (web identity / IRSA, ECS task role, EC2 instance profile)'
+        : `no credentials for ${where}: ${(e as Error).message}`;
+      throw new IcebergError('Io', message, { retryable: false, context: { endpoint: this.opts.endpoint }, cause: e });
+    }
   }
 
   async read(location: string): Promise<Uint8Array> {
@@ -249,4 +326,81 @@ export class S3FileIO implements FileIO {
       token = res.IsTruncated ? res.NextContinuationToken : undefined;
     } while (token);
   }
+}
+
+/** `o` without its undefined entries, so spreading it never erases a value with `undefined`. */
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * The region of the profile in the shared config file (what the SDK resolves when no region is
+ * given), else us-east-1: S3 signs with some region, and AWS redirects to the bucket's own.
+ */
+function profileRegionOrDefault(profile: string | undefined): () => Promise<string> {
+  let region: Promise<string> | undefined;
+  return () =>
+    (region ??= (async () => {
+      const probe = new S3Client(profile ? { profile } : {});
+      try {
+        return await probe.config.region();
+      } catch {
+        return 'us-east-1';
+      } finally {
+        probe.destroy();
+      }
+    })());
+}
+
+const CHAIN_SOURCES: Record<string, string> = {
+  fromEnv: 'environment (AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY)',
+  fromSSO: 'SSO',
+  fromIni: 'shared config/credentials files',
+  fromProcess: 'credential_process',
+  fromTokenFile: 'web identity token (AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN, e.g. EKS IRSA)',
+  remoteProvider: 'container metadata (AWS_CONTAINER_CREDENTIALS_*) / EC2 instance metadata (IMDS)',
+};
+
+/**
+ * The default chain's debug log, kept to say which sources were tried: each source logs
+ * `defaultProvider::<source>` when it starts and `@smithy/property-provider -> <why>` when it
+ * gives nothing (messages only, never credentials). Bounded: refreshes append to it for the
+ * life of the process.
+ */
+class ChainLog {
+  private steps: { source: string; why: string[] }[] = [];
+
+  clear(): void {
+    this.steps = [];
+  }
+
+  private line(msg: string): void {
+    const source = /defaultProvider::(\w+)/.exec(msg)?.[1];
+    if (source) {
+      if (this.steps.length > 50) this.steps.splice(0, this.steps.length - 25);
+      this.steps.push({ source, why: [] });
+      return;
+    }
+    const why = /^@smithy\/property-provider (?:->|\(!\)) (.*)$/s.exec(msg)?.[1];
+    if (why === undefined || why.startsWith('Could not load credentials from any providers')) return;
+    // fromEnv is skipped before it logs its own start when AWS_PROFILE is set.
+    if (this.steps.length === 0) this.steps.push({ source: 'fromEnv', why: [] });
+    this.steps[this.steps.length - 1]!.why.push(why.trim());
+  }
+
+  describe(): string | undefined {
+    if (this.steps.length === 0) return undefined;
+    const files = `${process.env['AWS_CONFIG_FILE'] ?? '~/.aws/config'}, ${process.env['AWS_SHARED_CREDENTIALS_FILE'] ?? '~/.aws/credentials'}`;
+    return this.steps
+      .map(({ source, why }) => {
+        const name = source === 'fromIni' ? `${CHAIN_SOURCES[source]} (${files})` : (CHAIN_SOURCES[source] ?? source);
+        return `${name}: ${why.length > 0 ? why.join(' ') : 'nothing'}`;
+      })
+      .join('; ');
+  }
+
+  debug = (...args: unknown[]): void => this.line(args.map(String).join(' '));
+  info = (): void => {};
+  warn = (...args: unknown[]): void => console.warn(...args);
+  error = (): void => {};
 }

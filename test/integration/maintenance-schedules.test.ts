@@ -21,6 +21,7 @@ import {
   windowOf,
 } from '../../client/maintenance';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
+import { resolveTemporalTarget } from '../../client/connection';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
@@ -112,13 +113,14 @@ describe('maintenance schedules (real stack)', { timeout: 20 * 60_000 }, () => {
 
         // Same backfill again, through the temporal CLI as an operator would.
         const temporal = `${stackEnv().python.bin}/temporal`;
+        const target = resolveTemporalTarget(cfg.temporal);
         await runCommand(temporal, [
           'schedule',
           'backfill',
           '--address',
-          cfg.temporal.address,
+          target.address,
           '--namespace',
-          cfg.temporal.namespace,
+          target.namespace,
           '--schedule-id',
           ids[0]!,
           '--overlap-policy',

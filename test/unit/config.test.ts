@@ -102,7 +102,31 @@ describe('config', () => {
     ['typo at the top level', { table: [table()] }, /^config table: unknown key; did you mean "tables"\?$/],
     ['typo in kafka', { kafka: { broker: ['a:9092'] } }, /^config kafka\.broker: unknown key; did you mean "brokers"\?$/],
     ['typo in s3', { s3: { endpiont: 'http://x' } }, /^config s3\.endpiont: unknown key; did you mean "endpoint"\?$/],
-    ['snake_case in s3', { s3: { access_key_id: 'x' } }, /^config s3\.access_key_id: unknown key; did you mean "accessKeyId"\?$/],
+    [
+      'snake_case in s3',
+      { s3: { access_key_id_env: 'X' } },
+      /^config s3\.access_key_id_env: unknown key; did you mean "accessKeyIdEnv"\?$/,
+    ],
+    [
+      'an inline S3 secret',
+      { s3: { secretAccessKey: 'shh' } },
+      /^config s3\.secretAccessKey: keys are never written in the config: name an environment variable \(secretAccessKeyEnv\)/,
+    ],
+    [
+      'an S3 key id without its secret',
+      { s3: { accessKeyIdEnv: 'K' } },
+      /^config s3\.secretAccessKeyEnv: an access key needs its id and its secret/,
+    ],
+    [
+      'S3 keys and a profile',
+      { s3: { accessKeyIdEnv: 'K', secretAccessKeyFile: '/s', profile: 'p' } },
+      /^config s3\.profile: give either keys or a profile/,
+    ],
+    [
+      'an S3 endpoint that is no URL',
+      { s3: { endpoint: 'localhost:8333' } },
+      /^config s3\.endpoint: expected an http\(s\):\/\/host\[:port\] URL/,
+    ],
     ['typo in catalog', { catalog: { warehose: 's3://x' } }, /^config catalog\.warehose: unknown key; did you mean "warehouse"\?$/],
     ['typo in temporal', { temporal: { taskqueue: 'q' } }, /^config temporal\.taskqueue: unknown key; did you mean "taskQueue"\?$/],
     [
@@ -148,7 +172,14 @@ describe('config', () => {
   it('reads every documented key (free-form properties are not checked)', () => {
     const cfg = parseConfig({
       catalog: { type: 'sql', uri: 'sqlite:////tmp/c.db', warehouse: 'file:///tmp/w', name: 'c', token: 't' },
-      s3: { endpoint: 'http://s3', region: 'eu-west-1', accessKeyId: 'a', secretAccessKey: 's', forcePathStyle: false },
+      s3: {
+        endpoint: 'http://s3',
+        region: 'eu-west-1',
+        accessKeyIdEnv: 'A',
+        secretAccessKeyFile: '/run/secrets/s3',
+        sessionTokenEnv: 'T',
+        forcePathStyle: false,
+      },
       kafka: { brokers: ['k:9092'], clientId: 'c' },
       temporal: { address: 't:7233', namespace: 'n', taskQueue: 'q' },
       tables: [
