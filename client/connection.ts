@@ -3,7 +3,7 @@
  * a profile of the CLI's TOML file (TEMPORAL_CONFIG_FILE, else ~/.config/temporalio/temporal.toml;
  * profile `temporal.profile`, else TEMPORAL_PROFILE, else "default") overlaid with TEMPORAL_ADDRESS,
  * TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_* and TEMPORAL_GRPC_META_*.
- * floe's own `temporal.address` / `temporal.namespace` (or FLOE_TEMPORAL_*) win over both, as the
+ * floe's own `temporal.address` / `temporal.namespace` (or FLOE_TEMPORAL_ADDRESS / FLOE_TEMPORAL_NAMESPACE) win over both, as the
  * CLI's flags do; the local stack's 127.0.0.1:7233 / default fill what nothing sets. The worker,
  * the client, the CLI and schedule setup all connect through here.
  *
@@ -77,7 +77,13 @@ export function resolveTemporalTarget(t: TemporalConfig, env: NodeJS.ProcessEnv 
   const address = t.address ?? profile.address ?? DEFAULT_TEMPORAL_ADDRESS;
   const namespace = t.namespace ?? profile.namespace ?? 'default';
   const from = (own: string | undefined, envName: string, prof: string | undefined) =>
-    own !== undefined ? 'floe config / FLOE_*' : env[envName] !== undefined ? envName : prof !== undefined ? src : 'default';
+    own !== undefined
+      ? 'floe config or FLOE_TEMPORAL_ADDRESS/NAMESPACE'
+      : env[envName] !== undefined
+        ? envName
+        : prof !== undefined
+          ? src
+          : 'default';
   const parts = [
     `${address} (${from(t.address, 'TEMPORAL_ADDRESS', profile.address)})`,
     `namespace ${namespace} (${from(t.namespace, 'TEMPORAL_NAMESPACE', profile.namespace)})`,

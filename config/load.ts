@@ -336,7 +336,7 @@ function readKafka(r: Reader): KafkaConfig {
 }
 
 /**
- * No `s3` section: the local stack (FLOE_S3_* as `floe stack up` and docker-compose set them, else
+ * No `s3` section: the local stack (FLOE_S3_ENDPOINT, FLOE_S3_REGION as `floe stack up` and compose set them, else
  * the stack's defaults) and its keys. An `s3` section is taken as written and never falls back to
  * the local stack: no endpoint is AWS S3, and keys come by reference or from the AWS default chain.
  */
@@ -387,7 +387,7 @@ function readS3(root: Reader): S3Config {
 }
 
 /**
- * Address and namespace: the config's keys, else FLOE_TEMPORAL_*; left unset otherwise, for the
+ * Address and namespace: the config's keys, else FLOE_TEMPORAL_ADDRESS / FLOE_TEMPORAL_NAMESPACE; left unset otherwise, for the
  * Temporal CLI's environment and profile to decide when connecting (client/connection.ts).
  */
 function readTemporal(r: Reader): TemporalConfig {

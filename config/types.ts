@@ -27,7 +27,7 @@ export interface CatalogConfig {
 
 /**
  * Object storage. No `s3` section in the config file means the local stack (its endpoint and
- * keys, from FLOE_S3_* or `floe stack up`'s defaults): `credentials.source` is 'local-stack'. An
+ * keys, from FLOE_S3_ENDPOINT, FLOE_S3_ACCESS_KEY, ... or `floe stack up`'s defaults): `credentials.source` is 'local-stack'. An
  * `s3` section is taken as written: no endpoint is AWS S3, keys only by reference, and without
  * them the AWS SDK's default chain ('chain').
  */
