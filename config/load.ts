@@ -325,6 +325,12 @@ function readKafkaSasl(root: Reader): KafkaSaslConfig | undefined {
 }
 
 function readKafka(r: Reader): KafkaConfig {
+  for (const base of ['ca', 'cert', 'key'])
+    if (r.childHas('ssl', base))
+      throw ConfigError.problem(
+        `kafka.ssl.${base}`,
+        `PEM is not written in the config: name a file (${base}File) or an environment variable holding it (${base}Env)`,
+      );
   const ssl = readKafkaSsl(r.boolOrChild('ssl', KEYS.kafkaSsl));
   const sasl = readKafkaSasl(r);
   return {
