@@ -159,10 +159,10 @@ test('vended credentials: delegation header; config and storage-credentials repo
 
 test('refreshCredentials: the table config endpoint, else the listed credentials route, else a reload', async () => {
   const events: TableStorageConfig[] = [];
-  let endpoints: string[] | undefined;
+  const listed: { endpoints?: string[] } = {};
   let config: Record<string, string> = {};
   const s = scripted((c) => {
-    if (c.url.includes('/v1/config')) return { body: { endpoints } };
+    if (c.url.includes('/v1/config')) return { body: { endpoints: listed.endpoints } };
     if (c.url.endsWith('/tables/t')) return { body: loadResult(config) };
     if (c.url.endsWith('/credentials'))
       return { body: { 'storage-credentials': [{ prefix: 's3://b/wh/db/t', config: { 's3.access-key-id': 'NEW' } }] } };
@@ -177,7 +177,7 @@ test('refreshCredentials: the table config endpoint, else the listed credentials
   assert.deepEqual(paths(), ['/v1/namespaces/db/tables/t', '/v1/namespaces/db/tables/t'], 'no route listed: reload');
 
   s.calls.length = 0;
-  endpoints = ['GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials'];
+  listed.endpoints = ['GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials'];
   catalog = new RestCatalog({ uri: 'http://cat', fetch: s.fetch, onTableConfig: (e) => events.push(e) });
   await catalog.loadTable(id);
   await catalog.refreshCredentials(id);
