@@ -83,6 +83,7 @@ const S3_KEYS: readonly string[] = [
   'accessKeyId',
   'secretAccessKey',
   'sessionToken',
+  'profile',
   'maxAttempts',
   'multipartThresholdBytes',
   'partSizeBytes',
