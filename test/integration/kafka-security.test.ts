@@ -2,7 +2,8 @@
  * Kafka security against the local broker's secured listeners (stack/kafka/security.ts): SASL_SSL
  * on 9094 (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and mutual TLS on 9095, with the stack's test CA.
  * - an ingest through SASL_SSL + SCRAM-SHA-512 in a real worker process lands every message exactly
- *   once, its cursor is mirrored to the lag group through the same client, and the password (given
+ *   once, its cursor is mirrored to the lag group through the same client, a backfill of the topic
+ *   into a second table by the same worker lands it once too, and the password (given
  *   to the worker only as an env var the config names) is in neither the workflow history nor the
  *   worker's log;
  * - every mechanism connects; a client certificate and key from env PEM pass mutual TLS;
@@ -16,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../../stack/stack';
 import { stackEnv } from '../../stack/env';
@@ -25,11 +26,11 @@ import { scenarioConfig } from '../../demo/scenario';
 import { verifyTable } from '../../demo/verify';
 import { orderEvents, eventKey } from '../../demo/generator';
 import { loadConfig, parseConfig, type FloeConfig } from '../../config';
-import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
+import { connectClient, parseBackfillBound, runBackfill, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { tableCommitRows } from '../../client/tables';
 import { createDeps } from '../../ingest/deps';
 import { connectKafka, KafkaSecurityError } from '../../ingest/kafka-security';
-import { ingestWorkflowId } from '../../workflows';
+import { backfillWorkflowId, ingestWorkflowId } from '../../workflows';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { historyToJson } from '../support/workflow-env';
 
@@ -64,6 +65,17 @@ async function listTopicsWith(raw: unknown, processEnv: NodeJS.ProcessEnv = proc
   }
 }
 
+/** `fn` with an admin on the plain listener (the test's own view of the broker). */
+async function plainAdmin<T>(fn: (a: Admin) => Promise<T>): Promise<T> {
+  const a = new Kafka({ clientId: 'floe-it', brokers: env.kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+  await a.connect();
+  try {
+    return await fn(a);
+  } finally {
+    await a.disconnect();
+  }
+}
+
 async function timed<T>(p: () => Promise<T>): Promise<{ ms: number; error: Error | undefined }> {
   const t0 = Date.now();
   try {
@@ -74,11 +86,12 @@ async function timed<T>(p: () => Promise<T>): Promise<{ ms: number; error: Error
   }
 }
 
-/** A config file like the demo's, with `kafka` replaced. */
-function secureConfigFile(name: string, kafka: unknown): { path: string; table: string; topic: string } {
+/** A config file like the demo's, with `kafka` replaced; `backfillTable`: a second entry on the same topic. */
+function secureConfigFile(name: string, kafka: unknown, backfillTable?: string): { path: string; table: string; topic: string } {
   const c = scenarioConfig(name, 2, '2s');
-  const doc = parseYaml(readFileSync(c.path, 'utf8')) as Record<string, unknown>;
+  const doc = parseYaml(readFileSync(c.path, 'utf8')) as { kafka: unknown; tables: Array<Record<string, unknown>> };
   doc.kafka = kafka;
+  if (backfillTable) doc.tables.push({ ...doc.tables[0], table: backfillTable });
   writeFileSync(c.path, stringifyYaml(doc));
   return c;
 }
@@ -203,10 +216,10 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
     assert.ok(Date.now() - t0 < 60_000);
   });
 
-  it('an ingest through SASL_SSL (SCRAM-SHA-512) lands every message exactly once; the cursor is mirrored; the password is in no history or log', async () => {
+  it('an ingest and a backfill through SASL_SSL (SCRAM-SHA-512) land every message exactly once; the cursor is mirrored; the password is in no history or log', async () => {
     const password = pw(sec.users.scram512);
     const name = `it_ksec_ingest_${suffix}`;
-    const c = secureConfigFile(name, scram512());
+    const c = secureConfigFile(name, scram512(), `demo.${name}_backfill`);
     const cfg = loadConfig(c.path);
     const messages = 400;
 
@@ -247,7 +260,8 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
       await waitForIngest(fc, c.table);
 
       // Exactly once, by floe's reader and DuckDB (the topic counted through the plain listener).
-      const v = await verifyTable({ ...cfg, kafka: { brokers: env.kafka.brokers, clientId: 'floe-it' } }, c.table, c.topic);
+      const plainCfg: FloeConfig = { ...cfg, kafka: { brokers: env.kafka.brokers, clientId: 'floe-it' } };
+      const v = await verifyTable(plainCfg, c.table, c.topic);
       assert.deepEqual(v.problems, []);
       assert.equal(v.messagesInTopic, messages);
       assert.equal(v.rows, messages);
@@ -255,24 +269,28 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
       assert.equal(v.deadLetters, 0);
 
       // The lag mirror went through the same secured admin client.
-      const plain = new Kafka({ clientId: 'floe-it', brokers: env.kafka.brokers, logLevel: logLevel.NOTHING }).admin();
-      await plain.connect();
-      try {
-        const group = `floe.${c.table}.main`;
-        let mirrored = 0;
-        for (let i = 0; i < 30 && mirrored !== messages; i++) {
-          const [t] = await plain.fetchOffsets({ groupId: group, topics: [c.topic] });
-          mirrored = (t?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
-          if (mirrored !== messages) await new Promise((r) => setTimeout(r, 1000));
-        }
-        assert.equal(mirrored, messages, 'the lag group holds the table cursor');
-      } finally {
-        await plain.disconnect();
+      let mirrored = 0;
+      for (let i = 0; i < 30 && mirrored !== messages; i++) {
+        const [t] = await plainAdmin((a) => a.fetchOffsets({ groupId: `floe.${c.table}.main`, topics: [c.topic] }));
+        mirrored = (t?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
+        if (mirrored !== messages) await new Promise((r) => setTimeout(r, 1000));
       }
+      assert.equal(mirrored, messages, 'the lag group holds the table cursor');
 
-      // Neither the history (every run of the ingest workflow) nor the worker log holds the password.
+      // A backfill of the whole topic into a second table, through the same secured worker
+      // (offsets resolved by its admin, read by its consumers).
+      const high = (await plainAdmin((a) => a.fetchTopicOffsets(c.topic))).map((p) => `${p.partition}:${p.high}`).join(',');
+      const [from, to] = [parseBackfillBound('0', '--from'), parseBackfillBound(high, '--to')];
+      const backfill = await runBackfill(fc, `demo.${name}_backfill`, from, to);
+      assert.equal(backfill.prepared.records, String(messages));
+      const bv = await verifyTable(plainCfg, `demo.${name}_backfill`, c.topic);
+      assert.deepEqual(bv.problems, []);
+      assert.equal(bv.rows, messages);
+
+      // Neither the history (every run of the ingest and backfill workflows) nor the worker log holds the password.
       let runs = 0;
-      for await (const wf of fc.client.workflow.list({ query: `WorkflowId = '${ingestWorkflowId(c.table, 'main')}'` })) {
+      const ids = [ingestWorkflowId(c.table, 'main'), backfillWorkflowId(`demo.${name}_backfill`, from, to)];
+      for await (const wf of fc.client.workflow.list({ query: ids.map((id) => `WorkflowId = '${id}'`).join(' OR ') })) {
         const json = historyToJson(await fc.client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory());
         // Payloads are base64 in proto JSON: search them decoded too.
         const decoded = [...json.matchAll(/"data": "([A-Za-z0-9+/=]+)"/g)]
@@ -282,7 +300,7 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
         for (const text of [json, decoded]) assert.ok(!text.includes(password), 'the workflow history holds the Kafka password');
         runs++;
       }
-      assert.ok(runs >= 1);
+      assert.ok(runs >= 2, `histories searched: ${runs}`);
     } finally {
       await fc?.close();
       await worker.kill('SIGTERM');
