@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { COMMIT_INTERVAL_LIMIT_MS } from './types';
 import { formatDuration, parseDuration, parseSize } from './units';
 import type {
+  CatalogConfig,
   ColumnConfig,
   FloeConfig,
   KafkaConfig,
@@ -47,7 +48,7 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
  */
 const KEYS = {
   root: ['catalog', 's3', 'kafka', 'temporal', 'tables'],
-  catalog: ['type', 'uri', 'warehouse', 'name', 'token'],
+  catalog: ['type', 'uri', 'warehouse', 'name', 'token', 'tokenEnv', 'tokenFile', 'credentialEnv', 'credentialFile', 'properties'],
   s3: [
     'endpoint',
     'region',
@@ -511,13 +512,51 @@ function checkDistinctTables(tables: TableConfig[]): void {
   });
 }
 
+/**
+ * A REST catalog's authentication by reference (OAuth2 client credentials, a bearer token) and its
+ * Iceberg catalog properties (`oauth2-server-uri`, `scope`, `rest.sigv4-enabled`, `header.*`, ...).
+ */
+function readRestAuth(cat: Reader, type: string): Pick<CatalogConfig, 'credential' | 'tokenRef' | 'properties'> {
+  const rest = ['tokenEnv', 'tokenFile', 'credentialEnv', 'credentialFile', 'properties'];
+  if (type !== 'rest') {
+    for (const k of rest) if (cat.has(k)) throw ConfigError.problem(cat.key(k), 'only for a catalog of type rest');
+    return {};
+  }
+  const credential = secretRef(cat, 'credential');
+  const tokenRef = secretRef(cat, 'token');
+  const given = [
+    cat.has('token') ? 'token' : '',
+    tokenRef ? 'tokenEnv/tokenFile' : '',
+    credential ? 'credentialEnv/credentialFile' : '',
+  ].filter(Boolean);
+  if (given.length > 1) throw ConfigError.problem(cat.key('credentialEnv'), `one way to authenticate, not ${given.join(' and ')}`);
+  const properties = cat.stringMap('properties');
+  for (const k of ['credential', 'token'])
+    if (properties[k] !== undefined)
+      throw ConfigError.problem(cat.key(`properties.${k}`), `no secret in properties: name it with catalog.${k}Env or catalog.${k}File`);
+  const sigv4 = properties['rest.sigv4-enabled'];
+  if (sigv4 !== undefined && sigv4 !== 'true' && sigv4 !== 'false')
+    throw new ConfigError(cat.key('properties.rest.sigv4-enabled'), '"true" or "false"', sigv4);
+  return {
+    ...(credential ? { credential } : {}),
+    ...(tokenRef ? { tokenRef } : {}),
+    ...(Object.keys(properties).length > 0 ? { properties } : {}),
+  };
+}
+
 /** Validates a parsed config object; defaults point at the local stack (stack/). */
 export function parseConfig(raw: unknown): FloeConfig {
   if (!isObj(raw)) throw new ConfigError('(root)', 'a mapping', raw);
   const root = new Reader(raw, '', KEYS.root);
+  if (root.childHas('catalog', 'credential'))
+    throw ConfigError.problem(
+      'catalog.credential',
+      'a client secret is never written in the config: name an environment variable (credentialEnv) or a file (credentialFile)',
+    );
   const cat = root.child('catalog', KEYS.catalog);
   const type = cat.str('type', 'sql');
   if (type !== 'sql' && type !== 'rest') throw new ConfigError('catalog.type', 'sql or rest', type);
+  const restAuth = readRestAuth(cat, type);
   const home = env.FLOE_HOME ?? `${env.HOME}/.cache/floe`;
   const kafka = root.child('kafka', KEYS.kafka);
   const temporal = root.child('temporal', KEYS.temporal);
@@ -535,6 +574,7 @@ export function parseConfig(raw: unknown): FloeConfig {
       ),
       name: cat.str('name', 'floe'),
       token: cat.optStr('token'),
+      ...restAuth,
     },
     s3: readS3(root),
     kafka: readKafka(kafka),

@@ -23,6 +23,15 @@ export interface CatalogConfig {
   warehouse: string;
   name: string;
   token?: string;
+  /** rest: OAuth2 client credentials `client_id:client_secret`, by reference (`credentialEnv` / `credentialFile`). */
+  credential?: SecretRef;
+  /** rest: a bearer token by reference (`tokenEnv` / `tokenFile`) rather than `token`. */
+  tokenRef?: SecretRef;
+  /**
+   * rest: Iceberg catalog properties as PyIceberg and Java take them: `oauth2-server-uri`, `scope`,
+   * `rest.sigv4-enabled`, `rest.signing-region`, `rest.signing-name`, `header.<Name>`, `s3.*`.
+   */
+  properties?: Record<string, string>;
 }
 
 /**

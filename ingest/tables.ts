@@ -23,6 +23,7 @@ import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory } f
 import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
 import { s3Options } from './storage';
+import { readSecret } from '../config/secrets';
 
 export interface AppendOutcome {
   /** the new snapshot's id; null when `alreadyCommitted` (the caller knows where it recorded it) */
@@ -98,6 +99,13 @@ export function schemaOf(columns: ColumnConfig[]): Schema {
   };
 }
 
+/** A REST catalog's auth and properties; secrets by reference are read here, in the process that connects. */
+const restCatalogOptions = (c: FloeConfig['catalog']) => ({
+  ...(c.tokenRef ? { token: readSecret(c.tokenRef, 'catalog.token') } : {}),
+  ...(c.credential ? { credential: readSecret(c.credential, 'catalog.credential') } : {}),
+  ...(c.properties ? { properties: c.properties } : {}),
+});
+
 export async function openTables(cfg: FloeConfig): Promise<Tables> {
   const { catalog, io } = await catalogFromConfig({
     type: cfg.catalog.type,
@@ -105,6 +113,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     uri: cfg.catalog.uri,
     warehouse: cfg.catalog.warehouse,
     ...(cfg.catalog.token ? { token: cfg.catalog.token } : {}),
+    ...restCatalogOptions(cfg.catalog),
     s3: s3Options(cfg.s3),
   } as Parameters<typeof catalogFromConfig>[0]);
   const warehouse = cfg.catalog.warehouse.replace(/\/+$/, '');
