@@ -385,7 +385,7 @@ class ChainLog {
     if (why === undefined || why.startsWith('Could not load credentials from any providers')) return;
     // fromEnv is skipped before it logs its own start when AWS_PROFILE is set.
     if (this.steps.length === 0) this.steps.push({ source: 'fromEnv', why: [] });
-    this.steps[this.steps.length - 1]!.why.push(why.trim());
+    this.steps[this.steps.length - 1]!.why.push(why.trim().replace(/\.$/, ''));
   }
 
   describe(): string | undefined {
@@ -394,7 +394,10 @@ class ChainLog {
     return this.steps
       .map(({ source, why }) => {
         const name = source === 'fromIni' ? `${CHAIN_SOURCES[source]} (${files})` : (CHAIN_SOURCES[source] ?? source);
-        return `${name}: ${why.length > 0 ? why.join(' ') : 'nothing'}`;
+        // The config loaders log each place they look ("X not set in env, checking config file next"): not a reason.
+        const reasons = why.filter((w) => !/not set in env, checking/.test(w));
+        const none = source === 'remoteProvider' ? 'no metadata endpoint answered (not on ECS/EC2, or unreachable)' : 'nothing found';
+        return `${name}: ${reasons.length > 0 ? reasons.join('; ') : none}`;
       })
       .join('; ');
   }
