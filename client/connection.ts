@@ -167,7 +167,11 @@ export async function tlsHandshakeProblem(target: TemporalTarget, timeoutMs = 50
     };
     const timer = setTimeout(() => done(`no TLS handshake within ${timeoutMs} ms`), timeoutMs);
     socket.once('secureConnect', () => done(undefined));
-    socket.once('error', (e: NodeJS.ErrnoException) => done(`${e.code ? `${e.code}: ` : ''}${e.message}${CERT_HINTS[e.code ?? ''] ?? ''}`));
+    socket.once('error', (e: NodeJS.ErrnoException) => {
+      // Node 24 suggests --use-system-ca, which cannot help when the CA is configured explicitly.
+      const message = tls.serverRootCACertificate ? e.message.replace(/; if the root CA is installed locally.*$/, '') : e.message;
+      done(`${e.code ? `${e.code}: ` : ''}${message}${CERT_HINTS[e.code ?? ''] ?? ''}`);
+    });
   });
 }
 
