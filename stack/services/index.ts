@@ -6,5 +6,12 @@ import { s3, s3Identities, stackS3Client } from './s3';
 import { temporal } from './temporal';
 import { temporalTls } from './temporal-tls';
 
-export const SERVICES: Record<ServiceName, Service> = { temporal, kafka, s3, postgres, 'iceberg-rest': icebergRest, 'temporal-tls': temporalTls };
+export const SERVICES: Record<ServiceName, Service> = {
+  temporal,
+  kafka,
+  s3,
+  postgres,
+  'iceberg-rest': icebergRest,
+  'temporal-tls': temporalTls,
+};
 export { s3Identities, stackS3Client };
