@@ -24,7 +24,7 @@ const ioPackages = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.floe/**', '.tmp-*', 'eslint.config.mjs'] },
+  { ignores: ['node_modules/**', 'dist/**', '.floe/**', '.tmp-*', 'eslint.config.mjs'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

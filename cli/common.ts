@@ -1,7 +1,22 @@
 import type { Command } from 'commander';
 import { loadConfig, type FloeConfig } from '../config';
+import { resolveConfigPath } from './config-path';
+import { CliError, EXIT } from './exit';
 
-export const configOf = (cmd: Command): FloeConfig => loadConfig(cmd.optsWithGlobals().config as string);
+/** The config of `-c`, `$FLOE_CONFIG` or ./floe.yaml; any problem loading it is a usage error (exit 2). */
+export function configOf(cmd: Command): FloeConfig {
+  const { path, from } = resolveConfigPath(cmd.optsWithGlobals().config as string | undefined);
+  try {
+    return loadConfig(path);
+  } catch (e) {
+    throw new CliError(`${(e as Error).message} (config file from ${from})`, EXIT.usage, { cause: e });
+  }
+}
+
+/** Prints `value` as JSON (one document on stdout, for scripts). */
+export function printJson(value: unknown): void {
+  console.log(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2));
+}
 
 /** Prints rows as an aligned text table (numbers right-aligned). */
 export function printTable(rows: Record<string, unknown>[], columns?: string[]): void {

@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import { ensureStack } from '../stack/stack';
-import { runScenario } from '../demo/scenario';
 import { loadConfig } from '../config';
-import { tableCommitRows } from '../client/tables';
 import { printTable } from './common';
+import { CliError, EXIT } from './exit';
 
 /**
  * `floe demo`: the README's main command. Brings the stack up, streams sample order events for
@@ -24,9 +22,15 @@ export function registerDemoCommand(program: Command): void {
       const num = (k: string) => {
         const v = Number(o[k]);
         if (!Number.isFinite(v) || v < 0)
-          throw new Error(`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: expected a number >= 0, found ${JSON.stringify(o[k])}`);
+          throw new CliError(
+            `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: expected a number >= 0, found ${JSON.stringify(o[k])}`,
+            EXIT.usage,
+          );
         return v;
       };
+      const { ensureStack } = await import('../stack/stack');
+      const { runScenario } = await import('../demo/scenario');
+      const { tableCommitRows } = await import('../client/tables');
       const t0 = Date.now();
       await ensureStack();
       console.log(`stack ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -59,7 +63,7 @@ export function registerDemoCommand(program: Command): void {
       console.log(`table metadata: ${res.metadataLocation}`);
       if (!res.ok) {
         console.log(`\nFAILED: ${res.problems.join('; ')}`);
-        process.exitCode = 1;
+        process.exitCode = EXIT.failure;
       } else {
         console.log(
           `\nOK: rows == messages and every event_id once, through floe and through DuckDB (${((Date.now() - t0) / 1000).toFixed(0)} s)`,

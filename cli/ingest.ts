@@ -1,25 +1,19 @@
 import type { Command } from 'commander';
-import {
-  connectClient,
-  ingestStatus,
-  parseBackfillBound,
-  runBackfill,
-  signalIngest,
-  startIngest,
-  TableDriftError,
-  type IngestSignal,
-} from '../client';
-import { runWorker } from '../workers';
-import { configOf, printTable } from './common';
+import type { IngestSignal } from '../client';
+import { configOf, printJson, printTable } from './common';
+import { EXIT, usage } from './exit';
 import { findTable } from '../config';
-import { createDeps } from '../activities';
-import { parseResetTarget, resetCursor, resolveResetTarget } from '../ingest/reset';
+
+// Loaded by the commands that use them, not at start: `floe --help` should not pay for the
+// Temporal SDK, Kafka, S3 and Parquet modules (~1 s of loading on a small machine).
+const client = () => import('../client');
 
 export function registerIngestCommands(program: Command): void {
   program
     .command('worker')
     .description('run a floe worker (workflows + activities) until SIGTERM')
     .action(async (_o, cmd: Command) => {
+      const { runWorker } = await import('../workers');
       await runWorker(configOf(cmd));
       // Drained and closed: exit even if a client library left a timer or socket behind.
       process.exit(0);
@@ -30,19 +24,28 @@ export function registerIngestCommands(program: Command): void {
     .command('start <table>')
     .description('start (or attach to) the ingest workflow of a table')
     .option('--force', 'start even if another ingest id already loads this topic into the table (it would be loaded again)')
-    .action(async (table: string, o: { force?: boolean }, cmd: Command) => {
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { force?: boolean; json?: boolean }, cmd: Command) => {
+      const { connectClient, startIngest, TableDriftError } = await client();
       const fc = await connectClient(configOf(cmd));
       try {
         const { workflowId, runId } = await startIngest(fc, table, { force: o.force ?? false });
-        console.log(`ingest ${table}: workflow ${workflowId} run ${runId}`);
+        if (o.json) printJson({ table, workflowId, runId });
+        else console.log(`ingest ${table}: workflow ${workflowId} run ${runId}`);
       } catch (e) {
         if (!(e instanceof TableDriftError)) throw e;
-        // One line per problem: table, column, both types.
-        console.error(
-          `floe: ingest ${table} not started: the configured columns no longer match the table:\n${e.problems.map((p) => `  - ${p}`).join('\n')}`,
-        );
-        console.error('Change the config to match the table (or the table back), then start the ingest again.');
-        process.exitCode = 1;
+        if (o.json)
+          console.error(
+            JSON.stringify({ error: `ingest ${table} not started: table drift`, problems: e.problems, exitCode: EXIT.failure }),
+          );
+        else {
+          // One line per problem: table, column, both types.
+          console.error(
+            `floe: ingest ${table} not started: the configured columns no longer match the table:\n${e.problems.map((p) => `  - ${p}`).join('\n')}`,
+          );
+          console.error('Change the config to match the table (or the table back), then start the ingest again.');
+        }
+        process.exitCode = EXIT.failure;
       } finally {
         await fc.close();
       }
@@ -55,30 +58,43 @@ export function registerIngestCommands(program: Command): void {
     ingest
       .command(`${name} <table>`)
       .description(what)
-      .action(async (table: string, _o, cmd: Command) => {
+      .option('--json', 'print JSON')
+      .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+        const { connectClient, signalIngest } = await client();
         const fc = await connectClient(configOf(cmd));
         try {
           await signalIngest(fc, table, signal as IngestSignal);
-          console.log(`ingest ${table}: ${name} sent`);
+          if (o.json) printJson({ table, signal: name, sent: true });
+          else console.log(`ingest ${table}: ${name} sent`);
         } finally {
           await fc.close();
         }
       });
   }
+  registerIngestStatus(ingest);
+  registerIngestReset(ingest);
+}
+
+/** `floe ingest status <table>`: exit 3 when the ingest was never started. */
+function registerIngestStatus(ingest: Command): void {
   ingest
     .command('status <table>')
     .description('cursor, lag, last commit, throughput')
     .option('--json', 'print JSON')
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const { connectClient, ingestStatus } = await client();
       const fc = await connectClient(configOf(cmd));
       try {
         const s = await ingestStatus(fc, table);
         if (!s) {
-          console.log(`ingest ${table}: not started`);
+          // Not an error to print, but a script must be able to tell it apart from a running ingest.
+          if (o.json) printJson({ table, state: 'not-started' });
+          else console.log(`ingest ${table}: not started`);
+          process.exitCode = EXIT.notFound;
           return;
         }
         if (o.json) {
-          console.log(JSON.stringify(s, null, 2));
+          printJson(s);
           return;
         }
         console.log(
@@ -93,18 +109,29 @@ export function registerIngestCommands(program: Command): void {
         await fc.close();
       }
     });
+}
+
+/** `floe ingest reset <table> --to ...`. */
+function registerIngestReset(ingest: Command): void {
   ingest
     .command('reset <table>')
     .description('move the ingest cursor (recreated topic, failover, deliberate replay or skip) in one exactly-once commit')
     .requiredOption('--to <target>', 'earliest, latest, an ISO time, or "partition:offset,..." for every partition')
-    .action(async (table: string, o: { to: string }, cmd: Command) => {
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { to: string; json?: boolean }, cmd: Command) => {
+      const { parseResetTarget, resetCursor, resolveResetTarget } = await import('../ingest/reset');
+      const { createDeps } = await import('../activities');
       const cfg = configOf(cmd);
       const t = findTable(cfg, table);
-      const target = parseResetTarget(o.to);
+      const target = usage(() => parseResetTarget(o.to));
       const deps = await createDeps(cfg);
       try {
         await deps.tables.ensureIngestTables(t);
         const r = await resetCursor(deps.tables, t, t.ingestId, await resolveResetTarget(deps.admin, t.topic, target));
+        if (o.json) {
+          printJson({ table: t.table, ingestId: t.ingestId, topic: t.topic, changed: r.changed, before: r.before.offsets, after: r.after });
+          return;
+        }
         console.log(`ingest ${t.table}/${t.ingestId}: cursor ${r.changed ? 'moved' : 'already at the target'} (topic ${t.topic})`);
         printTable(Object.keys(r.after).map((p) => ({ partition: p, before: r.before.offsets[p] ?? '-', after: r.after[p] })));
       } finally {
@@ -120,10 +147,18 @@ export function registerBackfillCommand(program: Command): void {
     .requiredOption('--from <bound>', 'ISO time, "partition:offset,..." or one offset for all partitions')
     .requiredOption('--to <bound>', 'exclusive end: ISO time, "partition:offset,..." or one offset')
     .option('--force', 'load even if the range overlaps what the table already holds from the topic')
-    .action(async (table: string, o: { from: string; to: string; force?: boolean }, cmd: Command) => {
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { from: string; to: string; force?: boolean; json?: boolean }, cmd: Command) => {
+      const { connectClient, parseBackfillBound, runBackfill } = await client();
+      const from = usage(() => parseBackfillBound(o.from, '--from'));
+      const to = usage(() => parseBackfillBound(o.to, '--to'));
       const fc = await connectClient(configOf(cmd));
       try {
-        const r = await runBackfill(fc, table, parseBackfillBound(o.from, '--from'), parseBackfillBound(o.to, '--to'), o.force ?? false);
+        const r = await runBackfill(fc, table, from, to, o.force ?? false);
+        if (o.json) {
+          printJson(r);
+          return;
+        }
         console.log(
           `backfill ${r.prepared.ingestId} of ${table}: ${r.prepared.records} offsets in range; ${r.status.commits} commits, ${r.status.totalRows} rows, ${r.status.totalDeadLetters} dead letters this run`,
         );

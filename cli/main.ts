@@ -1,20 +1,46 @@
 #!/usr/bin/env -S npx tsx
 /**
  * The `floe` command. Every subcommand is a thin layer over the typed API (client/, stack/).
+ * Installed, `bin/floe` runs the compiled copy (dist/cli/main.js); in a checkout, `npm run floe --`
+ * runs this file through tsx.
  */
 import './runtime';
-import { Command } from 'commander';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Command, CommanderError } from 'commander';
 import { registerBackfillCommand, registerIngestCommands } from './ingest';
 import { registerTableCommands } from './table';
 import { registerStackCommands } from './stack';
 import { registerDemoCommand } from './demo';
 import { registerMaintenanceCommands } from './maintenance';
+import { CONFIG_ORDER } from './config-path';
+import { exitCodeOf, exitCodesHelp } from './exit';
+
+/** floe's package.json version, found upward from here (cli/ in a checkout, dist/cli/ installed). */
+function packageVersion(): string {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    const p = join(dir, 'package.json');
+    if (!existsSync(p)) continue;
+    const pkg = JSON.parse(readFileSync(p, 'utf8')) as { name?: string; version?: string };
+    if (pkg.name === 'floe') return pkg.version ?? 'unknown';
+  }
+  return 'unknown';
+}
 
 const program = new Command();
 program
   .name('floe')
   .description('Exactly-once Kafka -> Apache Iceberg ingestion and table maintenance on Temporal')
-  .option('-c, --config <file>', 'floe config file (YAML/JSON)', process.env.FLOE_CONFIG ?? 'examples/orders.yaml');
+  .version(packageVersion(), '-V, --version', 'print the floe version')
+  .option('-c, --config <file>', `floe config file (YAML/JSON); found from ${CONFIG_ORDER}`)
+  // Commander throws instead of exiting, so every error leaves through one place with its code.
+  .exitOverride()
+  .addHelpText(
+    'after',
+    `\nConfig: ${CONFIG_ORDER} (commands that need one).\n` +
+      'Commands that print a result take --json (one JSON document on stdout; errors as JSON on stderr).\n\n' +
+      exitCodesHelp(),
+  );
 
 registerIngestCommands(program);
 registerBackfillCommand(program);
@@ -24,6 +50,11 @@ registerDemoCommand(program);
 registerMaintenanceCommands(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
-  console.error(`floe: ${err.message}`);
-  process.exit(1);
+  const code = exitCodeOf(err);
+  // Commander has already printed its own message (usage errors) or the help/version text.
+  if (!(err instanceof CommanderError)) {
+    if (process.argv.includes('--json')) console.error(JSON.stringify({ error: err.message, exitCode: code }));
+    else console.error(`floe: ${err.message}`);
+  }
+  process.exit(code);
 });

@@ -5,36 +5,32 @@
  */
 import { Option, type Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { WorkflowFailedError } from '@temporalio/client';
-import { connectClient, type FloeClient } from '../client';
-import {
-  applySchedules,
-  backfillSchedule,
-  compactTable,
-  expireTable,
-  listSchedules,
-  maintainTable,
-  removeOrphans,
-  setSchedulesPaused,
-  tableFiles,
-  SCHEDULE_KINDS,
-  type ProgressCallback,
-  type ScheduleKind,
-  type TableFiles,
-} from '../client/maintenance';
+import type { FloeClient } from '../client';
+import type { ProgressCallback, ScheduleKind, TableFiles } from '../client/maintenance';
 import type { CompactOptions, CompactResult, ExpireResult, FileStats, OrphansResult } from '../maintenance/types';
 import { parseDuration, parseSize } from '../config/units';
-import { configOf, printTable } from './common';
+import { configOf, printJson, printTable } from './common';
+import { CliError, EXIT } from './exit';
 import { parseWindow } from '../maintenance/window';
 
+// client/maintenance.ts (and through it the Temporal SDK, S3 and Parquet) loads when a command
+// runs, not at start, so `floe --help` stays fast.
+type MaintenanceApi = typeof import('../client/maintenance');
+const api = (): Promise<MaintenanceApi> => import('../client/maintenance');
+
+/** client/maintenance.ts SCHEDULE_KINDS, restated so registering the commands loads nothing. */
+const SCHEDULE_KINDS = ['compact', 'expire', 'orphans'] as const satisfies readonly ScheduleKind[];
+// Fails to compile if client/maintenance.ts gains a kind this list lacks.
+const _allKinds: readonly (typeof SCHEDULE_KINDS)[number][] = [] as ScheduleKind[];
+
 const int = (s: string): number => {
-  if (!/^\d+$/.test(s)) throw new Error(`expected a non-negative integer, found "${s}"`);
+  if (!/^\d+$/.test(s)) throw new CliError(`expected a non-negative integer, found "${s}"`, EXIT.usage);
   return Number(s);
 };
 
 /**
- * An option's value parser whose errors name the option, as `--window` does: a plain Error that
- * commander passes through and cli/main.ts prints as `floe: --older-than: expected …, found "5x"`.
+ * An option's value parser whose errors name the option, as `--window` does: a usage error (exit 2)
+ * that commander passes through and cli/main.ts prints as `floe: --older-than: expected …, found "5x"`.
  */
 const arg =
   <T>(flag: string, parse: (s: string) => T) =>
@@ -42,13 +38,17 @@ const arg =
     try {
       return parse(s);
     } catch (e) {
-      throw new Error(`${flag}: ${(e as Error).message}`);
+      throw new CliError(`${flag}: ${(e as Error).message}`, EXIT.usage, { cause: e });
     }
   };
 
 /** `--window`: an ISO 8601 time not in the future (checked again by the client, workflow and activity). */
 export function parseWindowOption(s: string): string {
-  parseWindow(s, Date.now(), '--window');
+  try {
+    parseWindow(s, Date.now(), '--window');
+  } catch (e) {
+    throw new CliError((e as Error).message, EXIT.usage, { cause: e });
+  }
   return s.trim();
 }
 
@@ -80,16 +80,18 @@ function progressBar(enabled: boolean): { onProgress?: ProgressCallback; stop():
   };
 }
 
-async function withClient<T>(cmd: Command, fn: (fc: FloeClient) => Promise<T>): Promise<T> {
+async function withClient<T>(cmd: Command, fn: (fc: FloeClient, m: MaintenanceApi) => Promise<T>): Promise<T> {
+  const { connectClient } = await import('../client');
+  const m = await api();
   const fc = await connectClient(configOf(cmd));
   try {
-    return await fn(fc);
+    return await fn(fc, m);
   } catch (e) {
     // "Workflow execution failed" alone says nothing: show the failure that caused it.
-    if (e instanceof WorkflowFailedError) {
-      let cause: Error | undefined = e.cause;
+    if ((e as Error).name === 'WorkflowFailedError') {
+      let cause: Error | undefined = (e as Error).cause as Error | undefined;
       while (cause && (cause as { cause?: Error }).cause) cause = (cause as { cause?: Error }).cause;
-      throw new Error(`${e.message}: ${cause?.message ?? 'no cause reported'}`);
+      throw new CliError(`${(e as Error).message}: ${cause?.message ?? 'no cause reported'}`, EXIT.failure, { cause: e });
     }
     throw e;
   } finally {
@@ -111,7 +113,7 @@ const jsonOption = () => new Option('--json', 'print JSON');
 
 /** `r` as JSON with --json, else as `print` shows it. */
 function printResult<T>(json: boolean | undefined, r: T, print: (r: T) => void): void {
-  if (json) console.log(JSON.stringify(r, null, 2));
+  if (json) printJson(r);
   else print(r);
 }
 
@@ -119,17 +121,18 @@ function printResult<T>(json: boolean | undefined, r: T, print: (r: T) => void):
 async function runMaintenance<T>(
   cmd: Command,
   json: boolean | undefined,
-  run: (fc: FloeClient, onProgress?: ProgressCallback) => Promise<T>,
+  run: (fc: FloeClient, m: MaintenanceApi, onProgress?: ProgressCallback) => Promise<T>,
   print: (r: T) => void,
 ): Promise<void> {
   const bar = progressBar(!json);
-  const r = await withClient(cmd, (fc) => run(fc, bar.onProgress)).finally(() => bar.stop());
+  const r = await withClient(cmd, (fc, m) => run(fc, m, bar.onProgress)).finally(() => bar.stop());
   printResult(json, r, print);
 }
 
 /** `kind` if it names a schedule kind, else an error quoting it. */
 function scheduleKind(kind: string): ScheduleKind {
-  if (!SCHEDULE_KINDS.includes(kind as ScheduleKind)) throw new Error(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`);
+  if (!(SCHEDULE_KINDS as readonly string[]).includes(kind))
+    throw new CliError(`kind: expected ${SCHEDULE_KINDS.join(' | ')}, found "${kind}"`, EXIT.usage);
   return kind as ScheduleKind;
 }
 
@@ -196,7 +199,12 @@ function registerCompact(program: Command): void {
     .option('--partition <path...>', 'only these partitions (paths as under data/, e.g. event_time_day=2024-06-01/event_type=paid)')
     .addOption(jsonOption())
     .action(async (table: string, o: CompactFlags, cmd: Command) => {
-      await runMaintenance(cmd, o.json, (fc, onProgress) => compactTable(fc, table, compactOptions(o), { onProgress }), printCompaction);
+      await runMaintenance(
+        cmd,
+        o.json,
+        (fc, m, onProgress) => m.compactTable(fc, table, compactOptions(o), { onProgress }),
+        printCompaction,
+      );
     });
 }
 
@@ -226,7 +234,7 @@ function registerExpire(program: Command): void {
     .addOption(jsonOption())
     .action(async (table: string, o: { olderThan?: number; retainLast?: number; dryRun?: boolean; json?: boolean }, cmd: Command) => {
       const options = { olderThanMs: o.olderThan, retainLast: o.retainLast, dryRun: o.dryRun };
-      await runMaintenance(cmd, o.json, (fc, onProgress) => expireTable(fc, table, options, { onProgress }), printExpiry);
+      await runMaintenance(cmd, o.json, (fc, m, onProgress) => m.expireTable(fc, table, options, { onProgress }), printExpiry);
     });
 }
 
@@ -261,7 +269,7 @@ function registerOrphans(program: Command): void {
     .addOption(jsonOption())
     .action(async (table: string, o: { olderThan?: number; dryRun?: boolean; force?: boolean; json?: boolean }, cmd: Command) => {
       const options = { olderThanMs: o.olderThan, dryRun: o.dryRun, force: o.force };
-      await runMaintenance(cmd, o.json, (fc, onProgress) => removeOrphans(fc, table, options, { onProgress }), printOrphanSweep);
+      await runMaintenance(cmd, o.json, (fc, m, onProgress) => m.removeOrphans(fc, table, options, { onProgress }), printOrphanSweep);
     });
 }
 
@@ -273,9 +281,9 @@ function registerMaintain(program: Command): void {
     .description('compact, then expire, then remove orphans; one run per table and window')
     .option('--window <iso>', 'window (ISO 8601 time, e.g. 2026-07-01T03:00:00Z, not in the future); default now', parseWindowOption)
     .addOption(dryRunOption('expire/orphans: report only'))
+    .addOption(new Option('--json', 'print JSON (the result always prints as JSON; accepted for symmetry)'))
     .action(async (table: string, o: { window?: string; dryRun?: boolean }, cmd: Command) => {
-      const r = await withClient(cmd, (fc) => maintainTable(fc, table, { window: o.window, dryRun: o.dryRun }));
-      console.log(JSON.stringify(r, null, 2));
+      printJson(await withClient(cmd, (fc, m) => m.maintainTable(fc, table, { window: o.window, dryRun: o.dryRun })));
     });
 }
 
@@ -285,13 +293,19 @@ function registerSchedules(program: Command): void {
   const s = program.command('schedules').description('Temporal Schedules of table maintenance');
   s.command('apply [tables...]')
     .description('create or update the schedules from the config (overlap: skip)')
-    .action(async (tables: string[], _o, cmd: Command) => {
-      printTable((await withClient(cmd, (fc) => applySchedules(fc, tables))) as unknown as Record<string, unknown>[]);
+    .addOption(jsonOption())
+    .action(async (tables: string[], o: { json?: boolean }, cmd: Command) => {
+      printResult(o.json, await withClient(cmd, (fc, m) => m.applySchedules(fc, tables)), (r) =>
+        printTable(r as unknown as Record<string, unknown>[]),
+      );
     });
   s.command('list')
     .description('floe schedules on the Temporal server')
-    .action(async (_o, cmd: Command) => {
-      printTable((await withClient(cmd, (fc) => listSchedules(fc))) as unknown as Record<string, unknown>[]);
+    .addOption(jsonOption())
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      printResult(o.json, await withClient(cmd, (fc, m) => m.listSchedules(fc)), (r) =>
+        printTable(r as unknown as Record<string, unknown>[]),
+      );
     });
   for (const [name, paused] of [
     ['pause', true],
@@ -299,10 +313,12 @@ function registerSchedules(program: Command): void {
   ] as const) {
     s.command(`${name} <table> [kind]`)
       .description(`${name} the maintenance schedules of a table (kind: ${SCHEDULE_KINDS.join('|')})`)
-      .action(async (table: string, kind: string | undefined, _o, cmd: Command) => {
+      .addOption(jsonOption())
+      .action(async (table: string, kind: string | undefined, o: { json?: boolean }, cmd: Command) => {
         const k = kind === undefined ? undefined : scheduleKind(kind);
-        const ids = await withClient(cmd, (fc) => setSchedulesPaused(fc, table, paused, k));
-        for (const id of ids) console.log(`${id}: ${paused ? 'paused' : 'unpaused'}`);
+        const ids = await withClient(cmd, (fc, m) => m.setSchedulesPaused(fc, table, paused, k));
+        if (o.json) printJson({ table, paused, scheduleIds: ids });
+        else for (const id of ids) console.log(`${id}: ${paused ? 'paused' : 'unpaused'}`);
       });
   }
   registerScheduleBackfill(s);
@@ -314,17 +330,19 @@ function registerScheduleBackfill(schedules: Command): void {
     .description('re-run the scheduled windows between --start and --end (idempotent per window)')
     .requiredOption('--start <iso>', 'start of the time range')
     .requiredOption('--end <iso>', 'end of the time range')
-    .action(async (table: string, kind: string, o: { start: string; end: string }, cmd: Command) => {
+    .addOption(jsonOption())
+    .action(async (table: string, kind: string, o: { start: string; end: string; json?: boolean }, cmd: Command) => {
       const k = scheduleKind(kind);
       for (const [flag, v] of [
         ['--start', o.start],
         ['--end', o.end],
       ] as const) {
         if (Number.isNaN(new Date(v).getTime()))
-          throw new Error(`${flag}: expected an ISO 8601 time like 2026-07-01T00:00:00Z, found "${v}"`);
+          throw new CliError(`${flag}: expected an ISO 8601 time like 2026-07-01T00:00:00Z, found "${v}"`, EXIT.usage);
       }
-      await withClient(cmd, (fc) => backfillSchedule(fc, table, k, new Date(o.start), new Date(o.end)));
-      console.log(`backfill of ${kind} for ${table} from ${o.start} to ${o.end} requested`);
+      await withClient(cmd, (fc, m) => m.backfillSchedule(fc, table, k, new Date(o.start), new Date(o.end)));
+      if (o.json) printJson({ table, kind, start: o.start, end: o.end, requested: true });
+      else console.log(`backfill of ${kind} for ${table} from ${o.start} to ${o.end} requested`);
     });
 }
 
@@ -348,7 +366,7 @@ function registerTableFiles(program: Command): void {
     .description('data files: count and average size, overall and per partition')
     .addOption(jsonOption())
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
-      printResult(o.json, await tableFiles(configOf(cmd), table), printTableFiles);
+      printResult(o.json, await (await api()).tableFiles(configOf(cmd), table), printTableFiles);
     });
 }
 

@@ -1,16 +1,20 @@
 import type { Command } from 'commander';
 import { SERVICE_NAMES, type ServiceName } from '../stack/service';
-import { ensureStack, stackDown, stackLogs, stackStatus } from '../stack/stack';
 import { stackEnv } from '../stack/env';
+import { printJson } from './common';
+import { CliError, EXIT } from './exit';
 
 function services(args: string[]): ServiceName[] {
   for (const a of args) {
     if (!(SERVICE_NAMES as readonly string[]).includes(a)) {
-      throw new Error(`unknown service ${JSON.stringify(a)}, expected one of ${SERVICE_NAMES.join(', ')}`);
+      throw new CliError(`unknown service ${JSON.stringify(a)}, expected one of ${SERVICE_NAMES.join(', ')}`, EXIT.usage);
     }
   }
   return args as ServiceName[];
 }
+
+// Loaded by the commands (its service modules load the Temporal, Kafka and Postgres clients).
+const stackApi = () => import('../stack/stack');
 
 /** `floe stack up|down|status|logs`: the local stack without Docker (see stack/). */
 export function registerStackCommands(program: Command): void {
@@ -19,9 +23,23 @@ export function registerStackCommands(program: Command): void {
   stack
     .command('up [services...]')
     .description('install on first use, then start the services (default: all); no-op for healthy ones')
-    .action(async (names: string[]) => {
+    .option('--json', 'print the endpoints as JSON (passwords masked)')
+    .action(async (names: string[], o: { json?: boolean }) => {
       const t0 = Date.now();
+      const { ensureStack } = await stackApi();
       const e = await ensureStack(services(names));
+      if (o.json) {
+        printJson({
+          seconds: (Date.now() - t0) / 1000,
+          temporal: e.temporal,
+          kafka: { brokers: e.kafka.brokers },
+          s3: { endpoint: e.s3.endpoint, bucket: e.s3.bucket, accessKeyId: e.s3.accessKeyId },
+          icebergRest: { uri: e.icebergRest.uri },
+          postgres: { url: e.postgres.url.replace(/:[^:@/]*@/, ':***@') },
+          python: e.python.python,
+        });
+        return;
+      }
       console.log(`stack up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       console.log(`  temporal  ${e.temporal.address}  (UI ${e.temporal.uiUrl})`);
       console.log(`  kafka     ${e.kafka.brokers.join(',')}`);
@@ -34,6 +52,7 @@ export function registerStackCommands(program: Command): void {
     .command('down [services...]')
     .description('stop the services (default: all); data stays in $FLOE_HOME/data')
     .action(async (names: string[]) => {
+      const { stackDown } = await stackApi();
       await stackDown(services(names));
     });
 
@@ -42,9 +61,10 @@ export function registerStackCommands(program: Command): void {
     .description('installed / running / healthy per service')
     .option('--json', 'print JSON')
     .action(async (names: string[], o: { json?: boolean }) => {
+      const { stackStatus } = await stackApi();
       const st = await stackStatus(services(names));
       if (o.json) {
-        console.log(JSON.stringify({ floeHome: stackEnv().floeHome, services: st }, null, 2));
+        printJson({ floeHome: stackEnv().floeHome, services: st });
       } else {
         console.log(`FLOE_HOME ${stackEnv().floeHome}`);
         for (const s of st) {
@@ -54,14 +74,15 @@ export function registerStackCommands(program: Command): void {
           );
         }
       }
-      if (st.some((s) => !s.health.ok)) process.exitCode = 1;
+      if (st.some((s) => !s.health.ok)) process.exitCode = EXIT.unavailable;
     });
 
   stack
     .command('logs [service]')
     .description('tail the log of one service (default: all)')
     .option('-n, --lines <n>', 'lines per service', '50')
-    .action((name: string | undefined, o: { lines: string }) => {
+    .action(async (name: string | undefined, o: { lines: string }) => {
+      const { stackLogs } = await stackApi();
       console.log(stackLogs(services(name ? [name] : []), Number(o.lines)));
     });
 }

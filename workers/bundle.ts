@@ -5,6 +5,8 @@
  * The key hashes every file of the directories workflow code may import values from (workflows/,
  * the pure contract/ and maintenance/ modules; everything else reaches workflows as types, which
  * the bundle erases) and the SDK version. Missing one of them would run a stale bundle.
+ * The compiled build (`npm run build`, dist/) carries the bundle made at build time beside the
+ * code (PREBUILT_BUNDLE) and loads it as is: a production worker never runs webpack.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -14,6 +16,10 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 
 const BUNDLE_INPUT_DIRS = ['workflows', 'contract', 'maintenance'].map((d) => resolve(__dirname, '..', d));
 
+/** dist/workflow-bundle.js, written by scripts/build.ts; only compiled code (a .js __filename) uses it. */
+export const PREBUILT_BUNDLE = resolve(__dirname, '..', 'workflow-bundle.js');
+const COMPILED = __filename.endsWith('.js');
+
 /** $FLOE_HOME/bundles; the worker never imports the dev stack (stack/) for it. */
 const bundleDir = (): string => join(resolve(process.env.FLOE_HOME ?? join(homedir(), '.cache', 'floe')), 'bundles');
 
@@ -22,7 +28,7 @@ function sourceHash(): string {
   h.update(String((require('@temporalio/workflow/package.json') as { version: string }).version));
   for (const dir of BUNDLE_INPUT_DIRS) {
     for (const f of readdirSync(dir)
-      .filter((n) => n.endsWith('.ts'))
+      .filter((n) => n.endsWith('.ts') || n.endsWith('.js'))
       .sort()) {
       h.update(join(dir, f));
       h.update(readFileSync(join(dir, f)));
@@ -32,6 +38,7 @@ function sourceHash(): string {
 }
 
 export async function workflowBundle(): Promise<{ codePath: string }> {
+  if (COMPILED && existsSync(PREBUILT_BUNDLE)) return { codePath: PREBUILT_BUNDLE };
   const dir = bundleDir();
   const codePath = join(dir, `workflows-${sourceHash()}.js`);
   if (!existsSync(codePath)) {

@@ -6,6 +6,8 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 const REPO = resolve(__dirname, '..');
+// Compiled (dist/), the worker is dist/cli/main.js run by plain node; in a checkout, the sources through tsx.
+const WORKER_ENTRY = __filename.endsWith('.js') ? [resolve(REPO, 'cli/main.js')] : ['--import', 'tsx', resolve(REPO, 'cli/main.ts')];
 
 export interface WorkerProcess {
   pid: number;
@@ -17,7 +19,7 @@ export interface WorkerProcess {
 export function spawnWorker(configPath: string, logFile: string, env: Record<string, string> = {}): WorkerProcess {
   mkdirSync(dirname(logFile), { recursive: true });
   const log = createWriteStream(logFile, { flags: 'a' });
-  const proc = spawn(process.execPath, ['--import', 'tsx', resolve(REPO, 'cli/main.ts'), '-c', configPath, 'worker'], {
+  const proc = spawn(process.execPath, [...WORKER_ENTRY, '-c', configPath, 'worker'], {
     cwd: REPO,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

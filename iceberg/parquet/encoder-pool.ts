@@ -53,8 +53,11 @@ export type EncoderReply =
   | { seq: number; ok: false; error: { name: string; message: string; kind?: IcebergErrorKind; retryable?: boolean }; fatal?: boolean };
 
 const THREAD_BODY = require.resolve('./encoder-thread');
-// The thread runs TypeScript like the rest of floe: tsx's CommonJS hook first, then the body.
-const BOOTSTRAP = `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(THREAD_BODY)});`;
+// In a checkout the thread runs TypeScript like the rest of floe: tsx's CommonJS hook first, then
+// the body. The compiled build (dist/, .js) needs no hook and production installs need no tsx.
+const BOOTSTRAP = THREAD_BODY.endsWith('.ts')
+  ? `require(${JSON.stringify(require.resolve('tsx/cjs'))}); require(${JSON.stringify(THREAD_BODY)});`
+  : `require(${JSON.stringify(THREAD_BODY)});`;
 
 class EncoderThread {
   private readonly worker: Worker;

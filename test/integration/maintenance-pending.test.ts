@@ -198,7 +198,7 @@ describe('pending commits, missing outputs and bad windows (real stack)', { time
       });
     for (const w of ['garbage', future]) {
       const r = cli(['maintain', table, '--window', w]);
-      assert.equal(r.status, 1, r.stdout + r.stderr);
+      assert.equal(r.status, 2, r.stdout + r.stderr); // a usage error (README "Exit codes")
       assert.match(r.stderr, /--window: expected (an ISO 8601 time|a time not in the future)/);
     }
     // An unreferenced old file: a NaN cutoff would have deleted it.
