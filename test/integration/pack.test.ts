@@ -7,7 +7,8 @@
  * - config discovery (-c, then $FLOE_CONFIG, then ./floe.yaml) and the documented exit codes;
  * - an ingest end to end on the real stack with the packed worker, with tsx deleted from the
  *   install and an empty $FLOE_HOME for the worker: rows == messages through `floe ingest status
- *   --json` and `floe table commits --json`, and the worker made no workflow bundle of its own.
+ *   --json` and `floe table commits --json`, `floe workers` sees it poll, and the worker made no
+ *   workflow bundle of its own.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -177,6 +178,13 @@ describe('npm pack: the installed floe command', { timeout: 10 * 60_000 }, () =>
         rows = (JSON.parse(st.stdout) as { totalRows: number }).totalRows;
       }
       assert.equal(rows, messages, `rows committed (status); worker log:\n${log}`);
+
+      // `floe workers` (the compose worker's healthcheck) sees the packed worker polling.
+      const workers = floe(['workers', '--json']);
+      assert.equal(workers.status, 0, workers.stderr);
+      const polled = JSON.parse(workers.stdout) as { taskQueue: string; pollers: { kind: string }[] };
+      assert.equal(polled.taskQueue, cfg.temporal.taskQueue);
+      assert.ok(polled.pollers.some((p) => p.kind === 'workflow') && polled.pollers.some((p) => p.kind === 'activity'), workers.stdout);
 
       const commits = floe(['table', 'commits', sc.table, '--json']);
       assert.equal(commits.status, 0, commits.stderr);
