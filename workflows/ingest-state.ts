@@ -79,29 +79,65 @@ export function lagOf(cursor: Offsets, high: Offsets): Record<string, string> {
 export const rangeDone = (cursor: Offsets, range: OffsetRange): boolean =>
   Object.keys(range.to).every((p) => BigInt(cursor[p] ?? '0') >= BigInt(range.to[p]!));
 
-/**
- * Each group's share of the cycle's record bound. Live (the backlog is below one cycle's bound):
- * an even split, and the cycle ends at the commit interval. Catching up (a backlog of at least a
- * full cycle): shares proportional to each group's backlog, so every group reaches its bound at
- * about the same moment and the cycle ends at once, instead of groups with a smaller backlog
- * waiting out the interval while the others are full.
- */
-export function recordShares(plan: CyclePlan): number[] {
-  const even = plan.groups.map(() => Math.max(1, Math.floor(plan.maxRecordsPerCycle / plan.groups.length)));
-  const backlog = plan.groups.map((ps) =>
+/** Records waiting per group when the cycle was planned (high watermark - cursor). */
+function groupBacklogs(plan: CyclePlan): bigint[] {
+  return plan.groups.map((ps) =>
     ps.reduce((n, p) => {
       const d = BigInt(plan.highWatermarks[String(p)] ?? '0') - BigInt(plan.startOffsets[String(p)] ?? '0');
       return n + (d > 0n ? d : 0n);
     }, 0n),
   );
-  const total = backlog.reduce((a, b) => a + b, 0n);
-  if (plan.groups.length < 2 || total < BigInt(plan.maxRecordsPerCycle)) return even;
-  return backlog.map((b) => Math.max(1, Number((b * BigInt(plan.maxRecordsPerCycle)) / total)));
 }
 
-/** The poll of each partition group of a cycle: record bounds by `recordShares`, bytes split evenly. */
-export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string, draining: boolean): PollInput[] {
+/**
+ * Each group's share of the cycle's record bound.
+ * - A backlog of at least a full cycle: shares proportional to each group's backlog, rounded up,
+ *   so every group reaches its bound at about the same moment and the cycle ends at once (rounded
+ *   down, a few records per group were left behind to wait out an interval in a cycle of their own).
+ *   The shares may sum to one record per group over the bound.
+ * - Less than a full cycle: each group's whole backlog plus an even part of the room left, so
+ *   nothing already waiting is left for the next cycle, and new records still fit.
+ * A group with no backlog still gets a share (new records may arrive).
+ */
+export function recordShares(plan: CyclePlan): number[] {
+  const n = plan.groups.length;
+  const max = BigInt(plan.maxRecordsPerCycle);
+  const backlog = groupBacklogs(plan);
+  const total = backlog.reduce((a, b) => a + b, 0n);
+  if (n < 2) return [Math.max(1, plan.maxRecordsPerCycle)];
+  if (total >= max) return backlog.map((b) => Math.max(1, Number((b * max + total - 1n) / total)));
+  const room = (max - total) / BigInt(n);
+  return backlog.map((b) => Math.max(1, Number(b + room)));
+}
+
+/**
+ * A cycle that starts with at least a quarter of its record bound already waiting is catching up:
+ * its polls stop once they reach the high watermark they saw at their start, instead of waiting
+ * out the commit interval for more (the files are of a fair size already, and the rows visible
+ * sooner). A live stream's cycles, which find less waiting, still end at the interval, so they do
+ * not turn into many small commits.
+ */
+export function catchingUp(plan: CyclePlan): boolean {
+  const total = groupBacklogs(plan).reduce((a, b) => a + b, 0n);
+  return total > 0n && total * 4n >= BigInt(plan.maxRecordsPerCycle);
+}
+
+/**
+ * The previous cycle ended (at a record, byte or time bound) before it reached records that were
+ * already there when its polls started: the ingest is behind, and the next cycle catches up.
+ */
+export function leftBehind(cycle: Pick<MergedCycle, 'endOffsets' | 'highWatermarks'>): boolean {
+  return Object.values(lagOf(cycle.endOffsets, cycle.highWatermarks)).some((d) => d !== '0');
+}
+
+/**
+ * The poll of each partition group of a cycle: record bounds by `recordShares`, bytes split evenly.
+ * Polls stop once caught up (rather than at the commit interval) when draining, when the previous
+ * cycle left records behind (`leftBehind`), or when the cycle finds a quarter of its bound waiting.
+ */
+export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string, draining: boolean, behind = false): PollInput[] {
   const shares = recordShares(plan);
+  const untilCaughtUp = draining || behind || catchingUp(plan);
   return plan.groups.map((partitions, groupIndex) => ({
     table: input.table,
     ingestId: input.ingestId,
@@ -111,7 +147,7 @@ export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string
     startOffsets: Object.fromEntries(partitions.map((p) => [String(p), plan.startOffsets[String(p)] ?? '0'])),
     // Draining: take what is there now without waiting out a full interval.
     maxWaitMs: draining ? Math.max(5000, plan.commitIntervalMs) : plan.commitIntervalMs,
-    untilCaughtUp: draining,
+    untilCaughtUp,
     ...(input.range ? { stopAt: input.range.to, limit: input.range.to } : {}),
     maxRecords: shares[groupIndex]!,
     maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),

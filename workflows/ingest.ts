@@ -25,6 +25,7 @@ import {
   lagOf,
   mergeCycle,
   pollInputs,
+  leftBehind,
   rangeDone,
   recordCommit,
   reportedState,
@@ -82,6 +83,8 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
   setHandler(statusQuery, () => ({ ...status, state: reportedState(status, paused, draining) }));
 
   let cyclesThisRun = 0;
+  // The last cycle stopped short of records that were already waiting: the next one catches up.
+  let behind = false;
   for (;;) {
     if (paused && !draining) {
       status.state = 'paused';
@@ -101,7 +104,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     const started = Date.now();
     // Only a cycle that polled in drain mode (until caught up with the topic) may end the drain.
     const drainingCycle = draining;
-    const results: PollResult[] = await Promise.all(pollInputs(input, plan, commitId, draining).map((p) => pollAndWrite(p)));
+    const results: PollResult[] = await Promise.all(pollInputs(input, plan, commitId, draining, behind).map((p) => pollAndWrite(p)));
     status.cycles++;
     cyclesThisRun++;
     const cycle = mergeCycle(plan, results);
@@ -140,6 +143,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
       }
     }
     if (!refused) status.lag = lagOf(status.cursor, cycle.highWatermarks);
+    behind = !refused && leftBehind(cycle);
 
     // Drain finishes when a cycle that polled until caught up finds nothing more to read. (Before the
     // patch, an idle poll begun before the signal could end it and leave records behind.)

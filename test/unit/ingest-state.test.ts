@@ -13,6 +13,8 @@ import {
   rangeDone,
   recordCommit,
   recordShares,
+  catchingUp,
+  leftBehind,
   reportedState,
 } from '../../workflows/ingest-state';
 
@@ -46,12 +48,13 @@ const poll = (
   bytes: records * 10,
 });
 
-void test('each group polls its own partitions from the cursor, with an even share of the cycle bounds', () => {
+void test('each group polls its own partitions from the cursor, with its share of the cycle bounds', () => {
   const input = { table: 't', ingestId: 'main' };
   const [a, b] = pollInputs(input, plan(), 'cid', false);
   assert.deepEqual(a!.startOffsets, { 0: '10', 2: '0' });
   assert.deepEqual(b!.startOffsets, { 1: '20' });
-  assert.deepEqual([a!.maxRecords, a!.maxBytes, a!.maxWaitMs, a!.untilCaughtUp], [500, 5, 2000, false]);
+  // records: its 14 waiting + half the room left ((1001 - 14) / 2 = 493); bytes evenly
+  assert.deepEqual([a!.maxRecords, b!.maxRecords, a!.maxBytes, a!.maxWaitMs, a!.untilCaughtUp], [507, 493, 5, 2000, false]);
   assert.equal(a!.commitId, 'cid');
   assert.deepEqual(a!.deadLetterFloor, { 0: '12' });
   assert.equal('stopAt' in a!, false, 'a live ingest has no stop');
@@ -109,7 +112,7 @@ void test('a backlog of a full cycle or more is shared by backlog, so skewed gro
     highWatermarks: { 0: '30', 1: '10' },
     maxRecordsPerCycle: 50_000,
   });
-  assert.deepEqual(recordShares(live), [25_000, 25_000]);
+  assert.deepEqual(recordShares(live), [25_010, 24_990], 'less than a cycle waiting: all of it, plus an even part of the room left');
   const caughtUpGroup = plan({
     groups: [[0], [1]],
     startOffsets: { 0: '0', 1: '10' },
@@ -118,4 +121,46 @@ void test('a backlog of a full cycle or more is shared by backlog, so skewed gro
   });
   assert.deepEqual(recordShares(caughtUpGroup), [50_000, 1], 'a group with no backlog still polls (new records may arrive)');
   assert.deepEqual(recordShares(plan({ groups: [[0, 1, 2]] })), [1001]);
+  // 200,000 records unevenly keyed over 4 partitions, 100,000 per cycle: two cycles take them all
+  // (shares rounded down left 4 records for a third cycle that waited out the interval).
+  const uneven = { 0: 50_001, 1: 49_999, 2: 50_003, 3: 49_997 };
+  let start: Record<string, string> = { 0: '0', 1: '0', 2: '0', 3: '0' };
+  for (let cycle = 0; cycle < 2; cycle++) {
+    const shares = recordShares(
+      plan({
+        groups: [[0], [1], [2], [3]],
+        startOffsets: start,
+        highWatermarks: Object.fromEntries(Object.entries(uneven).map(([p, n]) => [p, String(n)])),
+        maxRecordsPerCycle: 100_000,
+      }),
+    );
+    assert.ok(shares.reduce((a, b) => a + b, 0) <= 100_000 + 4, `cycle ${cycle}: at most one record per group over the bound`);
+    start = Object.fromEntries(Object.entries(uneven).map(([p, n], i) => [p, String(Math.min(n, Number(start[p]) + shares[i]!))]));
+  }
+  assert.deepEqual(start, { 0: '50001', 1: '49999', 2: '50003', 3: '49997' });
+});
+
+void test('a cycle that finds a quarter of its bound or more waiting polls until caught up; a live one waits out the interval', () => {
+  const at = (high: Record<string, string>) =>
+    plan({ groups: [[0], [1]], startOffsets: { 0: '0', 1: '0' }, highWatermarks: high, maxRecordsPerCycle: 1000 });
+  assert.equal(catchingUp(at({ 0: '0', 1: '0' })), false, 'nothing waiting');
+  assert.equal(catchingUp(at({ 0: '100', 1: '149' })), false, 'a live stream: less than a quarter of a cycle');
+  assert.equal(catchingUp(at({ 0: '100', 1: '150' })), true);
+  const [a, b] = pollInputs({ table: 't', ingestId: 'main' }, at({ 0: '900', 1: '0' }), 'cid', false);
+  assert.deepEqual(
+    [a!.untilCaughtUp, b!.untilCaughtUp, a!.maxWaitMs],
+    [true, true, 2000],
+    'every group of the cycle, the interval unchanged',
+  );
+  assert.equal(pollInputs({ table: 't', ingestId: 'main' }, at({ 0: '10', 1: '0' }), 'cid', false)[0]!.untilCaughtUp, false);
+});
+
+void test('leftBehind: the cycle ended before records that were there when its polls started', () => {
+  assert.equal(leftBehind({ endOffsets: { 0: '10', 1: '5' }, highWatermarks: { 0: '10', 1: '5' } }), false);
+  assert.equal(
+    leftBehind({ endOffsets: { 0: '12', 1: '5' }, highWatermarks: { 0: '10', 1: '5' } }),
+    false,
+    'read past the start watermark (live)',
+  );
+  assert.equal(leftBehind({ endOffsets: { 0: '10', 1: '4' }, highWatermarks: { 0: '10', 1: '5' } }), true);
 });

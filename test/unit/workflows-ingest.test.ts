@@ -110,6 +110,30 @@ describe('ingestWorkflow with mocked activities', () => {
     });
   }
 
+  it('a cycle that stopped short of records already waiting is followed by polls until caught up, then live polls again', async () => {
+    const fake = fakeIngest({ high: { 0: '6' }, perPoll: 2, holdIdlePolls: { reread: true } });
+    const table = uniqueId('db.behind');
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const handle = await client.workflow.start(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, 'live'),
+        args: [{ table, ingestId: 'live' }],
+      });
+      await until('an idle live poll at 6', () => fake.state.cursor['0'] === '6' && fake.idle.held === 1);
+      await handle.terminate('test done');
+      fake.idle.release(); // the held activity returns, so the worker can shut down
+    });
+    assert.deepEqual(
+      fake.calls.pollAndWrite.map((c) => [c.input.startOffsets['0'], c.input.untilCaughtUp]),
+      [
+        ['0', false], // 6 waiting, below a quarter of the 10,000-record bound: a live poll (it reads 2)
+        ['2', true], // the last cycle left records that were already there behind: catch up
+        ['4', true],
+        ['6', false], // caught up: live again, waiting out the interval
+      ],
+    );
+  });
+
   it('drainAndStop ends the loop on the first cycle that reads nothing, with state stopped', async () => {
     const fake = fakeIngest({ high: { 0: '5' }, perPoll: 2, holdIdlePolls: { reread: true } });
     const table = uniqueId('db.drain');
