@@ -311,7 +311,14 @@ describe('Dockerfile', () => {
 
   it('copies only paths that exist, everything tsconfig.build.json compiles, and what the compose worker reads', () => {
     const sources = copies(build);
-    for (const src of [...sources, ...copies(runtime)]) assert.ok(existsSync(join(root, src)), `Dockerfile COPY ${src}: no such path`);
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    for (const src of [...sources, ...copies(runtime)]) {
+      assert.ok(existsSync(join(root, src)), `Dockerfile COPY ${src}: no such path`);
+      assert.ok(!ignored.includes(src.split('/')[0]!), `Dockerfile COPY ${src}, but .dockerignore leaves it out of the build context`);
+    }
     const compiled = (JSON.parse(read('tsconfig.build.json')) as { include: string[] }).include;
     for (const f of [...compiled, 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.ts', 'package.json', 'package-lock.json'])
       assert.ok(sources.includes(f), `the build stage copies ${f}`);
