@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
-import { COMMIT_INTERVAL_LIMIT_MS } from './types';
+import { COMMIT_INTERVAL_LIMIT_MS, LOCATION_URI } from './types';
 import { formatDuration, parseDuration, parseSize } from './units';
 import type {
   CatalogConfig,
@@ -48,7 +48,19 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
  */
 const KEYS = {
   root: ['catalog', 's3', 'kafka', 'temporal', 'tables'],
-  catalog: ['type', 'uri', 'warehouse', 'name', 'token', 'tokenEnv', 'tokenFile', 'credentialEnv', 'credentialFile', 'properties'],
+  catalog: [
+    'type',
+    'uri',
+    'warehouse',
+    'location',
+    'name',
+    'token',
+    'tokenEnv',
+    'tokenFile',
+    'credentialEnv',
+    'credentialFile',
+    'properties',
+  ],
   s3: [
     'endpoint',
     'region',
@@ -566,12 +578,13 @@ export function parseConfig(raw: unknown): FloeConfig {
     catalog: {
       type,
       uri: cat.str('uri', env.FLOE_CATALOG_URI ?? `sqlite:///${home}/catalog.db`), // four slashes: absolute (SQLAlchemy convention)
-      warehouse: cat.match(
-        'warehouse',
-        /^(s3a?|file|memory):\/\//,
-        'a URI s3://bucket/prefix or file:///dir',
-        env.FLOE_WAREHOUSE ?? 's3://floe/warehouse',
-      ),
+      // A REST catalog's warehouse may be a name the server knows (Polaris, Glue); then new tables
+      // go under `location`, or where the server places them.
+      warehouse:
+        type === 'rest'
+          ? cat.str('warehouse', env.FLOE_WAREHOUSE ?? 's3://floe/warehouse')
+          : cat.match('warehouse', LOCATION_URI, 'a URI s3://bucket/prefix or file:///dir', env.FLOE_WAREHOUSE ?? 's3://floe/warehouse'),
+      ...(cat.has('location') ? { location: cat.match('location', LOCATION_URI, 'a URI s3://bucket/prefix or file:///dir', '') } : {}),
       name: cat.str('name', 'floe'),
       token: cat.optStr('token'),
       ...restAuth,

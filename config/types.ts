@@ -15,12 +15,31 @@ import type { PrimitiveType } from '../iceberg/spec/types';
  */
 export const COMMIT_INTERVAL_LIMIT_MS = 10 * 60_000;
 
+/** A location URI floe can read and write (the schemes of iceberg/io). */
+export const LOCATION_URI = /^(s3a?|file|memory):\/\//;
+
+/**
+ * Where a new table `ns.name` goes: `<base>/ns/name` under `catalog.location`, else under the
+ * warehouse when that is a location. Undefined: a REST catalog whose warehouse is a name places the
+ * table itself (from its namespace's or warehouse's location).
+ */
+export function tableLocationBase(c: Pick<CatalogConfig, 'warehouse' | 'location'>): string | undefined {
+  const base = c.location ?? (LOCATION_URI.test(c.warehouse) ? c.warehouse : undefined);
+  return base?.replace(/\/+$/, '');
+}
+
 export interface CatalogConfig {
   type: 'sql' | 'rest';
   /** sql: `sqlite:///abs/path.db` or `postgresql://user:pw@host:port/db`; rest: `http://host:port` */
   uri: string;
-  /** Where new tables are placed: `s3://bucket/prefix` or `file:///abs/dir`. */
+  /**
+   * sql: where new tables are placed, `s3://bucket/prefix` or `file:///abs/dir`. rest: the
+   * warehouse sent to GET /v1/config; a location URI, or a name the server knows (Polaris' catalog
+   * name, Glue's catalog id).
+   */
   warehouse: string;
+  /** Base location of new tables when it is not the warehouse (default: the warehouse if it is a URI). */
+  location?: string;
   name: string;
   token?: string;
   /** rest: OAuth2 client credentials `client_id:client_secret`, by reference (`credentialEnv` / `credentialFile`). */

@@ -3,7 +3,7 @@
  * FileIO of this process is built with, and the check a worker runs at start so missing
  * credentials fail there, naming the sources tried, rather than at the first write.
  */
-import type { FloeConfig, S3Config } from '../config';
+import { tableLocationBase, type FloeConfig, type S3Config } from '../config';
 import { readSecret } from '../config/secrets';
 import { S3FileIO, schemeOf, type S3Options } from '../iceberg/io';
 import { S3_DEFAULTS } from '../stack/env';
@@ -37,7 +37,9 @@ export function s3Options(s3: S3Config, env: NodeJS.ProcessEnv = process.env): S
  * file:// or memory://). Throws an IcebergError naming every source the AWS chain tried.
  */
 export async function checkStorageCredentials(cfg: FloeConfig): Promise<void> {
-  if (schemeOf(cfg.catalog.warehouse) !== 's3') return;
+  // A REST catalog that places tables itself (no location base) vends their keys or uses the chain.
+  const base = tableLocationBase(cfg.catalog);
+  if (base === undefined || schemeOf(base) !== 's3') return;
   const io = new S3FileIO(s3Options(cfg.s3));
   try {
     await io.checkCredentials();

@@ -4,7 +4,7 @@
  * exactly once (commit-id lookup + caller validation on every CAS attempt).
  */
 import { randomUUID } from 'node:crypto';
-import type { ColumnConfig, FloeConfig, TableConfig } from '../config';
+import { tableLocationBase, type ColumnConfig, type FloeConfig, type TableConfig } from '../config';
 import type { Catalog } from '../iceberg/catalog/catalog';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { catalogFromConfig } from '../iceberg/catalog/config';
@@ -116,7 +116,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     ...restCatalogOptions(cfg.catalog),
     s3: s3Options(cfg.s3),
   } as Parameters<typeof catalogFromConfig>[0]);
-  const warehouse = cfg.catalog.warehouse.replace(/\/+$/, '');
+  const base = tableLocationBase(cfg.catalog);
 
   const create = async (
     table: string,
@@ -131,10 +131,11 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       });
     }
     if (await catalog.tableExists(id)) return;
-    const location = `${warehouse}/${id.namespace.join('/')}/${id.name}`;
+    // No base (a REST catalog whose warehouse is a name): the catalog places the table ('' asks it to).
+    const location = base === undefined ? '' : `${base}/${id.namespace.join('/')}/${id.name}`;
     // A table owns everything under its location: orphan removal of the outer one of two nested
     // tables (`a.b` at <wh>/a/b, `a.b.c` at <wh>/a/b/c) would delete the inner one's files.
-    const overlaps = await overlappingTables(catalog, location, id);
+    const overlaps = location === '' ? [] : await overlappingTables(catalog, location, id);
     if (overlaps.length > 0) {
       const o = overlaps[0]!;
       const how =

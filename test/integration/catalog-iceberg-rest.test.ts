@@ -273,6 +273,40 @@ ids = arrow.column('event_id').to_pylist()
 print(json.dumps({'rows': len(ids), 'distinct': len(set(ids)), 'files': len(list(t.scan().plan_files()))}))
 `;
 
+describe('a REST warehouse given by name (Polaris, Glue)', { timeout: 120_000 }, () => {
+  it('the server places new tables: floe sends no location, and writes where the server put them', async () => {
+    const name = uniq('rest_named');
+    process.env['FLOE_IT_WORKER_CREDENTIAL'] = `floe-worker:${randomBytes(8).toString('hex')}`;
+    process.env['FLOE_IT_S3_KEY_ID'] = stackEnv().s3.accessKeyId;
+    process.env['FLOE_IT_S3_WRONG_SECRET'] = 'not-the-secret';
+    const { path, table } = restConfig(name);
+    const doc = parseYaml(readFileSync(path, 'utf8')) as { catalog: Record<string, unknown> };
+    doc.catalog['warehouse'] = 'lake'; // a name, as Polaris' catalog or Glue's account id
+    writeFileSync(path, stringifyYaml(doc));
+    const cfg = loadConfig(path);
+    assert.equal(cfg.catalog.warehouse, 'lake');
+    const tables = await openTables(cfg);
+    try {
+      await tables.ensureIngestTables(cfg.tables[0]!);
+      const loaded = await tables.load(table);
+      assert.ok(
+        loaded.metadata.location.startsWith(`${icebergRestWarehouse()}/`),
+        `placed by the server under its warehouse: ${loaded.metadata.location}`,
+      );
+      // floe writes there with the keys the server vends for it.
+      await tables.io.write(`${loaded.metadata.location}/data/probe-${name}.bin`, new Uint8Array([7]));
+      assert.deepEqual([...(await tables.io.read(`${loaded.metadata.location}/data/probe-${name}.bin`))], [7]);
+    } finally {
+      await tables.close();
+    }
+    // A SQL catalog's warehouse must still be a location.
+    const sql = parseYaml(readFileSync(path, 'utf8')) as { catalog: Record<string, unknown> };
+    sql.catalog = { type: 'sql', warehouse: 'lake' };
+    writeFileSync(path, stringifyYaml(sql));
+    assert.throws(() => loadConfig(path), /catalog\.warehouse: expected a URI/);
+  });
+});
+
 describe('ingest and maintenance through the reference REST server', { timeout: 170_000 }, () => {
   it('rows == messages with no duplicate; compact, expire, orphans; PyIceberg reads it through the server', async () => {
     const name = uniq('rest_ingest');
