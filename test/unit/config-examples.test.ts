@@ -63,3 +63,8 @@ void test('catalog.location: the base of new tables when the warehouse is not on
     /catalog\.location: expected a URI/,
   );
 });
+
+void test("README's production example is examples/production.yaml, verbatim", () => {
+  const readme = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
+  assert.ok(readme.includes('```yaml\n' + readFileSync(join(examples, 'production.yaml'), 'utf8') + '```'));
+});
