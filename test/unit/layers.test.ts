@@ -4,6 +4,7 @@
  *
  *   iceberg/, contract/                 the Iceberg library; the pure workflow/activity contract
  *   config/, stack/                     config loading; the local dev stack
+ *   observability/                      logs and metrics (no floe imports above config)
  *   ingest/, maintenance/               floe's domain: cycles, cursors, compaction, expiry, orphans
  *   activities/, workflows/             Temporal bindings
  *   client/, workers/                   what users and processes start
@@ -22,6 +23,7 @@ const LAYER: Record<string, number> = {
   contract: 0,
   config: 1,
   stack: 1,
+  observability: 1,
   ingest: 2,
   maintenance: 2,
   activities: 3,
