@@ -15,11 +15,13 @@ import { pollAndWrite } from '../ingest/poll-write';
 import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../ingest/types';
 import { currentRun, withFailureMapping } from './failures';
 import { heartbeating } from './heartbeat';
+import { withMetrics } from './metrics';
 import { createMaintenanceActivities } from './maintenance';
 
 export { createDeps, type Deps } from '../ingest/deps';
 
-export const createActivities = (deps: Deps) => withFailureMapping(withBufferBudget(createIngestActivities(deps), budgetOf(deps)));
+export const createActivities = (deps: Deps) =>
+  withMetrics(withFailureMapping(withBufferBudget(createIngestActivities(deps), budgetOf(deps))));
 
 /** One budget per worker process (module scope): every activity set created in it shares it. */
 let workerBudget: BufferBudget | undefined;

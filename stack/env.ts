@@ -56,6 +56,8 @@ export const OPTIONAL_ENV_VARS = [
   'FLOE_WORKER_BUFFER_BYTES',
   'FLOE_ACTIVITY_SLOTS',
   'FLOE_PARQUET_THREADS',
+  // observability/metrics-server.ts: the worker's Prometheus /metrics port (unset or 0 = off)
+  'FLOE_METRICS_PORT',
 ] as const;
 
 /**
