@@ -8,6 +8,7 @@ import { createActivities, createDeps } from '../activities';
 import { connectTemporalNative, type TemporalTarget } from '../client/connection';
 import type { FloeConfig } from '../config';
 import { workflowBundle } from './bundle';
+import { startWorkerMetrics } from './metrics';
 
 export async function createWorker(
   cfg: FloeConfig,
@@ -75,14 +76,19 @@ export function activitySlots(mode: string | undefined): Pick<WorkerOptions, 'ma
 
 /** Runs until SIGTERM/SIGINT. */
 export async function runWorker(cfg: FloeConfig): Promise<void> {
-  if (!process.env.FLOE_VERBOSE) Runtime.install({ logger: new DefaultLogger('WARN') });
+  const metrics = await startWorkerMetrics();
+  if (!process.env.FLOE_VERBOSE || metrics.port) {
+    Runtime.install({ logger: new DefaultLogger(process.env.FLOE_VERBOSE ? 'DEBUG' : 'WARN'), telemetryOptions: metrics.telemetry });
+  }
   const { worker, target, close } = await createWorker(cfg);
+  if (metrics.port) console.log(`floe worker ${process.pid} serves metrics on :${metrics.port}/metrics`);
   // The SDK's default shutdown signals include SIGTERM and SIGINT: worker.run() resolves after draining.
   console.log(`floe worker ${process.pid} polling task queue "${cfg.temporal.taskQueue}" on ${target.describe}`);
   try {
     await worker.run();
   } finally {
     await close();
+    await metrics.close();
     console.log(`floe worker ${process.pid} stopped`);
   }
 }
