@@ -21,6 +21,7 @@ COPY examples ./examples
 COPY iceberg ./iceberg
 COPY ingest ./ingest
 COPY maintenance ./maintenance
+COPY observability ./observability
 COPY stack ./stack
 COPY workers ./workers
 COPY workflows ./workflows

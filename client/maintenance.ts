@@ -44,6 +44,7 @@ import {
   orphansWorkflow,
   scheduledMaintenanceWorkflow,
   windowOf,
+  floeSearchAttributes,
   type ExpireInput,
   type MaintainInput,
   type MaintainResult,
@@ -95,10 +96,12 @@ const runId = (kind: MaintenanceWorkflowKind, table: string, window: string | un
     ? maintenanceWorkflowId(kind, table, window)
     : maintenanceWorkflowId(kind, table, `manual-${new Date().toISOString()}-${randomBytes(3).toString('hex')}`);
 
-const startOpts = (fc: FloeClient, workflowId: string) => ({
+const startOpts = (fc: FloeClient, workflowId: string, kind: MaintenanceWorkflowKind, table: string) => ({
   taskQueue: fc.cfg.temporal.taskQueue,
   workflowId,
   workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+  typedSearchAttributes: floeSearchAttributes(table, kind),
+  staticSummary: `${kind} ${table} (started by hand)`,
 });
 
 const tableName = (fc: FloeClient, table: string): string => {
@@ -133,7 +136,7 @@ export async function compactTable(
   checkWindow(run.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(compactWorkflow, {
-    ...startOpts(fc, runId('compact', t, run.window)),
+    ...startOpts(fc, runId('compact', t, run.window), 'compact', t),
     args: [{ table: t, options, window: run.window ?? null }],
   });
   return follow<CompactResult>(
@@ -157,7 +160,7 @@ export async function expireTable(
   checkWindow(run.window ?? options.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(expireWorkflow, {
-    ...startOpts(fc, runId('expire', t, run.window ?? options.window ?? undefined)),
+    ...startOpts(fc, runId('expire', t, run.window ?? options.window ?? undefined), 'expire', t),
     args: [{ ...options, table: t, window: run.window ?? options.window ?? null }],
   });
   return follow<ExpireResult>(handle, () => handle.query(expireProgressQuery) as Promise<Progress>, run.onProgress);
@@ -172,7 +175,7 @@ export async function removeOrphans(
   checkWindow(run.window ?? options.window);
   const t = tableName(fc, table);
   const handle = await fc.client.workflow.start(orphansWorkflow, {
-    ...startOpts(fc, runId('orphans', t, run.window ?? options.window ?? undefined)),
+    ...startOpts(fc, runId('orphans', t, run.window ?? options.window ?? undefined), 'orphans', t),
     args: [{ ...options, table: t, window: run.window ?? options.window ?? null }],
   });
   return follow<OrphansResult>(handle, () => handle.query(orphansProgressQuery) as Promise<Progress>, run.onProgress);
@@ -183,7 +186,7 @@ export async function maintainTable(fc: FloeClient, table: string, input: Omit<M
   const t = tableName(fc, table);
   const window = checkWindow(input.window) ?? windowOf(new Date());
   return fc.client.workflow.execute(maintainWorkflow, {
-    ...startOpts(fc, maintenanceWorkflowId('maintain', t, window)),
+    ...startOpts(fc, maintenanceWorkflowId('maintain', t, window), 'maintain', t),
     args: [{ ...input, table: t, window }],
   });
 }
@@ -219,6 +222,8 @@ function scheduleParts(
       taskQueue: fc.cfg.temporal.taskQueue,
       // The server appends the scheduled time to this id; the child id carries table+kind+window.
       workflowId: `floe-scheduled-${kind}/${t.table}`,
+      typedSearchAttributes: floeSearchAttributes(t.table, kind),
+      staticSummary: `scheduled ${kind} of ${t.table} (${m.cron})`,
     },
   };
 }
@@ -243,12 +248,20 @@ export async function applySchedules(fc: FloeClient, tables?: string[]): Promise
           policies,
           state: { paused, note: paused ? 'paused in config' : undefined },
           memo: { table: t.table, kind, cron },
+          // The Schedule itself is found by table too (schedule list --query, the UI).
+          typedSearchAttributes: floeSearchAttributes(t.table, kind),
         });
         out.push({ scheduleId, table: t.table, kind, cron, paused, action: 'created' });
       } catch (e) {
         if (!(e instanceof ScheduleAlreadyRunning)) throw e;
         const h = fc.client.schedule.getHandle(scheduleId);
-        await h.update((prev) => ({ ...prev, spec, action, policies: { ...prev.policies, ...policies } }));
+        await h.update((prev) => ({
+          ...prev,
+          spec,
+          action,
+          policies: { ...prev.policies, ...policies },
+          typedSearchAttributes: floeSearchAttributes(t.table, kind),
+        }));
         const d = await h.describe();
         if (d.state.paused !== paused) await (paused ? h.pause('paused in config') : h.unpause('unpaused in config'));
         out.push({ scheduleId, table: t.table, kind, cron, paused, action: 'updated' });

@@ -71,6 +71,15 @@ export function gracePeriodProblem(olderThanMs: unknown, force: boolean | undefi
 /** One ingest per (table, ingest id): the workflow id is derived from both. */
 export const ingestWorkflowId = (table: string, ingestId: string): string => `floe-ingest/${table}/${ingestId}`;
 
+/**
+ * floe's custom search attributes (Temporal visibility, all Keyword): registered by `floe stack up`
+ * and `floe setup`, set on every workflow floe starts and every Schedule, so the UI and
+ * `temporal workflow list --query "FloeTable = 'db.orders'"` find a table's runs.
+ */
+export const SEARCH_ATTRIBUTES = { FloeTable: 'Keyword', FloeKind: 'Keyword', FloeIngestId: 'Keyword' } as const;
+/** FloeKind: which job a workflow is. */
+export type FloeKind = 'ingest' | 'backfill' | 'compact' | 'expire' | 'orphans' | 'maintain';
+
 /** Table property holding an ingest id's cursor (see ingest/cursor.ts). */
 export const CURSOR_PROPERTY_PREFIX = 'floe.cursor.';
 /** Dead-letter table property: offsets below which this ingest id's dead letters are recorded. */

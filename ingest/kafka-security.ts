@@ -14,6 +14,8 @@ import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { Kafka, logLevel, type KafkaConfig as KafkajsConfig, type OauthbearerProviderResponse, type SASLOptions } from 'kafkajs';
 import { ConfigError } from '../config';
+import { log, logLevel as floeLogLevel } from '../observability/log';
+import { kafkaLogCreator, kafkaLogLevel } from '../observability/log-adapters';
 import type { KafkaConfig, KafkaSaslConfig, KafkaSslConfig, SecretRef } from '../config';
 
 /** A broker refused the client's credentials or certificate, or the client refused the broker's. */
@@ -195,7 +197,9 @@ export function kafkaClientConfig(k: KafkaConfig, o: KafkaClientOptions = {}): K
   return {
     clientId: k.clientId,
     brokers: k.brokers,
-    logLevel: logLevel.NOTHING,
+    // kafkajs through floe's logger: warnings and errors by default (FLOE_LOG_LEVEL), as JSON or text.
+    logLevel: kafkaLogLevel(floeLogLevel(env)),
+    logCreator: kafkaLogCreator(log),
     retry: { retries: o.retries ?? 8 },
     ...(o.connectionTimeoutMs ? { connectionTimeout: o.connectionTimeoutMs } : {}),
     ...(k.ssl ? { ssl: kafkaTlsOptions(k.ssl, env) } : {}),
@@ -254,7 +258,8 @@ export async function checkKafkaSecurity(k: KafkaConfig, o: KafkaClientOptions =
   // kafkajs' messages hold no password; this keeps it that way whatever the broker answers.
   const redact = (m: string) => (password ? m.split(password).join('***') : m);
   for (const broker of k.brokers) {
-    const admin = new Kafka({ ...probe, brokers: [broker] }).admin();
+    // The probe's own refusals become the error below, not log lines.
+    const admin = new Kafka({ ...probe, brokers: [broker], logLevel: logLevel.NOTHING }).admin();
     try {
       await admin.connect();
       return;

@@ -58,6 +58,9 @@ export const OPTIONAL_ENV_VARS = [
   'FLOE_PARQUET_THREADS',
   // observability/metrics-server.ts: the worker's Prometheus /metrics port (unset or 0 = off)
   'FLOE_METRICS_PORT',
+  // observability/log.ts: json|text (default text on a terminal), and the level (default info)
+  'FLOE_LOG_FORMAT',
+  'FLOE_LOG_LEVEL',
 ] as const;
 
 /**

@@ -3,10 +3,12 @@
  * down gracefully (in-flight activities finish or are cancelled, the worker drains); SIGKILL is
  * survived by design: Temporal retries the activities and replays the workflows elsewhere.
  */
-import { Worker, Runtime, DefaultLogger, type WorkerOptions } from '@temporalio/worker';
+import { Worker, Runtime, makeTelemetryFilterString, type TelemetryOptions, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, createDeps } from '../activities';
 import { connectTemporalNative, type TemporalTarget } from '../client/connection';
 import type { FloeConfig } from '../config';
+import { log, logLevel } from '../observability/log';
+import { temporalCoreLevel, temporalLogger } from '../observability/log-adapters';
 import { workflowBundle } from './bundle';
 import { startWorkerMetrics } from './metrics';
 
@@ -77,18 +79,35 @@ export function activitySlots(mode: string | undefined): Pick<WorkerOptions, 'ma
 /** Runs until SIGTERM/SIGINT. */
 export async function runWorker(cfg: FloeConfig): Promise<void> {
   const metrics = await startWorkerMetrics();
-  if (!process.env.FLOE_VERBOSE || metrics.port) {
-    Runtime.install({ logger: new DefaultLogger(process.env.FLOE_VERBOSE ? 'DEBUG' : 'WARN'), telemetryOptions: metrics.telemetry });
-  }
+  installRuntime(metrics.telemetry);
   const { worker, target, close } = await createWorker(cfg);
-  if (metrics.port) console.log(`floe worker ${process.pid} serves metrics on :${metrics.port}/metrics`);
+  if (metrics.port) log().info({ metricsPort: metrics.port }, `floe worker ${process.pid} serves metrics on :${metrics.port}/metrics`);
   // The SDK's default shutdown signals include SIGTERM and SIGINT: worker.run() resolves after draining.
-  console.log(`floe worker ${process.pid} polling task queue "${cfg.temporal.taskQueue}" on ${target.describe}`);
+  const taskQueue = cfg.temporal.taskQueue;
+  log().info(
+    { taskQueue, temporal: target.describe },
+    `floe worker ${process.pid} polling task queue "${taskQueue}" on ${target.describe}`,
+  );
   try {
     await worker.run();
   } finally {
     await close();
     await metrics.close();
-    console.log(`floe worker ${process.pid} stopped`);
+    log().info(`floe worker ${process.pid} stopped`);
   }
+}
+
+/**
+ * The Temporal runtime logs through floe's logger: the SDK's worker logs, workflow `log` (sunk by the
+ * worker), activity `log` and core's logs (forwarded at WARN by default; FLOE_VERBOSE or
+ * FLOE_LOG_LEVEL=debug shows more). Once per process, before the first worker or connection;
+ * `telemetry` adds the rest of the runtime's telemetry (metrics).
+ */
+export function installRuntime(telemetry: Omit<TelemetryOptions, 'logging'> = {}): void {
+  const level = process.env.FLOE_VERBOSE ? 'debug' : logLevel();
+  const core = temporalCoreLevel(level);
+  Runtime.install({
+    logger: temporalLogger(log()),
+    telemetryOptions: { ...telemetry, logging: { filter: makeTelemetryFilterString({ core, other: core }), forward: {} } },
+  });
 }

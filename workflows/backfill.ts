@@ -9,6 +9,7 @@ import type { createActivities } from '../activities';
 import type { BackfillBound, PreparedBackfill } from '../ingest/backfill';
 import { FailureType } from '../contract';
 import { ingestWorkflow, ingestWorkflowId, type IngestStatus } from './ingest';
+import { floeSearchAttributes } from './search-attributes';
 
 type Activities = ReturnType<typeof createActivities>;
 const { prepareBackfill } = proxyActivities<Activities>({
@@ -38,6 +39,8 @@ export async function backfillWorkflow(input: BackfillInput): Promise<BackfillRe
   const status = await executeChild(ingestWorkflow, {
     workflowId: ingestWorkflowId(input.table, prepared.ingestId),
     args: [{ table: input.table, ingestId: prepared.ingestId, range: prepared.range }],
+    typedSearchAttributes: floeSearchAttributes(input.table, 'backfill', prepared.ingestId),
+    staticSummary: `backfill of ${input.table} (ingest id ${prepared.ingestId})`,
   });
   return { prepared, status };
 }

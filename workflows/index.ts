@@ -4,3 +4,4 @@ export * from './compact';
 export * from './expire';
 export * from './orphans';
 export * from './maintain';
+export * from './search-attributes';

@@ -13,6 +13,7 @@ import {
   log,
   patched,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   uuid4,
   workflowInfo,
@@ -21,6 +22,7 @@ import type { createActivities } from '../activities';
 import type { CyclePlan, PollResult } from '../ingest/types';
 import { INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
 import {
+  currentDetails,
   initialStatus,
   lagOf,
   mergeCycle,
@@ -31,6 +33,7 @@ import {
   reportedState,
   type IngestInput,
   type IngestStatus,
+  type MergedCycle,
 } from './ingest-state';
 
 export { ingestWorkflowId };
@@ -67,6 +70,20 @@ export const resumeSignal = defineSignal('resume');
 export const drainAndStopSignal = defineSignal('drainAndStop');
 export const statusQuery = defineQuery<IngestStatus>('status');
 
+/** The commit line, through the worker's sink (not during replay); the SDK adds workflowId/runId. */
+function logCommit(input: IngestInput, commitId: string, res: { snapshotId: string; alreadyCommitted: boolean }, cycle: MergedCycle): void {
+  log.info('committed', {
+    table: input.table,
+    ingestId: input.ingestId,
+    commitId,
+    snapshotId: res.snapshotId,
+    alreadyCommitted: res.alreadyCommitted,
+    rows: cycle.records,
+    deadLetters: cycle.deadLetters,
+    files: cycle.files.length,
+  });
+}
+
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
   const status = initialStatus(input);
   let paused = status.state === 'paused';
@@ -95,6 +112,8 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId, range: input.range, force: input.force });
     status.cursor = plan.startOffsets;
     status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
+    // The UI's current details (no command, nothing in history: replay-safe).
+    setCurrentDetails(currentDetails(status, reportedState(status, paused, draining)));
     if (input.range && rangeDone(plan.startOffsets, input.range)) {
       status.state = 'stopped';
       return status;
@@ -128,12 +147,18 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
           range: input.range,
         });
         recordCommit(status, cycle, commitId, res, Date.now() - started);
+        logCommit(input, commitId, res, cycle);
       } catch (err) {
         // Fenced (another writer moved this ingest's cursor) or files gone: our files are orphans;
         // start over from the table.
         if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && INGEST_RELOAD.includes(err.cause.type ?? '')) {
           status.fencedCommits++;
-          log.warn('commit refused; reloading the cursor from the table', { commitId, reason: err.cause.type });
+          log.warn('commit refused; reloading the cursor from the table', {
+            table: input.table,
+            ingestId: input.ingestId,
+            commitId,
+            reason: err.cause.type,
+          });
           // Refused cycles still count towards continue-as-new, or history would grow unbounded.
           if (!patched(PATCH_REFUSED_CYCLES_CONTINUE_AS_NEW)) continue;
           refused = true;
@@ -143,6 +168,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
       }
     }
     if (!refused) status.lag = lagOf(status.cursor, cycle.highWatermarks);
+    setCurrentDetails(currentDetails(status, reportedState(status, paused, draining)));
     behind = !refused && leftBehind(cycle);
 
     // Drain finishes when a cycle that polled until caught up finds nothing more to read. (Before the

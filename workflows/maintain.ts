@@ -13,6 +13,7 @@ import type { CompactOptions, CompactResult, ExpireResult, OrphansResult } from 
 import { compactWorkflow } from './compact';
 import { expireWorkflow } from './expire';
 import { orphansWorkflow, workflowWindowMs } from './orphans';
+import { floeSearchAttributes } from './search-attributes';
 
 export type MaintenanceWorkflowKind = 'compact' | 'expire' | 'orphans' | 'maintain';
 
@@ -72,6 +73,8 @@ export async function maintainWorkflow(input: MaintainInput): Promise<MaintainRe
         executeChild(compactWorkflow, {
           ...child,
           workflowId: `${base}/compact`,
+          typedSearchAttributes: floeSearchAttributes(input.table, 'compact'),
+          staticSummary: `compact ${input.table}${window ? ` (window ${window})` : ''}`,
           args: [{ table: input.table, window, options: input.compact }],
         }),
       );
@@ -81,6 +84,8 @@ export async function maintainWorkflow(input: MaintainInput): Promise<MaintainRe
         executeChild(expireWorkflow, {
           ...child,
           workflowId: `${base}/expire`,
+          typedSearchAttributes: floeSearchAttributes(input.table, 'expire'),
+          staticSummary: `expire ${input.table}${window ? ` (window ${window})` : ''}`,
           args: [{ table: input.table, window, dryRun: input.dryRun }],
         }),
       );
@@ -90,6 +95,8 @@ export async function maintainWorkflow(input: MaintainInput): Promise<MaintainRe
         executeChild(orphansWorkflow, {
           ...child,
           workflowId: `${base}/orphans`,
+          typedSearchAttributes: floeSearchAttributes(input.table, 'orphans'),
+          staticSummary: `orphans ${input.table}${window ? ` (window ${window})` : ''}`,
           args: [{ table: input.table, window, dryRun: input.dryRun }],
         }),
       );
@@ -121,6 +128,8 @@ export async function scheduledMaintenanceWorkflow(input: ScheduledInput): Promi
     workflowId,
     parentClosePolicy: ParentClosePolicy.TERMINATE,
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+    typedSearchAttributes: floeSearchAttributes(input.table, input.kind),
+    staticSummary: `scheduled ${input.kind} of ${input.table} (window ${window})`,
   };
   try {
     let result: ScheduledResult['result'];
