@@ -20,16 +20,20 @@ export function printJson(value: unknown): void {
 
 /** Prints rows as an aligned text table (numbers right-aligned). */
 export function printTable(rows: Record<string, unknown>[], columns?: string[]): void {
-  if (rows.length === 0) {
-    console.log('(no rows)');
-    return;
-  }
+  for (const line of tableLines(rows, columns)) console.log(line);
+}
+
+/** Rows as the lines of an aligned text table (numbers right-aligned). */
+export function tableLines(rows: Record<string, unknown>[], columns?: string[]): string[] {
+  if (rows.length === 0) return ['(no rows)'];
   const cols = columns ?? Object.keys(rows[0]!);
   const cells = rows.map((r) => cols.map((c) => (r[c] === undefined || r[c] === null ? '' : String(r[c]))));
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
   const numeric = cols.map((_, i) => cells.every((row) => row[i] === '' || /^-?[\d.,]+( \w+)?$/.test(row[i]!)));
-  const fmt = (vals: string[]) => vals.map((v, i) => (numeric[i] ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join('  ');
-  console.log(fmt(cols));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const row of cells) console.log(fmt(row));
+  const fmt = (vals: string[]) =>
+    vals
+      .map((v, i) => (numeric[i] ? v.padStart(widths[i]!) : v.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [fmt(cols), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(fmt)];
 }

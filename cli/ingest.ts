@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
-import type { IngestSignal } from '../client';
+import type { IngestSignal, IngestStatusView } from '../client';
 import { configOf, printJson, printTable } from './common';
-import { EXIT, usage } from './exit';
+import { CliError, EXIT, usage } from './exit';
 import { findTable } from '../config';
+import { parseDuration } from '../config/units';
+import { ingestStatusLines } from './format';
 
 // Loaded by the commands that use them, not at start: `floe --help` should not pay for the
 // Temporal SDK, Kafka, S3 and Parquet modules (~1 s of loading on a small machine).
@@ -53,7 +55,6 @@ export function registerIngestCommands(program: Command): void {
   for (const [name, signal, what] of [
     ['pause', 'pause', 'pause after the current cycle'],
     ['resume', 'resume', 'resume a paused ingest'],
-    ['stop', 'stop', 'drain what is in the topic now, commit it, and stop'],
   ] as const) {
     ingest
       .command(`${name} <table>`)
@@ -71,6 +72,7 @@ export function registerIngestCommands(program: Command): void {
         }
       });
   }
+  registerIngestStop(ingest);
   registerIngestStatus(ingest);
   registerIngestReset(ingest);
 }
@@ -93,18 +95,59 @@ function registerIngestStatus(ingest: Command): void {
           process.exitCode = EXIT.notFound;
           return;
         }
-        if (o.json) {
-          printJson(s);
+        if (o.json) printJson(s);
+        else printIngestStatus(s);
+      } finally {
+        await fc.close();
+      }
+    });
+}
+
+function printIngestStatus(s: IngestStatusView): void {
+  const { lines, partitions } = ingestStatusLines(s, Date.now());
+  for (const l of lines) console.log(l);
+  printTable(partitions);
+}
+
+/** `--timeout 90s|5m|120` (bare numbers are seconds). */
+export function parseTimeout(v: string): number {
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  return parseDuration(v);
+}
+
+/**
+ * `floe ingest stop <table> [--wait [--timeout d]]`: drain and stop. With --wait, returns only when
+ * the run completed and prints its final status (exit 0); a run that fails while draining exits 1
+ * with its error, a drain that outlasts --timeout exits 1 with the status at that moment.
+ */
+function registerIngestStop(ingest: Command): void {
+  ingest
+    .command('stop <table>')
+    .description('drain what is in the topic now, commit it, and stop')
+    .option('--wait', 'block until the drain finished, then print the final status')
+    .option('--timeout <duration>', 'with --wait: give up waiting after this long (90s, 5m; a bare number is seconds)')
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { wait?: boolean; timeout?: string; json?: boolean }, cmd: Command) => {
+      const timeoutMs = o.timeout === undefined ? undefined : usage(() => parseTimeout(o.timeout!));
+      if (timeoutMs !== undefined && !o.wait) throw new CliError('--timeout needs --wait', EXIT.usage);
+      const { connectClient, stopIngest, DrainTimeoutError } = await client();
+      const fc = await connectClient(configOf(cmd));
+      try {
+        const final = await stopIngest(fc, table, { wait: o.wait ?? false, ...(timeoutMs !== undefined ? { timeoutMs } : {}) }).catch(
+          (e: unknown) => {
+            if (!(e instanceof DrainTimeoutError) || !e.status) throw e;
+            if (o.json) printJson({ ...e.status, waitTimedOut: true });
+            else printIngestStatus(e.status);
+            throw e;
+          },
+        );
+        if (!final) {
+          if (o.json) printJson({ table, signal: 'stop', sent: true });
+          else console.log(`ingest ${table}: stop sent`);
           return;
         }
-        console.log(
-          `ingest ${s.table}/${s.ingestId}: ${s.state}; ${s.commits} commits, ${s.totalRows} rows, ${s.totalDeadLetters} dead letters, ${s.fencedCommits} fenced`,
-        );
-        console.log(
-          `last commit ${s.lastCommitId ?? '-'} snapshot ${s.lastSnapshotId ?? '-'} at ${s.lastCommitTimeMs ? new Date(s.lastCommitTimeMs).toISOString() : '-'}; ${s.rowsPerSecond} rows/s; ${s.filesPerCommit} files/commit`,
-        );
-        if (s.error) console.log(`error: ${s.error}`);
-        printTable(Object.keys(s.cursor).map((p) => ({ partition: p, next_offset: s.cursor[p], lag: s.lag[p] ?? '' })));
+        if (o.json) printJson(final);
+        else printIngestStatus(final);
       } finally {
         await fc.close();
       }

@@ -14,6 +14,7 @@ import { registerStackCommands } from './stack';
 import { registerDemoCommand } from './demo';
 import { registerMaintenanceCommands } from './maintenance';
 import { registerWorkersCommand } from './workers';
+import { registerStatusCommand } from './status';
 import { CONFIG_ORDER } from './config-path';
 import { exitCodeOf, exitCodesHelp } from './exit';
 
@@ -50,6 +51,7 @@ registerStackCommands(program);
 registerDemoCommand(program);
 registerMaintenanceCommands(program);
 registerWorkersCommand(program);
+registerStatusCommand(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
   const code = exitCodeOf(err);

@@ -3,15 +3,13 @@
  * Starting an ingest is idempotent: the workflow id is deterministic per (table, ingest id) and an
  * already-running ingest is reused, never duplicated.
  */
-import { Client, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
 import { findTable } from '../config';
 import type { BackfillBound } from '../ingest/backfill';
-import { deadLetterColumns, openTables } from '../ingest/tables';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { connectTemporal } from './connection';
-import { tableIngestStatus } from './tables';
 import { checkIngestTablesDrift, TableDriftError } from '../ingest/drift';
+import { rootCause, withWindowRate } from './ingest-status';
 import {
   backfillWorkflow,
   backfillWorkflowId,
@@ -21,12 +19,11 @@ import {
   ingestWorkflowId,
   pauseSignal,
   resumeSignal,
-  statusQuery,
-  floeSearchAttributes,
   type IngestStatus,
 } from '../workflows';
 
 export { TableDriftError };
+export { DrainTimeoutError, ingestStatus, rootCause, stopIngest, withWindowRate, type IngestStatusView } from './ingest-status';
 
 export interface FloeClient {
   client: Client;
@@ -49,6 +46,10 @@ export async function connectClient(cfg: FloeConfig): Promise<FloeClient> {
  * ingest can write. A table that does not exist yet cannot drift: the first cycle creates it.
  */
 export async function ingestTableDrift(cfg: FloeConfig, t: TableConfig): Promise<string[]> {
+  // Loaded here, not at the top: the catalog, S3 and Parquet modules cost ~0.5 s, and the status,
+  // signal and stop paths of the CLI never need them (only Temporal).
+  const { deadLetterColumns, openTables } = await import('../ingest/tables');
+  const { parseIdentifier } = await import('../iceberg/catalog/catalog');
   const tables = await openTables(cfg);
   try {
     const metadata = async (id: string) =>
@@ -78,10 +79,6 @@ export async function startIngest(
     // force: start even if another live ingest id already holds the table's topic (checked by the first cycle).
     args: [{ table: t.table, ingestId: t.ingestId, ...(opts.force ? { force: true } : {}) }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-    // The UI's table status page: find it by FloeTable, read what it loads at a glance.
-    typedSearchAttributes: floeSearchAttributes(t.table, 'ingest', t.ingestId),
-    staticSummary: `ingest ${t.topic} → ${t.table}`,
-    staticDetails: `Kafka topic \`${t.topic}\` into Iceberg table \`${t.table}\` exactly once (ingest id \`${t.ingestId}\`, dead letters in \`${t.deadLetterTable}\`, a commit every ${t.commitIntervalMs / 1000} s).`,
   });
   return { workflowId, runId: handle.firstExecutionRunId };
 }
@@ -95,33 +92,11 @@ export async function signalIngest(fc: FloeClient, table: string, signal: Ingest
   await handle.signal(def);
 }
 
-export async function ingestStatus(fc: FloeClient, table: string): Promise<IngestStatus | null> {
-  const t = findTable(fc.cfg, table);
-  const handle = fc.client.workflow.getHandle(ingestWorkflowId(t.table, t.ingestId));
-  try {
-    const desc = await handle.describe();
-    if (desc.status.name === 'RUNNING') return await handle.query(statusQuery);
-    if (desc.status.name === 'COMPLETED') return { ...(await handle.result()), state: 'stopped' };
-    // Failed, terminated, timed out: say so, with the innermost reason, and what the table holds.
-    const error = await handle.result().then(
-      () => null,
-      (e: unknown) => rootCause(e),
-    );
-    return {
-      ...(await tableIngestStatus(fc.cfg, t.table, t.ingestId)),
-      state: 'failed',
-      error: error ? `${error.name}: ${error.message}` : desc.status.name,
-    };
-  } catch (e) {
-    if (e instanceof WorkflowNotFoundError) return null;
-    throw e;
-  }
-}
-
 /** Waits for a drained ingest to finish; returns its final status. */
 export async function waitForIngest(fc: FloeClient, table: string): Promise<IngestStatus> {
   const t = findTable(fc.cfg, table);
-  return fc.client.workflow.getHandle<typeof ingestWorkflow>(ingestWorkflowId(t.table, t.ingestId)).result();
+  const final = await fc.client.workflow.getHandle<typeof ingestWorkflow>(ingestWorkflowId(t.table, t.ingestId)).result();
+  return withWindowRate(final, Date.now());
 }
 
 /** Parses a backfill bound: an ISO time, `p:offset,p:offset`, or one offset for every partition. */
@@ -150,22 +125,10 @@ export async function runBackfill(
     workflowId: backfillWorkflowId(table, from, to),
     args: [{ table, from, to, force }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-    typedSearchAttributes: floeSearchAttributes(table, 'backfill'),
-    staticSummary: `backfill ${table} [${JSON.stringify(from)}, ${JSON.stringify(to)})`,
   });
   try {
     return await handle.result();
   } catch (e) {
     throw rootCause(e);
   }
-}
-
-/** Workflow failures nest (workflow -> child -> activity -> application); users want the innermost reason. */
-export function rootCause(e: unknown): Error {
-  let cur = e as Error & { cause?: unknown };
-  while (cur && cur.cause instanceof Error) cur = cur.cause as Error & { cause?: unknown };
-  if (cur === e) return e as Error;
-  const err = new Error(cur.message, { cause: e });
-  err.name = (cur as { type?: string }).type ?? cur.name;
-  return err;
 }

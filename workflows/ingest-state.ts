@@ -36,8 +36,13 @@ export interface IngestStatus {
   fencedCommits: number;
   totalRows: number;
   totalDeadLetters: number;
-  /** rows/s over the last committed cycle */
+  /**
+   * rows/s averaged over the last minute of commits (`windowRowsPerSecond`), as of the last commit;
+   * clients recompute it as of now from `recentCommits`.
+   */
   rowsPerSecond: number;
+  /** The last commits as [committed at ms, total rows after it], oldest first (carried across continueAsNew). */
+  recentCommits?: [number, number][];
   filesPerCommit: number;
   /** failed runs: the innermost failure, `Type: message` */
   error?: string;
@@ -198,37 +203,44 @@ export function recordCommit(status: IngestStatus, cycle: MergedCycle, commitId:
   status.totalRows += cycle.records;
   status.totalDeadLetters += cycle.deadLetters;
   status.filesPerCommit = cycle.files.length;
-  status.rowsPerSecond = Math.round((cycle.records * 1000) / Math.max(1, elapsedMs));
+  const recent = (status.recentCommits ??= []);
+  recent.push([res.committedAtMs, status.totalRows]);
+  if (recent.length > RECENT_COMMITS) recent.splice(0, recent.length - RECENT_COMMITS);
+  // One commit is no window yet: its own cycle's rate.
+  status.rowsPerSecond = windowRowsPerSecond(recent, res.committedAtMs) ?? roundRate((cycle.records * 1000) / Math.max(1, elapsedMs));
   status.cursor = cycle.endOffsets;
+}
+
+/** rows/s is averaged over this much time... */
+export const RATE_WINDOW_MS = 60_000;
+/** ...or over this many commits when they span less (a catching-up ingest commits often). */
+export const RECENT_COMMITS = 32;
+
+const roundRate = (r: number): number => (r >= 10 ? Math.round(r) : Math.round(r * 10) / 10);
+
+/**
+ * Rows per second over the window ending at `endMs`, from cumulative samples [time, total rows]
+ * (as Prometheus' rate() does with a counter): rows committed after the newest sample at or before
+ * the window's start (else the oldest sample), divided by the time since it. A stalled ingest
+ * decays towards 0 as `endMs` moves on; the last cycle alone (a small drain cycle) cannot make it
+ * read "1 rows/s". Null with fewer than two samples.
+ */
+export function windowRowsPerSecond(
+  recent: readonly (readonly [number, number])[],
+  endMs: number,
+  windowMs = RATE_WINDOW_MS,
+): number | null {
+  if (recent.length < 2) return null;
+  const last = recent[recent.length - 1]!;
+  let base = recent[0]!;
+  for (const s of recent) {
+    if (s[0] > endMs - windowMs) break;
+    base = s;
+  }
+  if (base === last) return 0;
+  return roundRate(((last[1] - base[1]) * 1000) / Math.max(1, endMs - base[0]));
 }
 
 /** The status a query reports: signals received but not yet acted on show at once. */
 export const reportedState = (status: IngestStatus, paused: boolean, draining: boolean): IngestStatus['state'] =>
   draining ? 'draining' : paused ? 'paused' : status.state;
-
-const offsetsText = (o: Record<string, string>): string =>
-  Object.keys(o).length === 0
-    ? 'none'
-    : Object.entries(o)
-        .sort(([a], [b]) => Number(a) - Number(b))
-        .map(([p, v]) => `${p}:${v}`)
-        .join(' ');
-
-/**
- * The workflow's current details (Temporal UI, `setCurrentDetails`, Markdown): state, cursor, lag and
- * the last commit, so a workflow list reads like the table's status page.
- */
-export function currentDetails(status: IngestStatus, state: IngestState = status.state): string {
-  const lag = Object.values(status.lag).reduce((a, v) => a + BigInt(v), 0n);
-  const last =
-    status.lastCommitId === null
-      ? 'no commit yet'
-      : `${new Date(status.lastCommitTimeMs ?? 0).toISOString()}, snapshot ${status.lastSnapshotId}, commit id ${status.lastCommitId}`;
-  return [
-    `**${state}** · ${status.table} · ingest id ${status.ingestId}`,
-    `- cursor: ${offsetsText(status.cursor)}`,
-    `- lag: ${lag} records (${offsetsText(status.lag)})`,
-    `- last commit: ${last}`,
-    `- ${status.commits} commits, ${status.totalRows} rows, ${status.totalDeadLetters} dead letters, ${status.rowsPerSecond} rows/s`,
-  ].join('\n');
-}

@@ -1,0 +1,139 @@
+/**
+ * An ingest's status and its drain-and-stop, through Temporal only (the status query, the run's
+ * outcome): no catalog, S3 or Parquet module is loaded on these paths, so `floe ingest status`
+ * answers in a fraction of a second. Only a run that no longer answers (failed, or no worker)
+ * reads what the table says, and loads the catalog modules for that.
+ */
+import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { findTable } from '../config';
+import { drainAndStopSignal, ingestWorkflowId, statusQuery, type IngestStatus, type ingestWorkflow } from '../workflows';
+import { windowRowsPerSecond } from '../workflows/ingest-state';
+import type { FloeClient } from './index';
+
+/** An ingest's status as clients show it. */
+export interface IngestStatusView extends IngestStatus {
+  /** Set when the status could not come from the workflow itself (no worker answered its query). */
+  warning?: string;
+}
+
+/** How long a status query may wait for a worker before the status falls back to the table. */
+export const STATUS_QUERY_TIMEOUT_MS = 5000;
+
+/** rows/s over the last minute as of `nowMs` (running) or of the last commit (finished). */
+export function withWindowRate(s: IngestStatus, nowMs: number): IngestStatus {
+  const end = s.state === 'running' || s.state === 'paused' || s.state === 'draining' ? nowMs : (s.lastCommitTimeMs ?? nowMs);
+  const r = windowRowsPerSecond(s.recentCommits ?? [], end);
+  return r === null ? s : { ...s, rowsPerSecond: r };
+}
+
+/** Workflow failures nest (workflow -> child -> activity -> application); users want the innermost reason. */
+export function rootCause(e: unknown): Error {
+  let cur = e as Error & { cause?: unknown };
+  while (cur && cur.cause instanceof Error) cur = cur.cause as Error & { cause?: unknown };
+  if (cur === e) return e as Error;
+  const err = new Error(cur.message, { cause: e });
+  err.name = (cur as { type?: string }).type ?? cur.name;
+  return err;
+}
+
+function ingestHandle(fc: FloeClient, table: string): { handle: WorkflowHandle<typeof ingestWorkflow>; table: string; ingestId: string } {
+  const t = findTable(fc.cfg, table);
+  return { handle: fc.client.workflow.getHandle(ingestWorkflowId(t.table, t.ingestId)), table: t.table, ingestId: t.ingestId };
+}
+
+async function fromTable(fc: FloeClient, table: string, ingestId: string): Promise<IngestStatus> {
+  const { tableIngestStatus } = await import('./tables');
+  return tableIngestStatus(fc.cfg, table, ingestId);
+}
+
+/**
+ * The ingest's status, or null if it was never started. Running: the workflow's own status query
+ * (rows/s over the last minute as of now). Completed: its result. Failed, terminated, timed out:
+ * state `failed`, `error` = `Type: message` of the innermost failure, cursor and last commit from
+ * the table. Read-only.
+ */
+export async function ingestStatus(fc: FloeClient, table: string, nowMs = Date.now()): Promise<IngestStatusView | null> {
+  const { handle, table: name, ingestId } = ingestHandle(fc, table);
+  try {
+    const desc = await handle.describe();
+    if (desc.status.name === 'RUNNING') {
+      try {
+        const s = await fc.client.connection.withDeadline(Date.now() + STATUS_QUERY_TIMEOUT_MS, () => handle.query(statusQuery));
+        return withWindowRate(s, nowMs);
+      } catch (e) {
+        if (!isDeadline(e)) throw e;
+        return {
+          ...(await fromTable(fc, name, ingestId)),
+          state: 'running',
+          warning: `no worker answered the status query within ${STATUS_QUERY_TIMEOUT_MS / 1000} s (is a worker polling task queue ${desc.taskQueue}?); cursor and last commit from the table`,
+        };
+      }
+    }
+    if (desc.status.name === 'COMPLETED') return withWindowRate({ ...(await handle.result()), state: 'stopped' }, nowMs);
+    const error = await handle.result().then(
+      () => null,
+      (e: unknown) => rootCause(e),
+    );
+    return {
+      ...(await fromTable(fc, name, ingestId)),
+      state: 'failed',
+      error: error ? `${error.name}: ${error.message}` : desc.status.name,
+    };
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError) return null;
+    throw e;
+  }
+}
+
+function isDeadline(e: unknown): boolean {
+  // gRPC DEADLINE_EXCEEDED (4), possibly wrapped by the SDK.
+  for (let c = e as { code?: unknown; cause?: unknown } | undefined, i = 0; c && i < 5; c = c.cause as typeof c, i++)
+    if (c.code === 4) return true;
+  return false;
+}
+
+/** A drain that did not finish within its timeout; carries the status at that moment. */
+export class DrainTimeoutError extends Error {
+  constructor(
+    readonly timeoutMs: number,
+    readonly status: IngestStatusView | null,
+  ) {
+    super(`the ingest did not finish draining within ${timeoutMs / 1000} s (state ${status?.state ?? 'unknown'}); it keeps draining`);
+    this.name = 'DrainTimeoutError';
+  }
+}
+
+/**
+ * Signals drain-and-stop; with `wait`, resolves only when the run has completed (everything the
+ * topic held at the signal committed) with its final status, rejects with the innermost failure if
+ * the run failed, or with DrainTimeoutError after `timeoutMs` (the drain goes on). Idempotent: a
+ * second stop of a draining ingest waits for the same drain.
+ */
+export async function stopIngest(
+  fc: FloeClient,
+  table: string,
+  opts: { wait?: boolean; timeoutMs?: number } = {},
+): Promise<IngestStatusView | null> {
+  const { handle } = ingestHandle(fc, table);
+  await handle.signal(drainAndStopSignal);
+  if (!opts.wait) return null;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    if (opts.timeoutMs === undefined) return;
+    timer = setTimeout(() => {
+      ingestStatus(fc, table).then(
+        (s) => reject(new DrainTimeoutError(opts.timeoutMs!, s)),
+        () => reject(new DrainTimeoutError(opts.timeoutMs!, null)),
+      );
+    }, opts.timeoutMs);
+  });
+  try {
+    const final = await Promise.race([handle.result(), timeout]);
+    return withWindowRate({ ...final, state: 'stopped' }, Date.now());
+  } catch (e) {
+    if (e instanceof DrainTimeoutError) throw e;
+    throw rootCause(e);
+  } finally {
+    clearTimeout(timer);
+  }
+}
