@@ -14,6 +14,7 @@ import { registerStackCommands } from './stack';
 import { registerDemoCommand } from './demo';
 import { registerMaintenanceCommands } from './maintenance';
 import { registerWorkersCommand } from './workers';
+import { registerSetupCommand } from './setup';
 import { registerStatusCommand } from './status';
 import { CONFIG_ORDER } from './config-path';
 import { exitCodeOf, exitCodesHelp } from './exit';
@@ -51,6 +52,7 @@ registerStackCommands(program);
 registerDemoCommand(program);
 registerMaintenanceCommands(program);
 registerWorkersCommand(program);
+registerSetupCommand(program);
 registerStatusCommand(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
