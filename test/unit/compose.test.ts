@@ -15,6 +15,8 @@ import { OPTIONAL_ENV_VARS, PG_DEFAULTS, PORTS, S3_DEFAULTS, WORKER_ENV_VARS } f
 import { s3Identities } from '../../stack/services';
 import { IMAGES, MAVEN, PYTHON, pythonRequirements } from '../../stack/versions';
 import { venvBin } from '../../stack/python';
+import { registry } from '../../observability/metrics';
+import { dashboardExprs, dashboardSeries } from '../support/dashboard';
 
 const root = join(__dirname, '..', '..');
 const read = (rel: string) => readFileSync(join(root, rel), 'utf8');
@@ -99,6 +101,8 @@ describe('docker-compose.yml', () => {
       'temporal-ui': IMAGES['temporal-ui'],
       seaweedfs: IMAGES.seaweedfs,
       postgres: IMAGES.postgres,
+      prometheus: IMAGES.prometheus,
+      grafana: IMAGES.grafana,
     };
     for (const [name, image] of Object.entries(expected)) assert.equal(service(name).image, image, `${name} image`);
     assert.ok(service('floe-worker').build, 'floe-worker is built from the Dockerfile');
@@ -106,7 +110,7 @@ describe('docker-compose.yml', () => {
     const images = Object.values(services).map((x) => x.image ?? '');
     assert.ok(!images.some((i) => i.startsWith('temporalio/auto-setup')), 'the deprecated auto-setup image is gone');
     assert.ok(
-      images.every((i) => i === '' || /:[0-9][\w.-]*$/.test(i)),
+      images.every((i) => i === '' || /:v?[0-9][\w.-]*$/.test(i)),
       `every image has an exact version tag: ${images.join(', ')}`,
     );
   });
@@ -264,6 +268,70 @@ describe('docker-compose.yml', () => {
     const deps = service('floe-worker').depends_on ?? {};
     const depNames = Array.isArray(deps) ? deps : Object.keys(deps);
     for (const d of ['kafka', 'temporal', 'seaweedfs', 'postgres']) assert.ok(depNames.includes(d), `floe-worker depends on ${d}`);
+  });
+
+  it('runs Prometheus scraping every floe-worker replica on FLOE_METRICS_PORT, and Grafana with the datasource and dashboard provisioned', () => {
+    const port = Number(envOf('floe-worker').FLOE_METRICS_PORT);
+    assert.ok(port > 0, 'the compose worker serves /metrics');
+    const promMount = (service('prometheus').volumes ?? []).find((v) => v.split(':')[1] === '/etc/prometheus/prometheus.yml');
+    assert.ok(promMount, 'prometheus.yml is mounted where --config.file points');
+    assert.ok([service('prometheus').command ?? []].flat().includes('--config.file=/etc/prometheus/prometheus.yml'));
+    const prom = parse(read(promMount.split(':')[0]!.replace(/^\.\//, ''))) as {
+      scrape_configs: Array<{ job_name: string; dns_sd_configs?: Array<{ names: string[]; type: string; port: number }> }>;
+    };
+    const job = prom.scrape_configs.find((j) => j.job_name === 'floe-worker');
+    assert.deepEqual(job?.dns_sd_configs, [{ names: ['floe-worker'], type: 'A', port, refresh_interval: '15s' }], 'every replica, by DNS');
+    assert.equal(published('prometheus').get(9090), 9090);
+    assert.equal(published('grafana').get(3000), 3000);
+    assert.deepEqual(depends('grafana'), { prometheus: 'service_healthy' });
+    assert.match([service('prometheus').healthcheck!.test].flat().join(' '), /localhost:9090\/-\/ready/);
+    assert.match([service('grafana').healthcheck!.test].flat().join(' '), /localhost:3000\/api\/health/);
+
+    // Provisioning: the datasource the dashboard names, and a file provider over the mounted dashboard.
+    const mounts = new Map((service('grafana').volumes ?? []).map((v) => [v.split(':')[1]!, v.split(':')[0]!.replace(/^\.\//, '')]));
+    const provisioning = mounts.get('/etc/grafana/provisioning');
+    assert.equal(provisioning, 'docker/grafana/provisioning');
+    const ds = parse(read(`${provisioning}/datasources/prometheus.yml`)) as {
+      datasources: Array<{ uid: string; type: string; url: string }>;
+    };
+    assert.deepEqual(
+      ds.datasources.map((d) => [d.uid, d.type, d.url]),
+      [['prometheus', 'prometheus', 'http://prometheus:9090']],
+    );
+    const dp = parse(read(`${provisioning}/dashboards/floe.yml`)) as { providers: Array<{ type: string; options: { path: string } }> };
+    const dashboardMount = [...mounts].find(([, host]) => host === 'docker/grafana/floe-dashboard.json');
+    assert.ok(dashboardMount, 'the dashboard JSON is mounted');
+    assert.ok(dashboardMount[0].startsWith(`${dp.providers[0]!.options.path}/`), 'the provider loads the mounted dashboard');
+    const dash = JSON.parse(read('docker/grafana/floe-dashboard.json')) as { panels: Array<{ datasource?: { uid: string } }> };
+    for (const p of dash.panels) if (p.datasource) assert.equal(p.datasource.uid, 'prometheus');
+  });
+
+  it('the dashboard queries only metrics the worker exports, and shows lag, throughput, latency, files, failures and maintenance', async () => {
+    const families = new Map((await registry.getMetricsAsJSON()).map((m) => [m.name, String(m.type)]));
+    const unknown: string[] = [];
+    for (const series of dashboardSeries()) {
+      if (series.startsWith('temporal_')) continue; // the SDK runtime's: checked against a live scrape in test/integration/metrics.test.ts
+      const base = series.replace(/_(bucket|sum|count)$/, '');
+      const ok = families.has(series) || (base !== series && families.get(base) === 'histogram');
+      if (!ok) unknown.push(series);
+    }
+    assert.deepEqual(unknown, [], 'dashboard series the worker does not export');
+    const exprs = dashboardExprs().join('\n');
+    for (const m of [
+      'floe_consumer_lag_records',
+      'floe_rows_committed_total',
+      'floe_commit_duration_seconds_bucket',
+      'floe_cycle_duration_seconds_bucket',
+      'floe_data_file_size_bytes_bucket',
+      'floe_activity_failures_total',
+      'floe_compaction_rewritten_files_total',
+      'floe_expired_snapshots_total',
+      'floe_orphan_files_deleted_total',
+      'floe_cursor_age_seconds',
+    ])
+      assert.ok(exprs.includes(m), `the dashboard shows ${m}`);
+    assert.match(exprs, /histogram_quantile\(0\.5, .*floe_commit_duration_seconds_bucket/);
+    assert.match(exprs, /histogram_quantile\(0\.99, .*floe_commit_duration_seconds_bucket/);
   });
 
   it('mounts the S3 identities the local stack uses', () => {
