@@ -4,8 +4,10 @@
  * metrics, run parquet-rs (wasm) and read the footer back.
  *
  * A file is encoded on one thread from open to finish (the encoder is stateful); a new file goes
- * to the thread with the fewest open files. Batches cross as one Arrow IPC stream per
- * `coalesceRows` rows, transferred, not copied; the finished file's bytes come back the same way.
+ * to the thread with the fewest open files. Files sharing a thread interleave message by message
+ * (no file waits for another's finish). Batches cross as one Arrow IPC stream per `coalesceRows`
+ * rows or `DEFAULT_COALESCE_BYTES`, whichever comes first, transferred, not copied; the finished
+ * file's bytes come back the same way.
  * Each thread holds its own wasm memory, so encoding memory leaves the caller's heap too.
  *
  * A thread that dies (it should not: errors inside it are replies) fails the files it held with
@@ -111,6 +113,16 @@ class EncoderThread {
 
 let nextFile = 0;
 
+/**
+ * Arrow bytes a file buffers before they cross to its thread, whatever `coalesceRows` says. An
+ * ingest poll's file is often smaller than 64Ki rows (a group's share of a 100k-record cycle):
+ * coalescing by rows alone sent each file whole at finish, so all of a cycle's encoding ran on
+ * one thread after the polls ended (bench/ingest.ts, 4 groups: 0.6-1.7 s per cycle). Crossing
+ * every few MiB keeps encoding beside the poll, and bounds the Arrow data a file holds in the
+ * caller's heap (64Ki rows of ~1 KiB events were ~64 MiB per file).
+ */
+export const DEFAULT_COALESCE_BYTES = 4 * 1024 * 1024;
+
 const WIRE_KEYS = [
   'codec',
   'rowGroupRows',
@@ -133,6 +145,7 @@ class RemoteFileEncoder implements FileEncoder {
     schema: Schema,
     private readonly arrowSchema: arrow.Schema,
     options: StreamWriterOptions,
+    private readonly coalesceBytes: number,
   ) {
     this.coalesceRows = options.coalesceRows ?? 65536;
     const rule = options.metrics ?? metricsConfigFromProperties(schema);
@@ -150,7 +163,12 @@ class RemoteFileEncoder implements FileEncoder {
     this.pending.push(batch);
     this.pendingRows += batch.numRows;
     this.pendingBytes += arrowBytes;
-    if (this.pendingRows >= this.coalesceRows) await this.flush();
+    if (this.pendingRows >= this.coalesceRows || this.pendingBytes >= this.coalesceBytes) await this.flush();
+  }
+
+  /** Arrow bytes written but not yet handed to the thread. */
+  get bufferedBytes(): number {
+    return this.pendingBytes;
   }
 
   async finish(): Promise<WrittenParquet> {
@@ -205,7 +223,10 @@ export class EncoderPool {
   private readonly threads: (EncoderThread | undefined)[];
   private closed = false;
 
-  constructor(readonly size: number) {
+  constructor(
+    readonly size: number,
+    private readonly coalesceBytes = DEFAULT_COALESCE_BYTES,
+  ) {
     if (!(Number.isInteger(size) && size >= 1)) throw IcebergError.mismatch('DataInvalid', 'encoder threads', 'an integer >= 1', size);
     this.threads = new Array<EncoderThread | undefined>(size).fill(undefined);
   }
@@ -224,7 +245,7 @@ export class EncoderPool {
     }
     let t = this.threads[best];
     if (!t || t.dead) this.threads[best] = t = new EncoderThread();
-    return new RemoteFileEncoder(t, schema, arrowSchema, options);
+    return new RemoteFileEncoder(t, schema, arrowSchema, options, this.coalesceBytes);
   };
 
   async close(): Promise<void> {

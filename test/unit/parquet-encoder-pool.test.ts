@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { MemoryFileIO } from '../../iceberg/io/memory';
-import { EncoderPool } from '../../iceberg/parquet/encoder-pool';
+import { EncoderPool, type FileEncoder } from '../../iceberg/parquet/encoder-pool';
 import { icebergToArrowSchema, readParquetBatches, RollingParquetWriter, writeDataFile } from '../../iceberg/parquet';
 import { IcebergError } from '../../iceberg/errors';
 import type { Schema } from '../../iceberg/spec/types';
@@ -112,6 +112,36 @@ describe('Parquet encoder pool (worker threads)', () => {
     aborted.abort();
     aborted.abort();
     await assert.rejects(aborted.finish(), /finished twice/);
+  });
+
+  it('a file under coalesceRows still crosses to its thread every few MiB, not all at finish', async () => {
+    // An ingest group's file (25k rows of ~1 KiB) stayed whole in the caller until finish: all of a
+    // cycle's encoding then ran after the polls ended, on one thread.
+    const small = new EncoderPool(1, 256 * 1024);
+    try {
+      const opened: FileEncoder[] = [];
+      const w = new RollingParquetWriter({
+        schema,
+        io: new MemoryFileIO(),
+        batchRows: 500,
+        encoder: (s, a, o) => {
+          const e = small.open(s, a, o);
+          opened.push(e);
+          return e;
+        },
+        location: (i) => `memory://t/bytes-${i}.parquet`,
+      });
+      const buffered = () => (opened[0] as unknown as { bufferedBytes: number }).bufferedBytes;
+      const wide = (start: number, n: number) => rowsFrom(start, n).map((r) => ({ ...r, payload: `${r.id}`.padEnd(1024, 'x') }));
+      await w.writeRows(wide(0, 2000)); // ~2 MiB of Arrow, far under 64Ki rows
+      assert.equal(opened.length, 1);
+      assert.ok(buffered() < 256 * 1024 + 600 * 1024, `at most the threshold plus one batch buffered, found ${buffered()}`);
+      const files = await w.close();
+      assert.equal(files.length, 1);
+      assert.equal(files[0]!.recordCount, 2000);
+    } finally {
+      await small.close();
+    }
   });
 
   it('refuses a pool of no threads', () => {
