@@ -123,3 +123,12 @@ export function log(): Pino {
 export function setLogger(l: Pino): void {
   root = l;
 }
+
+/**
+ * Node's process warnings (deprecations, negative timeouts, …) as log lines instead of Node's own
+ * multi-line text on stderr, which would break a JSON log stream. Replaces Node's default printer.
+ */
+export function routeProcessWarnings(): void {
+  process.removeAllListeners('warning');
+  process.on('warning', (w) => log().warn({ warning: w.name, code: (w as NodeJS.ErrnoException).code }, w.message));
+}

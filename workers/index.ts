@@ -7,7 +7,7 @@ import { Worker, Runtime, makeTelemetryFilterString, type TelemetryOptions, type
 import { createActivities, createDeps } from '../activities';
 import { connectTemporalNative, type TemporalTarget } from '../client/connection';
 import type { FloeConfig } from '../config';
-import { log, logLevel } from '../observability/log';
+import { log, logLevel, routeProcessWarnings } from '../observability/log';
 import { temporalCoreLevel, temporalLogger } from '../observability/log-adapters';
 import { workflowBundle } from './bundle';
 import { startWorkerMetrics } from './metrics';
@@ -104,6 +104,7 @@ export async function runWorker(cfg: FloeConfig): Promise<void> {
  * `telemetry` adds the rest of the runtime's telemetry (metrics).
  */
 export function installRuntime(telemetry: Omit<TelemetryOptions, 'logging'> = {}): void {
+  routeProcessWarnings();
   const level = process.env.FLOE_VERBOSE ? 'debug' : logLevel();
   const core = temporalCoreLevel(level);
   Runtime.install({
