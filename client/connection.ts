@@ -17,6 +17,7 @@ import { loadClientConfigProfile, type ClientConfigProfile, type ConfigDataSourc
 // Type only: loading @temporalio/worker (the Rust core bridge, ~0.5 s) is for workers, not for every CLI call.
 import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalConfig } from '../config';
+import { SEARCH_ATTRIBUTES } from '../contract';
 
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 
@@ -232,4 +233,83 @@ export async function connectTemporalNative(
   } catch (e) {
     throw await connectError(e, target);
   }
+}
+
+// ---------- floe's search attributes (Temporal visibility) ----------
+
+// temporal.api.enums.v1.IndexedValueType (the proto package is not a direct dependency).
+const INDEXED_VALUE_TYPE: Record<number, string> = {
+  1: 'Text',
+  2: 'Keyword',
+  3: 'Int',
+  4: 'Double',
+  5: 'Bool',
+  6: 'Datetime',
+  7: 'KeywordList',
+};
+const KEYWORD = 2;
+const GRPC_INVALID_ARGUMENT = 3;
+const GRPC_ALREADY_EXISTS = 6;
+
+/** Temporal Cloud endpoints (namespace and regional API endpoints). */
+export const isTemporalCloud = (address: string): boolean => /\.(tmprl\.cloud|api\.temporal\.io)(:\d+)?$/.test(address);
+
+export interface SearchAttributeSetup {
+  namespace: string;
+  created: string[];
+  existing: string[];
+}
+
+/**
+ * Registers floe's search attributes (contract SEARCH_ATTRIBUTES) in `namespace` through the
+ * operator service, as `temporal operator search-attribute create` does. Idempotent: existing ones
+ * are left alone; one that exists with another type fails naming it (the server cannot change a type).
+ * Temporal Cloud does not serve the operator call: see `floe setup`.
+ */
+export async function registerSearchAttributes(
+  connection: Pick<Connection, 'operatorService'>,
+  namespace: string,
+): Promise<SearchAttributeSetup> {
+  const listed = await connection.operatorService.listSearchAttributes({ namespace });
+  const have: Record<string, number> = { ...(listed.systemAttributes ?? {}), ...(listed.customAttributes ?? {}) };
+  const created: string[] = [];
+  const existing: string[] = [];
+  const missing: Record<string, number> = {};
+  for (const name of Object.keys(SEARCH_ATTRIBUTES)) {
+    const type = have[name];
+    if (type === undefined) {
+      missing[name] = KEYWORD;
+      created.push(name);
+    } else if (type !== KEYWORD) {
+      throw new Error(
+        `search attribute ${name} exists in namespace ${namespace} as ${INDEXED_VALUE_TYPE[type] ?? type}; floe needs Keyword`,
+      );
+    } else existing.push(name);
+  }
+  if (created.length > 0) {
+    try {
+      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+    } catch (e) {
+      // Another `floe setup` got there first.
+      if ((e as { code?: number }).code !== GRPC_ALREADY_EXISTS) throw e;
+    }
+  }
+  return { namespace, created, existing };
+}
+
+/**
+ * floe's search attributes a visibility query cannot use yet in `namespace` (works on any server,
+ * Temporal Cloud included: an unknown attribute makes the query invalid).
+ */
+export async function missingSearchAttributes(connection: Pick<Connection, 'workflowService'>, namespace: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (const name of Object.keys(SEARCH_ATTRIBUTES)) {
+    try {
+      await connection.workflowService.countWorkflowExecutions({ namespace, query: `${name} = 'floe-setup-probe'` });
+    } catch (e) {
+      if ((e as { code?: number }).code === GRPC_INVALID_ARGUMENT) missing.push(name);
+      else throw e;
+    }
+  }
+  return missing;
 }

@@ -19,6 +19,7 @@ import {
   ingestWorkflowId,
   pauseSignal,
   resumeSignal,
+  floeSearchAttributes,
   type IngestStatus,
 } from '../workflows';
 
@@ -79,6 +80,10 @@ export async function startIngest(
     // force: start even if another live ingest id already holds the table's topic (checked by the first cycle).
     args: [{ table: t.table, ingestId: t.ingestId, ...(opts.force ? { force: true } : {}) }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    // The UI's table status page: find it by FloeTable, read what it loads at a glance.
+    typedSearchAttributes: floeSearchAttributes(t.table, 'ingest', t.ingestId),
+    staticSummary: `ingest ${t.topic} → ${t.table}`,
+    staticDetails: `Kafka topic \`${t.topic}\` into Iceberg table \`${t.table}\` exactly once (ingest id \`${t.ingestId}\`, dead letters in \`${t.deadLetterTable}\`, a commit every ${t.commitIntervalMs / 1000} s).`,
   });
   return { workflowId, runId: handle.firstExecutionRunId };
 }
@@ -125,6 +130,8 @@ export async function runBackfill(
     workflowId: backfillWorkflowId(table, from, to),
     args: [{ table, from, to, force }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    typedSearchAttributes: floeSearchAttributes(table, 'backfill'),
+    staticSummary: `backfill ${table} [${JSON.stringify(from)}, ${JSON.stringify(to)})`,
   });
   try {
     return await handle.result();

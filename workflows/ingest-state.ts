@@ -244,3 +244,30 @@ export function windowRowsPerSecond(
 /** The status a query reports: signals received but not yet acted on show at once. */
 export const reportedState = (status: IngestStatus, paused: boolean, draining: boolean): IngestStatus['state'] =>
   draining ? 'draining' : paused ? 'paused' : status.state;
+
+const offsetsText = (o: Record<string, string>): string =>
+  Object.keys(o).length === 0
+    ? 'none'
+    : Object.entries(o)
+        .sort(([a], [b]) => Number(a) - Number(b))
+        .map(([p, v]) => `${p}:${v}`)
+        .join(' ');
+
+/**
+ * The workflow's current details (Temporal UI, `setCurrentDetails`, Markdown): state, cursor, lag and
+ * the last commit, so a workflow list reads like the table's status page.
+ */
+export function currentDetails(status: IngestStatus, state: IngestState = status.state): string {
+  const lag = Object.values(status.lag).reduce((a, v) => a + BigInt(v), 0n);
+  const last =
+    status.lastCommitId === null
+      ? 'no commit yet'
+      : `${new Date(status.lastCommitTimeMs ?? 0).toISOString()}, snapshot ${status.lastSnapshotId}, commit id ${status.lastCommitId}`;
+  return [
+    `**${state}** · ${status.table} · ingest id ${status.ingestId}`,
+    `- cursor: ${offsetsText(status.cursor)}`,
+    `- lag: ${lag} records (${offsetsText(status.lag)})`,
+    `- last commit: ${last}`,
+    `- ${status.commits} commits, ${status.totalRows} rows, ${status.totalDeadLetters} dead letters, ${status.rowsPerSecond} rows/s`,
+  ].join('\n');
+}
