@@ -55,6 +55,8 @@ export const ICEBERG_REST_MAVEN = {
  */
 export const DEBIAN = {
   nginx: '1.22.1-9+deb12u11', // bookworm-security; the `nginx` binary package (ssl, http2, grpc)
+  // bench/dashboard-plot.ts scrapes a demo-like run with it (docker-compose runs IMAGES.prometheus).
+  prometheus: '2.42.0+ds-5+deb12u1',
 } as const;
 
 /** Debian PostgreSQL major version whose binaries live in /usr/lib/postgresql/<major>/bin. */

@@ -20,6 +20,7 @@ import { tableCommitRows } from '../../client/tables';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { freeLoopbackPort } from '../../observability/metrics-server';
 import { scrape, sumOf, type Sample } from '../../observability/prom-text';
+import { dashboardSeries } from '../support/dashboard';
 
 const N = 600;
 
@@ -116,6 +117,14 @@ describe('worker /metrics (real stack)', { timeout: 120_000 }, () => {
       'Temporal runtime metrics are served',
     );
     assert.ok(sumOf(samples, 'temporal_activity_execution_latency_seconds_count') > 0, 'activity latency from the SDK runtime');
+    // The dashboard's Temporal panels query series the runtime really exports.
+    const temporalSeries = [...dashboardSeries()].filter((n) => n.startsWith('temporal_'));
+    assert.ok(temporalSeries.length > 0);
+    for (const n of temporalSeries)
+      assert.ok(
+        samples.some((s) => s.name === n),
+        `the worker exports ${n} (dashboard)`,
+      );
     // Node's process metrics (prom-client defaults).
     assert.ok(samples.some((s) => s.name === 'process_resident_memory_bytes'));
     // No metric family is declared twice in the merged exposition.

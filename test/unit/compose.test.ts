@@ -86,9 +86,22 @@ function floeVarsInCode(): Set<string> {
       else if (path.endsWith('.ts')) for (const m of readFileSync(path, 'utf8').matchAll(/\bFLOE_[A-Z0-9_]+\b/g)) found.add(m[0]);
     }
   };
-  for (const d of ['activities', 'cli', 'client', 'config', 'demo', 'iceberg', 'workers', 'workflows'])
-    if (existsSync(join(root, d))) walk(join(root, d));
-  return new Set([...found].filter((v) => !v.startsWith('FLOE_TEST_')));
+  const constants = new Set<string>();
+  const walkConstants = (dir: string) => {
+    for (const entry of readdirSync(dir)) {
+      const path = join(dir, entry);
+      if (statSync(path).isDirectory()) walkConstants(path);
+      else if (path.endsWith('.ts'))
+        for (const m of readFileSync(path, 'utf8').matchAll(/\b(?:const|let)\s+(FLOE_[A-Z0-9_]+)\b/g)) constants.add(m[1]!);
+    }
+  };
+  for (const d of ['activities', 'cli', 'client', 'config', 'demo', 'iceberg', 'observability', 'workers', 'workflows'])
+    if (existsSync(join(root, d))) {
+      walk(join(root, d));
+      walkConstants(join(root, d));
+    }
+  // FLOE_* constants declared in code (e.g. search attribute keys) are identifiers, not variables.
+  return new Set([...found].filter((v) => !v.startsWith('FLOE_TEST_') && !constants.has(v)));
 }
 
 describe('docker-compose.yml', () => {
