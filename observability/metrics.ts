@@ -205,10 +205,15 @@ export const record = {
     v.hw = new Map();
     setMax(v.hw, plan.highWatermarks);
   },
-  pollAndWrite(input: TableRef, res: { records: number; bytes: number; highWatermarks: Offsets }): void {
+  pollAndWrite(input: TableRef & { startOffsets: Offsets }, res: { records: number; bytes: number; highWatermarks: Offsets }): void {
     m.recordsRead.inc({ table: input.table }, res.records);
     m.bytesRead.inc({ table: input.table }, res.bytes);
-    if (!input.range) setMax(view(input).hw, res.highWatermarks);
+    if (input.range) return;
+    const v = view(input);
+    setMax(v.hw, res.highWatermarks);
+    // Until this cycle commits, the table's cursor is the cycle's start: a worker whose first activity
+    // for the table is a poll (a retry after another worker died) reports the backlog it found.
+    for (const [p, o] of Object.entries(input.startOffsets)) if (!v.cursor.has(p)) v.cursor.set(p, BigInt(o));
   },
   commit(
     input: TableRef & { records: number; deadLetters: number; files: FileListEntry[]; endOffsets: Offsets },
