@@ -6,7 +6,9 @@ import { CliError, EXIT } from './exit';
 /**
  * `floe demo`: the README's main command. Brings the stack up, streams sample order events for
  * 1 July 2026 into a fresh topic at 20 events/s for 90 s while a worker ingests them, SIGKILLs the
- * worker at ~40 s and restarts it 5 s later, then prints the commits and the exactly-once checks.
+ * worker at ~40 s and restarts it 5 s later, printing progress every ~2 s (rows committed, lag,
+ * commits, the kill and the recovery), then a chart of lag and committed rows over time (--plot,
+ * default on a terminal), the commits and the exactly-once checks.
  */
 export function registerDemoCommand(program: Command): void {
   program
@@ -18,7 +20,9 @@ export function registerDemoCommand(program: Command): void {
     .option('--kill-at <s>', 'SIGKILL the worker after this many seconds (0 = never)', '40')
     .option('--restart-after <s>', 'restart the killed worker after this many seconds', '5')
     .option('--commit-interval <d>', 'ingest commit interval', '5s')
-    .action(async (o: Record<string, string>) => {
+    .option('--plot', 'draw lag and committed rows over time at the end (default on a terminal)')
+    .option('--no-plot', 'no chart')
+    .action(async (o: Record<string, string> & { plot?: boolean }) => {
       const num = (k: string) => {
         const v = Number(o[k]);
         if (!Number.isFinite(v) || v < 0)
@@ -31,6 +35,9 @@ export function registerDemoCommand(program: Command): void {
       const { ensureStack } = await import('../stack/stack');
       const { runScenario } = await import('../demo/scenario');
       const { tableCommitRows } = await import('../client/tables');
+      const { ProgressTracker } = await import('../demo/progress');
+      const tracker = new ProgressTracker();
+      const plot = o.plot ?? process.stdout.isTTY === true;
       const t0 = Date.now();
       await ensureStack();
       console.log(`stack ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -41,7 +48,16 @@ export function registerDemoCommand(program: Command): void {
         partitions: Math.max(1, num('partitions')),
         kills: killAt > 0 ? [{ atS: killAt, restartAfterS: num('restartAfter') }] : [],
         commitInterval: o.commitInterval,
+        // A line every ~2 s while it streams; the kill, the restart and the recovery as they happen.
+        onProgress: (s) => {
+          for (const line of tracker.sample(s)) console.log(line);
+        },
+        onWorkerEvent: (e) => console.log(tracker.event(e)),
       });
+      if (plot) {
+        console.log('');
+        for (const line of tracker.chart()) console.log(line);
+      }
       console.log(`\ncommits of ${res.table}:`);
       printTable(await tableCommitRows(loadConfig(res.configPath), res.table), [
         'time',

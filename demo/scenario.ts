@@ -6,13 +6,15 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
-import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
+import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus, type FloeClient } from '../client';
 import { loadConfig } from '../config';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
 import { floeHome } from '../stack/paths';
 import { orderEvents, eventKey } from './generator';
 import { verifyTable, type Verification } from './verify';
 import { scenarioConfig } from './config';
+import type { ProgressEvent, ProgressSample } from './progress';
+import { ingestWorkflowId, statusQuery } from '../workflows';
 
 export { scenarioConfig };
 
@@ -42,6 +44,11 @@ export interface ScenarioOptions {
   drainTimeoutS?: number;
   /** Called while streaming, with the elapsed seconds (tests hook extra actions here). */
   onTick?: (elapsedS: number) => Promise<void>;
+  /** Called every `progressEveryMs` (default 2000) while streaming and draining, and once at the end. */
+  onProgress?: (s: ProgressSample) => void;
+  progressEveryMs?: number;
+  /** Called at each kill and restart (instead of the log line). */
+  onWorkerEvent?: (e: ProgressEvent) => void;
 }
 
 export interface ScenarioResult extends Verification {
@@ -65,6 +72,49 @@ function malformed(n: number, good: string): string {
     default:
       return JSON.stringify({ ...JSON.parse(good), amount: 'twelve' }); // wrong type
   }
+}
+
+interface Sampler {
+  stop(): Promise<void>;
+}
+
+/**
+ * Every `everyMs`, the ingest's own status, asked with a short deadline: a killed worker cannot
+ * answer (the last answer stands, marked worker down), and the producer's schedule never waits
+ * for it (this loop runs beside it).
+ */
+function startSampler(
+  fc: FloeClient,
+  table: string,
+  ingestId: string,
+  t0: number,
+  produced: () => number,
+  onProgress: (s: ProgressSample) => void,
+  everyMs: number,
+): Sampler {
+  let running = true;
+  let last = { committed: 0, commits: 0 };
+  const handle = fc.client.workflow.getHandle(ingestWorkflowId(table, ingestId));
+  const loop = (async () => {
+    for (let k = 1; running; k++) {
+      await sleep(Math.max(0, t0 + k * everyMs - Date.now()));
+      if (!running) break;
+      let workerUp = true;
+      try {
+        const s = await fc.client.connection.withDeadline(Date.now() + 1500, () => handle.query(statusQuery));
+        last = { committed: s.totalRows + s.totalDeadLetters, commits: s.commits };
+      } catch {
+        workerUp = false;
+      }
+      if (running) onProgress({ tS: (Date.now() - t0) / 1000, produced: produced(), ...last, workerUp });
+    }
+  })();
+  return {
+    stop: () => {
+      running = false;
+      return loop;
+    },
+  };
 }
 
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
@@ -110,8 +160,15 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   let produced = 0,
     malformedCount = 0,
     kills = 0;
+  let sampler: Sampler | null = null;
+  const workerEvent = (kind: ProgressEvent['kind'], pid: number, elapsed: number, text: string) => {
+    if (o.onWorkerEvent) o.onWorkerEvent({ tS: elapsed, kind, pid });
+    else log(text);
+  };
   try {
     await startIngest(fc, table);
+    if (o.onProgress)
+      sampler = startSampler(fc, table, cfg.tables[0]!.ingestId, t0, () => produced, o.onProgress, o.progressEveryMs ?? 2000);
     const events = orderEvents();
     const pending = [...o.kills].sort((a, b) => a.atS - b.atS);
     const total = Math.round(o.ratePerS * o.durationS);
@@ -140,13 +197,13 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         await worker.kill(k.signal ?? 'SIGKILL');
         killing = false;
         kills++;
-        log(`t=${elapsed.toFixed(1)}s: worker ${worker.pid} killed with ${k.signal ?? 'SIGKILL'}`);
+        workerEvent('kill', worker.pid, elapsed, `t=${elapsed.toFixed(1)}s: worker ${worker.pid} killed with ${k.signal ?? 'SIGKILL'}`);
         restartAt = elapsed + k.restartAfterS;
       }
       if (restartAt !== null && elapsed >= restartAt) {
         worker = startWorker();
         restartAt = null;
-        log(`t=${elapsed.toFixed(1)}s: worker ${worker.pid} restarted`);
+        workerEvent('restart', worker.pid, elapsed, `t=${elapsed.toFixed(1)}s: worker ${worker.pid} restarted`);
       }
       if (o.onTick) await o.onTick(elapsed);
       const next = t0 + (tick + 1) * batchEvery;
@@ -155,7 +212,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     if (restartAt !== null) {
       await sleep(Math.max(0, restartAt * 1000 - (Date.now() - t0)));
       worker = startWorker();
-      log(`worker ${worker.pid} restarted`);
+      const elapsed = (Date.now() - t0) / 1000;
+      workerEvent('restart', worker.pid, elapsed, `worker ${worker.pid} restarted`);
     }
     log(`produced ${produced} messages (${malformedCount} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
     await signalIngest(fc, table, 'stop');
@@ -174,12 +232,21 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         );
       }),
     ]).finally(() => clearTimeout(drainTimer));
+    await sampler?.stop();
+    o.onProgress?.({
+      tS: (Date.now() - t0) / 1000,
+      produced,
+      committed: status.totalRows + status.totalDeadLetters,
+      commits: status.commits,
+      workerUp: true,
+    });
     log(
       `ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`,
     );
     const v = await verifyTable(cfg, table, topic);
     return { ...v, table, topic, configPath, produced, malformed: malformedCount, kills, selfExits, elapsedS: (Date.now() - t0) / 1000 };
   } finally {
+    await sampler?.stop().catch(() => undefined);
     stopping = true;
     await worker.kill('SIGTERM').catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
