@@ -4,11 +4,16 @@
  * answers in a fraction of a second. Only a run that no longer answers (failed, or no worker)
  * reads what the table says, and loads the catalog modules for that.
  */
-import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
-import { findTable } from '../config';
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { findTable, type FloeConfig } from '../config';
 import { drainAndStopSignal, ingestWorkflowId, statusQuery, type IngestStatus, type ingestWorkflow } from '../workflows';
 import { windowRowsPerSecond } from '../workflows/ingest-state';
-import type { FloeClient } from './index';
+
+/** What these functions need of a FloeClient (client/index.ts), named here so the two modules do not import each other. */
+export interface FloeClient {
+  client: Client;
+  cfg: FloeConfig;
+}
 
 /** An ingest's status as clients show it. */
 export interface IngestStatusView extends IngestStatus {

@@ -8,8 +8,7 @@
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import type { TableConfig } from '../config';
 import { maintenanceScheduleId } from '../workflows';
-import { ingestStatus, rootCause, type IngestStatusView } from './ingest-status';
-import type { FloeClient } from './index';
+import { ingestStatus, rootCause, type FloeClient, type IngestStatusView } from './ingest-status';
 import type { Tables } from '../ingest/tables';
 
 export const MAINTENANCE_KINDS = ['compact', 'expire', 'orphans'] as const;
