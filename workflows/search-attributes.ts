@@ -5,14 +5,14 @@
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import type { FloeKind } from '../contract';
 
-export const FLOE_TABLE = defineSearchAttributeKey('FloeTable', SearchAttributeType.KEYWORD);
-export const FLOE_KIND = defineSearchAttributeKey('FloeKind', SearchAttributeType.KEYWORD);
-export const FLOE_INGEST_ID = defineSearchAttributeKey('FloeIngestId', SearchAttributeType.KEYWORD);
+export const TABLE_ATTRIBUTE = defineSearchAttributeKey('FloeTable', SearchAttributeType.KEYWORD);
+export const KIND_ATTRIBUTE = defineSearchAttributeKey('FloeKind', SearchAttributeType.KEYWORD);
+export const INGEST_ID_ATTRIBUTE = defineSearchAttributeKey('FloeIngestId', SearchAttributeType.KEYWORD);
 
 export function floeSearchAttributes(table: string, kind: FloeKind, ingestId?: string): SearchAttributePair[] {
   return [
-    { key: FLOE_TABLE, value: table },
-    { key: FLOE_KIND, value: kind },
-    ...(ingestId !== undefined ? [{ key: FLOE_INGEST_ID, value: ingestId }] : []),
+    { key: TABLE_ATTRIBUTE, value: table },
+    { key: KIND_ATTRIBUTE, value: kind },
+    ...(ingestId !== undefined ? [{ key: INGEST_ID_ATTRIBUTE, value: ingestId }] : []),
   ];
 }

@@ -17,7 +17,7 @@ import { loadConfig } from '../../config';
 import { connectClient, ingestStatus, signalIngest, startIngest, waitForIngest } from '../../client';
 import { registerSearchAttributes } from '../../client/connection';
 import { applySchedules, compactTable, SCHEDULE_KINDS } from '../../client/maintenance';
-import { FLOE_INGEST_ID, FLOE_KIND, FLOE_TABLE, maintenanceScheduleId } from '../../workflows';
+import { INGEST_ID_ATTRIBUTE, KIND_ATTRIBUTE, TABLE_ATTRIBUTE, maintenanceScheduleId } from '../../workflows';
 import { spawnWorker } from '../../workers/process';
 import { produceOrderEvents } from '../support/produce';
 
@@ -67,8 +67,8 @@ describe('workflows and schedules listed by table (real stack)', { timeout: 90_0
         (l) => l.length === 1,
       );
       assert.equal(ingest!.workflowId, workflowId);
-      assert.equal(ingest!.typedSearchAttributes.get(FLOE_TABLE), table);
-      assert.equal(ingest!.typedSearchAttributes.get(FLOE_INGEST_ID), t.ingestId);
+      assert.equal(ingest!.typedSearchAttributes.get(TABLE_ATTRIBUTE), table);
+      assert.equal(ingest!.typedSearchAttributes.get(INGEST_ID_ATTRIBUTE), t.ingestId);
       const handle = fc.client.workflow.getHandle(workflowId);
       const desc = await handle.describe();
       assert.equal(await desc.staticSummary(), `ingest ${topic} → ${table}`);
@@ -86,7 +86,7 @@ describe('workflows and schedules listed by table (real stack)', { timeout: 90_0
         () => list(`${byTable} AND FloeKind = 'compact'`),
         (l) => l.length === 1,
       );
-      assert.equal(compact!.typedSearchAttributes.get(FLOE_KIND), 'compact');
+      assert.equal(compact!.typedSearchAttributes.get(KIND_ATTRIBUTE), 'compact');
       assert.match(
         (await fc.client.workflow
           .getHandle(compact!.workflowId)
@@ -97,7 +97,7 @@ describe('workflows and schedules listed by table (real stack)', { timeout: 90_0
 
       // Every workflow of the table, whatever its kind.
       const all = await list(byTable);
-      assert.deepEqual(new Set(all.map((w) => w.typedSearchAttributes.get(FLOE_KIND))), new Set(['ingest', 'compact']));
+      assert.deepEqual(new Set(all.map((w) => w.typedSearchAttributes.get(KIND_ATTRIBUTE))), new Set(['ingest', 'compact']));
 
       // The table's Schedules, listed by table; the workflows they start carry the attributes too.
       await applySchedules(fc, [table]);
@@ -115,8 +115,8 @@ describe('workflows and schedules listed by table (real stack)', { timeout: 90_0
         const d = await fc.client.schedule.getHandle(maintenanceScheduleId('compact', table)).describe();
         const sa = d.action.typedSearchAttributes;
         assert.ok(sa && 'get' in sa, 'the scheduled action carries search attributes');
-        assert.equal(sa.get(FLOE_TABLE), table);
-        assert.equal(sa.get(FLOE_KIND), 'compact');
+        assert.equal(sa.get(TABLE_ATTRIBUTE), table);
+        assert.equal(sa.get(KIND_ATTRIBUTE), 'compact');
       } finally {
         for (const kind of SCHEDULE_KINDS) await fc.client.schedule.getHandle(maintenanceScheduleId(kind, table)).delete();
       }
