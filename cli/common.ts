@@ -29,7 +29,7 @@ export function tableLines(rows: Record<string, unknown>[], columns?: string[]):
   const cols = columns ?? Object.keys(rows[0]!);
   const cells = rows.map((r) => cols.map((c) => (r[c] === undefined || r[c] === null ? '' : String(r[c]))));
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
-  const numeric = cols.map((_, i) => cells.every((row) => row[i] === '' || /^-?[\d.,]+( \w+)?$/.test(row[i]!)));
+  const numeric = cols.map((_, i) => cells.every((row) => row[i] === '' || row[i] === '-' || /^-?[\d.,]+( \w+)?$/.test(row[i]!)));
   const fmt = (vals: string[]) =>
     vals
       .map((v, i) => (numeric[i] ? v.padStart(widths[i]!) : v.padEnd(widths[i]!)))
