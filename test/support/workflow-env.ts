@@ -38,6 +38,7 @@ import type {
 import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../../ingest/types';
 import type { Offsets } from '../../ingest/cursor';
 import { venvBin } from '../../stack/python';
+import { INGEST_ID_ATTRIBUTE, KIND_ATTRIBUTE, TABLE_ATTRIBUTE } from '../../workflows/search-attributes';
 
 /** Every activity the workflows proxy, by name and signature. */
 export type Activities = ReturnType<typeof createActivities>;
@@ -77,6 +78,8 @@ export async function createWorkflowEnv(): Promise<TestWorkflowEnvironment> {
       // The server delays a continue-as-new run (and a reused workflow id) until a second after
       // the previous run started, a guard against tight loops; the tests continue as new every cycle.
       extraArgs: ['--dynamic-config-value', 'history.workflowIdReuseMinimalInterval="0s"'],
+      // floe sets these on every start and child (`floe stack up` / `floe setup` register them).
+      searchAttributes: [TABLE_ATTRIBUTE, KIND_ATTRIBUTE, INGEST_ID_ATTRIBUTE],
     },
   });
 }
