@@ -23,6 +23,8 @@ export interface IngestStatusView extends IngestStatus {
 
 /** How long a status query may wait for a worker before the status falls back to the table. */
 export const STATUS_QUERY_TIMEOUT_MS = 5000;
+/** The same for a run that failed (replayed by a worker, if one polls its task queue). */
+const CLOSED_QUERY_TIMEOUT_MS = 2000;
 
 /** rows/s over the last minute as of `nowMs` (running) or of the last commit (finished). */
 export function withWindowRate(s: IngestStatus, nowMs: number): IngestStatus {
@@ -54,8 +56,9 @@ async function fromTable(fc: FloeClient, table: string, ingestId: string): Promi
 /**
  * The ingest's status, or null if it was never started. Running: the workflow's own status query
  * (rows/s over the last minute as of now). Completed: its result. Failed, terminated, timed out:
- * state `failed`, `error` = `Type: message` of the innermost failure, cursor and last commit from
- * the table. Read-only.
+ * state `failed`, `error` = `Type: message` of the innermost failure, and the status as the run
+ * left it (its query, answered by a worker replaying it; without a worker, the table's cursor and
+ * last commit with zero counters). Read-only.
  */
 export async function ingestStatus(fc: FloeClient, table: string, nowMs = Date.now()): Promise<IngestStatusView | null> {
   const { handle, table: name, ingestId } = ingestHandle(fc, table);
@@ -79,8 +82,13 @@ export async function ingestStatus(fc: FloeClient, table: string, nowMs = Date.n
       () => null,
       (e: unknown) => rootCause(e),
     );
+    // The run's counters as they were when it failed: a closed workflow still answers queries (a
+    // worker replays its history), else the table's cursor and last commit.
+    const last = await fc.client.connection
+      .withDeadline(Date.now() + CLOSED_QUERY_TIMEOUT_MS, () => handle.query(statusQuery))
+      .catch(() => fromTable(fc, name, ingestId));
     return {
-      ...(await fromTable(fc, name, ingestId)),
+      ...withWindowRate({ ...last, state: 'failed' }, nowMs),
       state: 'failed',
       error: error ? `${error.name}: ${error.message}` : desc.status.name,
     };

@@ -86,9 +86,9 @@ function ingestOverview(s: IngestStatusView | null, nowMs: number): IngestOvervi
     lag: Object.keys(s.lag).length ? lag : null,
     lastCommitTimeMs: s.lastCommitTimeMs,
     lastCommitAgeMs: s.lastCommitTimeMs === null ? null : Math.max(0, nowMs - s.lastCommitTimeMs),
-    rowsPerSecond: s.state === 'failed' ? null : s.rowsPerSecond,
-    commits: s.state === 'failed' ? null : s.commits,
-    totalRows: s.state === 'failed' ? null : s.totalRows,
+    rowsPerSecond: s.rowsPerSecond,
+    commits: s.commits,
+    totalRows: s.totalRows,
     ...(s.error ? { error: s.error } : {}),
     ...(s.warning ? { warning: s.warning } : {}),
   };

@@ -113,8 +113,16 @@ describe('floe status and ingest stop --wait (real stack, the CLI as a process)'
         floe(path, 'ingest', 'stop', a, '--wait', '--timeout', '40s', '--json'),
       ]);
       assert.equal(statusB.code, 0, statusB.stderr);
-      const sb = JSON.parse(statusB.stdout) as { state: string; error?: string };
+      const sb = JSON.parse(statusB.stdout) as {
+        state: string;
+        error?: string;
+        cursor: Record<string, string>;
+        lastCommitId: string | null;
+      };
       assert.equal(sb.state, 'failed');
+      // What the run had committed before it failed (its replayed status, else the table's cursor).
+      assert.deepEqual(sb.cursor, { '0': '20' });
+      assert.ok(sb.lastCommitId);
       assert.match(
         sb.error ?? '',
         new RegExp(`^TableDrift: .*table ${b.replace('.', '\\.')}: column "kafka_partition" is long in the table but int in the config`),
