@@ -5,7 +5,7 @@
  */
 import { Worker, Runtime, makeTelemetryFilterString, type TelemetryOptions, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, createDeps } from '../activities';
-import { connectTemporalNative, type TemporalTarget } from '../client/connection';
+import { connectTemporalNative, missingSearchAttributes, type TemporalTarget } from '../client/connection';
 import type { FloeConfig } from '../config';
 import { log, logLevel, routeProcessWarnings } from '../observability/log';
 import { temporalCoreLevel, temporalLogger } from '../observability/log-adapters';
@@ -18,6 +18,18 @@ export async function createWorker(
 ): Promise<{ worker: Worker; target: TemporalTarget; close: () => Promise<void> }> {
   // Temporal first: a wrong address, CA or client certificate fails before Kafka and S3 are opened.
   const { connection, target } = await connectTemporalNative(cfg.temporal);
+  // Every start and child carries floe's search attributes: without them each would fail (a child's
+  // failure retries its parent's workflow task forever), so a namespace not set up fails here, once.
+  const missing = await missingSearchAttributes(connection, target.namespace).catch(async (e: unknown) => {
+    await connection.close().catch(() => undefined);
+    throw e;
+  });
+  if (missing.length > 0) {
+    await connection.close().catch(() => undefined);
+    throw new Error(
+      `Temporal namespace ${target.namespace} lacks floe's search attributes ${missing.join(', ')}: run \`floe setup\` (the local stack: \`floe stack up\`)`,
+    );
+  }
   let deps: Awaited<ReturnType<typeof createDeps>> | undefined;
   try {
     deps = await createDeps(cfg);
