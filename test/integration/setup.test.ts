@@ -79,6 +79,9 @@ describe('floe setup (real Temporal dev server)', { timeout: 90_000 }, () => {
       }
     } finally {
       await worker.kill('SIGTERM');
+      const admin = await Connection.connect({ address: stackEnv().temporal.address });
+      await admin.operatorService.deleteNamespace({ namespace }).catch(() => undefined);
+      await admin.close();
     }
   });
 });
