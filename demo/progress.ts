@@ -50,12 +50,18 @@ export class ProgressTracker {
     const lines = [
       `t=${s.tS.toFixed(0).padStart(3)}s  produced ${String(s.produced).padStart(6)}  committed ${String(s.committed).padStart(6)}  lag ${String(lagOf(s)).padStart(5)}  commits ${String(s.commits).padStart(4)}${s.workerUp ? '' : '  (worker down)'}`,
     ];
+    const caughtUp = this.lagBeforeKill >= 0 && lagOf(s) <= Math.max(this.lagBeforeKill, 1);
     if (this.killedAt !== null && s.commits > this.commitsAtKill && this.events.at(-1)?.kind === 'restart' && !this.recovered) {
       this.recovered = true;
+      const after = (s.tS - this.killedAt).toFixed(0);
+      // One commit may take the whole backlog: then it recovered and caught up at once.
       lines.push(
-        `t=${s.tS.toFixed(1)}s  RECOVERED: first commit ${(s.tS - this.killedAt).toFixed(0)} s after the kill; catching up on a lag of ${lagOf(s)}`,
+        caughtUp
+          ? `t=${s.tS.toFixed(1)}s  RECOVERED and CAUGHT UP: first commit ${after} s after the kill took the backlog (lag ${lagOf(s)})`
+          : `t=${s.tS.toFixed(1)}s  RECOVERED: first commit ${after} s after the kill; catching up on a lag of ${lagOf(s)}`,
       );
-    } else if (this.recovered && this.killedAt !== null && this.lagBeforeKill >= 0 && lagOf(s) <= Math.max(this.lagBeforeKill, 1)) {
+      if (caughtUp) this.killedAt = null;
+    } else if (this.recovered && this.killedAt !== null && caughtUp) {
       lines.push(`t=${s.tS.toFixed(1)}s  CAUGHT UP: lag ${lagOf(s)} again, ${(s.tS - this.killedAt).toFixed(0)} s after the kill`);
       this.killedAt = null;
     }

@@ -36,6 +36,17 @@ test('the tracker reports the kill, the restart, the first commit after it, then
   assert.equal(out.filter((l) => /CAUGHT UP/.test(l)).length, 1);
 });
 
+test('a first commit after the restart that takes the whole backlog reports recovery and catch-up at once', () => {
+  const t = new ProgressTracker();
+  t.sample(at(2, 40, 0, 0));
+  t.sample(at(4, 80, 70, 1));
+  t.event({ tS: 5, kind: 'kill', pid: 1 });
+  t.event({ tS: 7, kind: 'restart', pid: 2 });
+  const lines = t.sample(at(9, 180, 170, 2));
+  assert.match(lines[1]!, /^t=9\.0s {2}RECOVERED and CAUGHT UP: first commit 4 s after the kill took the backlog \(lag 10\)$/);
+  assert.deepEqual(t.sample(at(11, 220, 175, 2)).length, 1, 'nothing more to report');
+});
+
 test('brailleChart: a rising line fills from the bottom-left to the top-right; markers and the time axis below', () => {
   const lines = brailleChart(
     'rows',
