@@ -96,7 +96,7 @@ export function statusScreen(o: Overview): { header: string; rows: Record<string
   });
   const failures = o.tables.flatMap((t) => [
     ...t.failures.map((x) => `${t.table}: ${x}`),
-    ...(t.ingest.warning ? [`${t.table}: ${t.ingest.warning}`] : []),
+    ...(t.ingest.warning ? [`${t.table}: warning: ${t.ingest.warning}`] : []),
   ]);
   const header = `floe status at ${new Date(now).toISOString()}: ${o.tables.length} table(s), ${o.tables.reduce((n, t) => n + (t.failures.length ? 1 : 0), 0)} with failures (${o.elapsedMs} ms)`;
   return { header, rows, columns: rows.length ? Object.keys(rows[0]!) : [], failures };

@@ -15,7 +15,8 @@ export const MAINTENANCE_KINDS = ['compact', 'expire', 'orphans'] as const;
 export type MaintenanceKind = (typeof MAINTENANCE_KINDS)[number];
 
 export interface IngestOverview {
-  state: IngestStatusView['state'] | 'not-started';
+  /** `unknown`: the status could not be read (the error says why) */
+  state: IngestStatusView['state'] | 'not-started' | 'unknown';
   /** records behind the topic's high watermark, over all partitions (as of the last cycle's start) */
   lag: number | null;
   lastCommitTimeMs: number | null;
@@ -176,7 +177,7 @@ export async function statusOverview(fc: FloeClient, tables: Tables, names?: str
       let ing: IngestOverview;
       if (ingest && 'error' in ingest && !('state' in ingest)) {
         failures.push(`ingest status: ${ingest.error}`);
-        ing = { ...ingestOverview(null, nowMs), state: 'failed', error: ingest.error };
+        ing = { ...ingestOverview(null, nowMs), state: 'unknown', error: ingest.error };
       } else {
         ing = ingestOverview(ingest as IngestStatusView | null, nowMs);
         if (ing.state === 'failed') failures.push(`ingest failed: ${ing.error ?? 'unknown'}`);
