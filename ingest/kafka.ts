@@ -371,6 +371,19 @@ export async function pollPartitions(
   try {
     return await r.poll(start, bounds, onRecord, onProgress);
   } finally {
-    await r.close();
+    // The outcome is complete here and the reader commits no offsets, so its leaving the group
+    // cannot matter for correctness: wait a moment for a clean close, not for a slow LeaveGroup
+    // (cycles were seen to stall ~10 s, the session timeout, after their polls were done).
+    await closeWithin(r, READER_CLOSE_WAIT_MS);
   }
+}
+
+/** How long a finished poll waits for its reader's close before leaving it to finish alone. */
+export const READER_CLOSE_WAIT_MS = 1000;
+
+export async function closeWithin(r: { close(): Promise<void> }, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closing = r.close().catch(() => undefined);
+  await Promise.race([closing, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
