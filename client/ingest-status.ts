@@ -86,9 +86,15 @@ export async function ingestStatus(fc: FloeClient, table: string, nowMs = Date.n
     );
     // The run's counters as they were when it failed: a closed workflow still answers queries (a
     // worker replays its history), else the table's cursor and last commit.
-    const last = await fc.client.connection
+    let last = await fc.client.connection
       .withDeadline(Date.now() + CLOSED_QUERY_TIMEOUT_MS, () => handle.query(statusQuery))
       .catch(() => fromTable(fc, name, ingestId));
+    // A run that failed before its first cycle planned (a cursor ahead of its topic, a drifted
+    // table) never learned its cursor: show the one the table holds.
+    if (Object.keys(last.cursor ?? {}).length === 0) {
+      const held = await fromTable(fc, name, ingestId).catch(() => undefined);
+      if (held) last = { ...last, cursor: held.cursor };
+    }
     return {
       ...withWindowRate({ ...last, state: 'failed' }, nowMs),
       state: 'failed',
