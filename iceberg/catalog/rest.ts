@@ -92,9 +92,13 @@ interface RestErrorBody {
   error?: { message?: string; type?: string; code?: number };
 }
 
+/**
+ * The bearer token a failed request carried (a 401 discards it only if it is still current). Kept
+ * beside the error, not on it: anything on an error reaches logs through util.inspect.
+ */
+const sentTokens = new WeakMap<Error, string>();
+
 class HttpStatusError extends Error {
-  /** The bearer token the failed request carried (a 401 discards it only if it is still current). */
-  sentToken: string | undefined;
   constructor(
     readonly status: number,
     readonly body: RestErrorBody,
@@ -279,7 +283,7 @@ export class RestCatalog implements Catalog {
         // A 401 means the token was rejected before anything ran: refetch once and resend.
         if (e instanceof HttpStatusError && e.status === 401 && this.opts.credential && !refreshed) {
           refreshed = true;
-          if (this.bearer?.token === e.sentToken) this.bearer = undefined;
+          if (this.bearer?.token === sentTokens.get(e)) this.bearer = undefined;
           attempt--;
           continue;
         }
@@ -326,7 +330,7 @@ export class RestCatalog implements Catalog {
       parsed,
       this.redact(`${what}: HTTP ${res.status}${parsed.error?.type ? ` ${parsed.error.type}` : ''}: ${msg}`),
     );
-    error.sentToken = auth?.slice('Bearer '.length);
+    if (auth) sentTokens.set(error, auth.slice('Bearer '.length));
     throw error;
   }
 

@@ -127,7 +127,7 @@ describe('Temporal over mTLS through the Temporal CLI environment (nginx gRPC pr
     // The worker says where it connected, and how, naming the variables (never their secrets).
     assert.match(
       workerLog,
-      /polling task queue "floe-tls_\w+" on 127\.0\.0\.1:7243 \(TEMPORAL_ADDRESS\), namespace default \(default\), TLS \(server CA TEMPORAL_TLS_SERVER_CA_CERT_PATH=\S+ca\.pem, client certificate TEMPORAL_TLS_CLIENT_CERT_PATH=\S+client\.pem, server name localhost\), API key \(TEMPORAL_API_KEY\)/,
+      /polling task queue \\?"floe-tls_\w+\\?" on 127\.0\.0\.1:7243 \(TEMPORAL_ADDRESS\), namespace default \(default\), TLS \(server CA TEMPORAL_TLS_SERVER_CA_CERT_PATH=\S+ca\.pem, client certificate TEMPORAL_TLS_CLIENT_CERT_PATH=\S+client\.pem, server name localhost\), API key \(TEMPORAL_API_KEY\)/,
     );
     assertNoSecrets(workerLog, 'the worker log');
 
