@@ -29,12 +29,16 @@ step "lint" npx eslint .
 step "format" npx prettier --check "**/*.{ts,mjs}"
 
 # find, not a shell glob: new test files are picked up without editing this script, and the
-# list is sorted so runs are repeatable.
-mapfile -t tests < <(find test/unit test/integration -name '*.test.ts' -type f 2>/dev/null | LC_ALL=C sort)
-if [ "${#tests[@]}" -eq 0 ]; then
+# lists are sorted so runs are repeatable. Unit tests are pure (or start their own in-process
+# Temporal test server), so two run at once; integration tests share the one stack (and some
+# restart its services), so they run one at a time.
+mapfile -t units < <(find test/unit -name '*.test.ts' -type f 2>/dev/null | LC_ALL=C sort)
+mapfile -t integrations < <(find test/integration -name '*.test.ts' -type f 2>/dev/null | LC_ALL=C sort)
+if [ "${#units[@]}" -eq 0 ] || [ "${#integrations[@]}" -eq 0 ]; then
   echo "=== tests: FAILED (no test files found under test/unit or test/integration)"
   exit 1
 fi
-step "tests (${#tests[@]} files)" node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${tests[@]}"
+step "unit tests (${#units[@]} files)" node --import tsx --test --test-concurrency=2 --test-timeout=600000 "${units[@]}"
+step "integration tests (${#integrations[@]} files)" node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${integrations[@]}"
 
 exit $status

@@ -35,7 +35,11 @@ function serverEnv(): NodeJS.ProcessEnv {
     ...process.env,
     CATALOG_REST_PORT: String(ICEBERG_REST_PORT),
     CATALOG_WAREHOUSE: icebergRestWarehouse(),
-    CATALOG_URI: `jdbc:sqlite:${join(dataDir(), 'catalog.db')}`,
+    // WAL, so a reader never blocks a writer: in the default rollback journal a pooled connection
+    // still reading held the file's lock past the driver's 3 s busy timeout, and concurrent
+    // createTable calls failed with HTTP 500 "SQLITE_BUSY" (seen as a hung ingest on a slow CI box).
+    // sqlite-jdbc reads pragmas from the URI's query.
+    CATALOG_URI: `jdbc:sqlite:${join(dataDir(), 'catalog.db')}?journal_mode=WAL&busy_timeout=30000`,
     CATALOG_IO__IMPL: 'org.apache.iceberg.aws.s3.S3FileIO',
     CATALOG_S3_ENDPOINT: s3.endpoint,
     CATALOG_S3_PATH__STYLE__ACCESS: 'true',

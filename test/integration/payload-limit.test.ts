@@ -1,10 +1,10 @@
 /**
  * Temporal's payload limit (2 MB a payload) never stops a table, against the real stack (Temporal
- * dev server, Kafka, SeaweedFS S3, SQLite catalog): one ingest cycle that writes 5,120 data files
- * (bucket[512] x 10 currencies) through the real ingest workflow commits them all, and its history
+ * dev server, Kafka, SeaweedFS S3, SQLite catalog): one ingest cycle that writes 3,200 data files
+ * (bucket[320] x 10 currencies) through the real ingest workflow commits them all, and its history
  * stays small because past the inline budget pollAndWrite stages its file list as an Iceberg
  * manifest under `<table>/metadata/floe-staged/` and history carries a reference
- * (maintenance/staged-files.ts). Inline, the same list would be ~4 MB in one payload.
+ * (maintenance/staged-files.ts). Inline, the same list would be ~2.5 MB in one payload.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,7 +28,7 @@ import { STAGED_DIR } from '../../maintenance/staged-files';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 
-const BUCKETS = 512;
+const BUCKETS = 320;
 const CURRENCIES = ['EUR', 'USD', 'GBP', 'JPY', 'CHF', 'SEK', 'NOK', 'DKK', 'PLN', 'CZK'];
 /** Messages per (bucket, currency) partition: rows != files. */
 const PER_PARTITION = 2;
@@ -36,7 +36,7 @@ const FILES = BUCKETS * CURRENCIES.length;
 const MESSAGES = FILES * PER_PARTITION;
 const MiB = 1024 * 1024;
 
-/** PER_PARTITION distinct order ids for every bucket of bucket[512] over a long. */
+/** PER_PARTITION distinct order ids for every bucket of bucket[BUCKETS] over a long. */
 function orderIdsByBucket(): bigint[][] {
   const ids: bigint[][] = Array.from({ length: BUCKETS }, () => []);
   let filled = 0;
