@@ -126,7 +126,8 @@ export function toLiveFiles(m: TableMetadata, files: DataFile[]): LiveFile[] {
 export async function tableFileStats(tables: Tables, table: string): Promise<FileStats> {
   const { metadata } = await tables.load(table);
   return (
-    summaryFileStats(metadata) ?? fileStats((await liveDataFiles(tables.io, metadata)).map((f) => ({ size: f.dataFile.fileSizeInBytes })))
+    summaryFileStats(metadata) ??
+    fileStats((await liveDataFiles(tables.io, metadata, { metrics: false })).map((f) => ({ size: f.dataFile.fileSizeInBytes })))
   );
 }
 
@@ -176,7 +177,7 @@ export async function planCompaction(
     const w = timeField ? lookbackWindow(timeField.transform, windowMs, lookback) : null;
     if (w) options.partitionFilter = w;
   }
-  const live = (await liveDataFiles(tables.io, metadata)).map((f) => f.dataFile);
+  const live = (await liveDataFiles(tables.io, metadata, { metrics: false })).map((f) => f.dataFile);
   const { groups, partitionsScanned } = planFileGroups(toLiveFiles(metadata, live), options);
   const plan: CompactionPlan = {
     table: input.table,
@@ -430,7 +431,9 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     }
     pending ??= await readStagedGroups(tables, input.staged!, skipped);
     // Partition and spec of the outputs come from the files they replace (same partition by plan).
-    const live = new Map((await liveDataFiles(tables.io, loaded.metadata)).map((f) => [f.dataFile.filePath, f.dataFile]));
+    const live = new Map(
+      (await liveDataFiles(tables.io, loaded.metadata, { metrics: false })).map((f) => [f.dataFile.filePath, f.dataFile]),
+    );
     const ready: Pending[] = [];
     for (const p of pending) {
       const missing = p.group.files.map((f) => absPath(input.location, f.path)).filter((l) => !live.has(l));

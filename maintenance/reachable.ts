@@ -5,7 +5,7 @@
  */
 import type { FileIO } from '../iceberg/io/file-io';
 import { mapConcurrent } from '../iceberg/scan/parallel';
-import { readManifest } from '../iceberg/spec/manifest';
+import { type ManifestReadOptions, readManifest } from '../iceberg/spec/manifest';
 import { readManifestList } from '../iceberg/spec/manifest-list';
 import { currentSnapshot } from '../iceberg/spec/metadata';
 import { type DataFile, ManifestContent, type ManifestFile, type TableMetadata } from '../iceberg/spec/types';
@@ -15,13 +15,17 @@ export interface LiveDataFile {
   manifest: ManifestFile;
 }
 
-/** Live (ADDED/EXISTING) data files of the current snapshot of main. */
-export async function liveDataFiles(io: FileIO, m: TableMetadata): Promise<LiveDataFile[]> {
+/**
+ * Live (ADDED/EXISTING) data files of the current snapshot of main. `metrics: false` leaves out
+ * their column metrics (planning and liveness checks need path, size, count and partition; with
+ * metrics a 10,000-file table's entries are ~70 MB of JS objects, without them ~5 MB).
+ */
+export async function liveDataFiles(io: FileIO, m: TableMetadata, opts: ManifestReadOptions = {}): Promise<LiveDataFile[]> {
   const snap = currentSnapshot(m);
   if (!snap) return [];
   const manifests = (await readManifestList(io, snap['manifest-list'])).filter((x) => x.content === ManifestContent.Data);
   const perManifest = await mapConcurrent(manifests, 8, async (manifest) =>
-    (await readManifest(io, manifest)).map((e) => ({ dataFile: e.dataFile, manifest })),
+    (await readManifest(io, manifest, opts)).map((e) => ({ dataFile: e.dataFile, manifest })),
   );
   return perManifest.flat();
 }
@@ -61,7 +65,7 @@ export async function reachableFiles(io: FileIO, m: TableMetadata, metadataLocat
   }
   for (const p of manifestsByPath.keys()) r.manifests.add(p);
   await mapConcurrent([...manifestsByPath.values()], 8, async (mf) => {
-    for (const e of await readManifest(io, mf, { includeDeleted: true })) r.dataFiles.add(e.dataFile.filePath);
+    for (const e of await readManifest(io, mf, { includeDeleted: true, metrics: false })) r.dataFiles.add(e.dataFile.filePath);
   });
   return r;
 }

@@ -63,10 +63,14 @@ const LONG_PLAIN = avro.Type.forSchema('long');
 
 export type AvroCodec = 'null' | 'deflate';
 
-/** Writes an object container file: `records` encoded with `schema`, `metadata` in the header. */
+/**
+ * Writes an object container file: `records` encoded with `schema`, `metadata` in the header.
+ * `records` may be any iterable (a generator): it is consumed once, a block at a time, so a
+ * caller that produces records lazily never holds more than one block of them.
+ */
 export function writeAvroFile(
   schema: object,
-  records: unknown[],
+  records: Iterable<unknown>,
   metadata: Record<string, string>,
   codec: AvroCodec = 'deflate',
 ): Uint8Array {
@@ -78,20 +82,25 @@ export function writeAvroFile(
   const sync = randomBytes(16);
   const parts: Buffer[] = [HEADER.toBuffer({ magic: MAGIC, meta, sync })];
   const BLOCK_RECORDS = 4096; // bounded block size keeps memory flat for big manifests
-  for (let i = 0; i < records.length; i += BLOCK_RECORDS) {
-    const chunk = records.slice(i, i + BLOCK_RECORDS);
-    const body = Buffer.concat(
-      chunk.map((r, j) => {
-        try {
-          return type.toBuffer(r);
-        } catch (e) {
-          throw new IcebergError('DataInvalid', `record ${i + j} does not match the Avro schema: ${(e as Error).message}`, { cause: e });
-        }
-      }),
-    );
+  let block: Buffer[] = [];
+  let n = 0;
+  const flush = (): void => {
+    if (block.length === 0) return;
+    const body = Buffer.concat(block);
     const data = codec === 'deflate' ? deflateRawSync(body) : body;
-    parts.push(LONG_PLAIN.toBuffer(chunk.length), LONG_PLAIN.toBuffer(data.length), data, sync);
+    parts.push(LONG_PLAIN.toBuffer(block.length), LONG_PLAIN.toBuffer(data.length), data, sync);
+    block = [];
+  };
+  for (const r of records) {
+    try {
+      block.push(type.toBuffer(r));
+    } catch (e) {
+      throw new IcebergError('DataInvalid', `record ${n} does not match the Avro schema: ${(e as Error).message}`, { cause: e });
+    }
+    n++;
+    if (block.length === BLOCK_RECORDS) flush();
   }
+  flush();
   const out = Buffer.concat(parts);
   return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
 }
@@ -105,6 +114,24 @@ export interface AvroFile {
 
 /** Reads an object container file (null or deflate codec) with its own writer schema. */
 export function readAvroFile(bytes: Uint8Array, location = '<buffer>'): AvroFile {
+  const f = openAvroFile(bytes, location);
+  return { schema: f.schema, metadata: f.metadata, records: [...f.records()] };
+}
+
+/** An object container file opened for reading: its header now, its records one at a time. */
+export interface AvroRecordSource {
+  schema: AvroSchemaJson;
+  metadata: Record<string, string>;
+  /**
+   * The records, decoded lazily a block at a time (each call starts over). With `readerSchema`
+   * (a projection of the writer schema: same names, fields left out) only its fields are
+   * materialized; the rest are skipped undecoded (Avro schema resolution).
+   */
+  records(readerSchema?: AvroSchemaJson): Generator<unknown>;
+}
+
+/** Opens an object container file (null or deflate codec): reads the header, not the records. */
+export function openAvroFile(bytes: Uint8Array, location = '<buffer>'): AvroRecordSource {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buf.length < 4 || !buf.subarray(0, 4).equals(MAGIC)) {
     throw new IcebergError(
@@ -123,32 +150,45 @@ export function readAvroFile(bytes: Uint8Array, location = '<buffer>'): AvroFile
   }
   const schema = JSON.parse(metadata['avro.schema'] ?? 'null') as AvroSchemaJson;
   const type = avroType(schema);
-  const records: unknown[] = [];
-  let pos = head.offset;
-  while (pos < buf.length) {
-    const count = LONG_PLAIN.decode(buf, pos);
-    const size = LONG_PLAIN.decode(buf, count.offset);
-    if (count.offset < 0 || size.offset < 0) throw new IcebergError('DataInvalid', `${location}: truncated Avro block header at ${pos}`);
-    const start = size.offset;
-    const end = start + (size.value as number);
-    if (end + 16 > buf.length) throw new IcebergError('DataInvalid', `${location}: truncated Avro block at ${pos}`);
-    const raw = buf.subarray(start, end);
-    const data = codec === 'deflate' ? inflateRawSync(raw) : raw;
-    let off = 0;
-    for (let i = 0; i < (count.value as number); i++) {
-      const r = type.decode(data, off);
-      if (r.offset < 0) throw new IcebergError('DataInvalid', `${location}: truncated Avro record in block at ${pos}`);
-      records.push(r.value);
-      off = r.offset;
+  function* records(readerSchema?: AvroSchemaJson): Generator<unknown> {
+    const reader = readerSchema === undefined ? undefined : avroType(readerSchema);
+    const resolver = reader === undefined ? undefined : resolverFor(reader, type);
+    let pos = head.offset;
+    while (pos < buf.length) {
+      const count = LONG_PLAIN.decode(buf, pos);
+      const size = LONG_PLAIN.decode(buf, count.offset);
+      if (count.offset < 0 || size.offset < 0) throw new IcebergError('DataInvalid', `${location}: truncated Avro block header at ${pos}`);
+      const start = size.offset;
+      const end = start + (size.value as number);
+      if (end + 16 > buf.length) throw new IcebergError('DataInvalid', `${location}: truncated Avro block at ${pos}`);
+      if (!buf.subarray(end, end + 16).equals(header.sync))
+        throw new IcebergError('DataInvalid', `${location}: Avro sync marker mismatch at ${end}`);
+      const raw = buf.subarray(start, end);
+      const data = codec === 'deflate' ? inflateRawSync(raw) : raw;
+      let off = 0;
+      for (let i = 0; i < (count.value as number); i++) {
+        const r = reader ? reader.decode(data, off, resolver) : type.decode(data, off);
+        if (r.offset < 0) throw new IcebergError('DataInvalid', `${location}: truncated Avro record in block at ${pos}`);
+        off = r.offset;
+        yield r.value;
+      }
+      pos = end + 16;
     }
-    if (!buf.subarray(end, end + 16).equals(header.sync))
-      throw new IcebergError('DataInvalid', `${location}: Avro sync marker mismatch at ${end}`);
-    pos = end + 16;
   }
   return { schema, metadata, records };
 }
 
-// ---------- schema JSON helpers ----------
+type AvroResolver = ReturnType<avro.Type['createResolver']>;
+const resolvers = new WeakMap<avro.Type, WeakMap<avro.Type, AvroResolver>>();
+/** avsc's resolver from `writer` to `reader` (cached per pair of cached types: avsc compiles each). */
+function resolverFor(reader: avro.Type, writer: avro.Type): AvroResolver {
+  let perWriter = resolvers.get(writer);
+  if (!perWriter) resolvers.set(writer, (perWriter = new WeakMap()));
+  let r = perWriter.get(reader);
+  if (!r) perWriter.set(reader, (r = reader.createResolver(writer)));
+  return r;
+}
+
 export type AvroSchemaJson = string | AvroSchemaObject | AvroSchemaJson[];
 export interface AvroSchemaObject {
   type: string;

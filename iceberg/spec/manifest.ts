@@ -16,7 +16,8 @@ import {
   fieldNamesById,
   fieldSchemaById,
   primitiveToAvro,
-  readAvroFile,
+  openAvroFile,
+  type AvroFieldJson,
   unwrapOptional,
   writeAvroFile,
 } from './avro';
@@ -171,7 +172,8 @@ export interface ManifestWriteArgs {
   schema: Schema;
   /** the snapshot writing this manifest: `added_snapshot_id` in the manifest list */
   snapshotId: bigint;
-  entries: ManifestEntry[];
+  /** any iterable (a generator): consumed once, lazily, so entries never need to be held all at once */
+  entries: Iterable<ManifestEntry>;
   content?: ManifestContent;
   codec?: AvroCodec;
 }
@@ -199,7 +201,7 @@ export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manif
     deletedRows = 0;
   let minSeq: bigint | undefined;
 
-  const records = a.entries.map((e) => {
+  const toRecord = (e: ManifestEntry) => {
     const df = e.dataFile;
     if (df.specId !== a.spec['spec-id']) {
       throw IcebergError.mismatch('DataInvalid', `data file ${df.filePath} spec id`, a.spec['spec-id'], df.specId, false);
@@ -256,12 +258,15 @@ export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manif
         sort_order_id: df.sortOrderId ?? null,
       },
     };
-  });
+  };
+  function* records(): Generator<unknown> {
+    for (const e of a.entries) yield toRecord(e);
+  }
 
   const content = a.content ?? ManifestContent.Data;
   const bytes = writeAvroFile(
     schema,
-    records,
+    records(),
     {
       schema: stringifyIcebergJson(a.schema),
       'schema-id': String(a.schema['schema-id']),
@@ -320,11 +325,59 @@ export interface DecodedManifest {
   partitionFields: PartitionField[] | undefined;
 }
 
+/** A manifest opened for reading: its header now, its entries decoded one at a time. */
+export interface ManifestSource extends Omit<DecodedManifest, 'entries'> {
+  /** entries as stored, decoded lazily (each call starts over) */
+  entries(): Generator<ManifestEntry>;
+}
+
+export interface ManifestReadOptions {
+  /**
+   * false: leave out the column metrics (sizes, value/null/NaN counts, bounds), key metadata,
+   * split offsets and equality ids; they are skipped undecoded. What planning, liveness checks
+   * and reachability need is a few fields per file; a file's metrics are most of its entry
+   * (10,000 entries: ~70 MB of JS objects with them). Default true.
+   */
+  metrics?: boolean;
+}
+
+/** data_file fields (by id) a `metrics: false` read skips. */
+const METRICS_FIELD_IDS = new Set([108, 109, 110, 137, 125, 128, 131, 132, 135]);
+
+/** The writer schema of a manifest with the metrics fields of its data_file left out. */
+function withoutMetrics(schema: AvroSchemaJson): AvroSchemaJson {
+  const entry = schema as AvroSchemaObject & { fields: Array<AvroFieldJson> };
+  return {
+    ...entry,
+    fields: entry.fields.map((f) => {
+      if (f['field-id'] !== 2) return f;
+      const df = unwrapOptional(f.type) as AvroSchemaObject & { fields: Array<AvroFieldJson> };
+      return { ...f, type: { ...df, fields: df.fields.filter((x) => !METRICS_FIELD_IDS.has(Number(x['field-id']))) } };
+    }),
+  } as AvroSchemaJson;
+}
+
 type Rec = Record<string, unknown>;
 
 /** Decodes a manifest written by any v1/v2 writer, resolving fields by id. */
-export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specIdHint?: number): DecodedManifest {
-  const file = readAvroFile(bytes, location);
+export function decodeManifest(
+  bytes: Uint8Array,
+  location = '<manifest>',
+  specIdHint?: number,
+  opts: ManifestReadOptions = {},
+): DecodedManifest {
+  const m = openManifest(bytes, location, specIdHint, opts);
+  return { ...m, entries: [...m.entries()] };
+}
+
+/** Opens a manifest written by any v1/v2 writer (fields resolved by id); entries come lazily. */
+export function openManifest(
+  bytes: Uint8Array,
+  location = '<manifest>',
+  specIdHint?: number,
+  opts: ManifestReadOptions = {},
+): ManifestSource {
+  const file = openAvroFile(bytes, location);
   const md = file.metadata;
   const formatVersion = Number(md['format-version'] ?? '1');
   const partitionFields = md['partition-spec'] ? (JSON.parse(md['partition-spec']) as PartitionField[]) : undefined;
@@ -337,6 +390,7 @@ export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specI
   const partSchema = fieldSchemaById(dfSchema, 102);
   const pNames = partSchema ? fieldNamesById(partSchema) : new Map<number, string>();
   const nameOfPartitionField = new Map((partitionFields ?? []).map((f) => [f['field-id'], f.name]));
+  const readerSchema = opts.metrics === false ? withoutMetrics(file.schema) : undefined;
 
   const get = (r: Rec, names: Map<number, string>, id: number): unknown => {
     const n = names.get(id);
@@ -350,7 +404,7 @@ export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specI
     v === null || v === undefined ? undefined : new Map((v as Array<{ key: number; value: Buffer }>).map((kv) => [kv.key, u8(kv.value)]));
   const optBig = (v: unknown): bigint | null => (v === null || v === undefined ? null : BigInt(v as bigint));
 
-  const entries = file.records.map((raw): ManifestEntry => {
+  const toEntry = (raw: unknown): ManifestEntry => {
     const r = raw as Rec;
     const d = get(r, eNames, 2) as Rec;
     const p = (get(d, dNames, 102) ?? {}) as Rec;
@@ -395,8 +449,11 @@ export function decodeManifest(bytes: Uint8Array, location = '<manifest>', specI
       fileSequenceNumber: optBig(get(r, eNames, 4)),
       dataFile: df,
     };
-  });
-  return { entries, metadata: md, formatVersion, specId, partitionFields };
+  };
+  function* entries(): Generator<ManifestEntry> {
+    for (const raw of file.records(readerSchema)) yield toEntry(raw);
+  }
+  return { metadata: md, formatVersion, specId, partitionFields, entries };
 }
 
 /**
@@ -416,9 +473,14 @@ export function inheritFromManifest(e: ManifestEntry, m: ManifestFile): Manifest
 }
 
 /** Reads a manifest's entries with inheritance applied; DELETED entries only when asked. */
-export async function readManifest(io: FileIO, m: ManifestFile, opts: { includeDeleted?: boolean } = {}): Promise<ManifestEntry[]> {
-  const decoded = decodeManifest(await io.read(m.manifestPath), m.manifestPath, m.partitionSpecId);
-  return decoded.entries
-    .filter((e) => opts.includeDeleted || e.status !== ManifestEntryStatus.Deleted)
-    .map((e) => inheritFromManifest(e, m));
+export async function readManifest(
+  io: FileIO,
+  m: ManifestFile,
+  opts: { includeDeleted?: boolean } & ManifestReadOptions = {},
+): Promise<ManifestEntry[]> {
+  const out: ManifestEntry[] = [];
+  for (const e of openManifest(await io.read(m.manifestPath), m.manifestPath, m.partitionSpecId, opts).entries()) {
+    if (opts.includeDeleted || e.status !== ManifestEntryStatus.Deleted) out.push(inheritFromManifest(e, m));
+  }
+  return out;
 }

@@ -109,18 +109,19 @@ export async function unreachableFiles(
   const candidates = new Set<string>();
   const goneManifests = new Set<string>();
   const removedEntries = await mapConcurrent([...removedManifests.values()], MANIFEST_READ_CONCURRENCY, async (m) => {
-    const entries = await goneOk(readManifest(io, m, { includeDeleted: true }), null);
+    const entries = await goneOk(readManifest(io, m, { includeDeleted: true, metrics: false }), null);
     if (entries === null) goneManifests.add(m.manifestPath);
-    return entries ?? [];
+    return (entries ?? []).map((e) => e.dataFile.filePath);
   });
-  for (const e of removedEntries.flat()) candidates.add(e.dataFile.filePath);
+  for (const p of removedEntries.flat()) candidates.add(p);
   if (candidates.size > 0) {
     // a file stays if any retained manifest still lists it as live
     const withLive = [...retainedManifests.values()].filter(
       (m) => !(m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0),
     );
-    const retainedEntries = await mapConcurrent(withLive, MANIFEST_READ_CONCURRENCY, (m) => readManifest(io, m));
-    for (const e of retainedEntries.flat()) candidates.delete(e.dataFile.filePath);
+    await mapConcurrent(withLive, MANIFEST_READ_CONCURRENCY, async (m) => {
+      for (const e of await readManifest(io, m, { metrics: false })) candidates.delete(e.dataFile.filePath);
+    });
   }
   return {
     snapshotIds: expire.map((s) => s['snapshot-id']),

@@ -227,3 +227,24 @@ test('data file wire form survives JSON (Temporal history) exactly', () => {
   assert.deepEqual(back, df);
   assert.ok(Object.is(back.partition['z'], -0));
 });
+
+test('manifest streaming: entries from a generator span several Avro blocks; a metrics-free read skips only the metrics', () => {
+  // 9,000 entries: three 4096-record blocks, produced lazily and read back lazily
+  function* entries(): Generator<ManifestEntry> {
+    for (let i = 0; i < 9000; i++)
+      yield { status: ManifestEntryStatus.Existing, snapshotId: 7n, sequenceNumber: 3n, fileSequenceNumber: 3n, dataFile: file(i) };
+  }
+  const { bytes, manifest } = encodeManifest({ location: 'memory://m.avro', spec, schema, snapshotId: BIG, entries: entries() });
+  assert.equal(manifest.existingFilesCount, 9000);
+  const full = decodeManifest(bytes);
+  assert.equal(full.entries.length, 9000);
+  assert.deepEqual(full.entries[8999], [...entries()][8999]);
+  const slim = decodeManifest(bytes, 'memory://m.avro', undefined, { metrics: false });
+  assert.equal(slim.entries.length, 9000);
+  for (const i of [0, 4095, 4096, 8999]) {
+    const { columnSizes, valueCounts, nullValueCounts, nanValueCounts, lowerBounds, upperBounds, splitOffsets, ...identity } = file(i);
+    void [columnSizes, valueCounts, nullValueCounts, nanValueCounts, lowerBounds, upperBounds, splitOffsets];
+    assert.deepEqual(slim.entries[i]!.dataFile, identity, `entry ${i}: identity, partition, counts and sort order, no metrics`);
+    assert.equal(slim.entries[i]!.sequenceNumber, 3n);
+  }
+});
