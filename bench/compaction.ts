@@ -11,7 +11,7 @@
  * floe's time is the workflow's own duration (plan + rewrite + commit), not worker start-up.
  * The reference does strictly less work: no Iceberg metrics, no manifests, no commit.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
@@ -25,7 +25,7 @@ import { liveDataFiles, toLiveFiles } from '../maintenance/index';
 import { fastAppend } from '../iceberg/transaction';
 import { connectClient } from '../client';
 import { compactTable } from '../client/maintenance';
-import { spawnWorker } from '../workers/process';
+import { spawnWorker, WORKER_V8_FLAGS } from '../workers/process';
 import { orderEvents } from '../demo/generator';
 import type { Row } from '../ingest/decode';
 import { s3Options } from '../ingest/storage';
@@ -40,6 +40,13 @@ const FILES = arg('files', 'FLOE_BENCH_FILES', 10_000);
 const ROWS = arg('rows-per-file', 'FLOE_BENCH_ROWS_PER_FILE', 100);
 /** `--no-reference`: floe only (quicker iterations on floe's side). */
 const SKIP_REFERENCE = process.argv.includes('--no-reference');
+/** `--source`: the worker runs the TypeScript sources through tsx instead of the compiled build (dist/, as in production). */
+const FROM_SOURCE = process.argv.includes('--source');
+/** `--node-args "--max-semi-space-size=4"`: the worker's V8 flags (default WORKER_V8_FLAGS; `--node-args ""` for V8's defaults). */
+const NODE_ARGS = (() => {
+  const i = process.argv.indexOf('--node-args');
+  return i >= 0 ? process.argv[i + 1]!.split(/\s+/).filter(Boolean) : WORKER_V8_FLAGS;
+})();
 
 function benchConfig(name: string): { path: string; table: string; cfg: FloeConfig } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;
@@ -162,7 +169,10 @@ async function main(): Promise<void> {
         { timeoutMs: 60 * 60_000 },
       );
 
-  const worker = spawnWorker(path, join(floeHome(), 'logs', `${name}-worker.log`));
+  if (!FROM_SOURCE && !existsSync(resolve(__dirname, '../dist/cli/main.js'))) {
+    throw new Error('bench/compaction.ts runs the compiled worker: npm run build first (or pass --source)');
+  }
+  const worker = spawnWorker(path, join(floeHome(), 'logs', `${name}-worker.log`), {}, { compiled: !FROM_SOURCE, nodeArgs: NODE_ARGS });
   const fc = await connectClient(cfg);
   try {
     await sleep(15_000); // worker start-up (workflow bundle) is not part of the measurement
@@ -206,6 +216,12 @@ async function main(): Promise<void> {
       ],
       ['peak RSS MB', (peak / 1048576).toFixed(0), (ref.peakRssBytes / 1048576).toFixed(0), (peak / ref.peakRssBytes).toFixed(2)],
       ['RSS before the rewrite MB', (baseline / 1048576).toFixed(0), (ref.baselineRssBytes / 1048576).toFixed(0), ''],
+      [
+        'peak - before MB',
+        ((peak - baseline) / 1048576).toFixed(0),
+        ((ref.peakRssBytes - ref.baselineRssBytes) / 1048576).toFixed(0),
+        ((peak - baseline) / (ref.peakRssBytes - ref.baselineRssBytes)).toFixed(2),
+      ],
     ];
     const w = rows[0]!.map((_, i) => Math.max(...rows.map((x) => x[i]!.length)));
     const records = live.reduce((a, f) => a + f.records, 0);
@@ -214,7 +230,7 @@ async function main(): Promise<void> {
     );
     for (const row of rows) console.log(row.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  '));
     console.log(
-      `floe's peak is the worker process's VmHWM during the compaction (${reset ? 'reset after start-up' : 'sampled every 20 ms'}; start-up peak ${(startupPeak / 1048576).toFixed(0)} MB; 20 ms samples max ${(sampled.rss / 1048576).toFixed(0)} MB at ${(sampled.at / 1000).toFixed(1)} s), including the Temporal runtime and workflow bundle; pyarrow's is its process's ru_maxrss, including the interpreter and pyarrow`,
+      `floe's peak is the worker process's VmHWM during the compaction (${reset ? 'reset after start-up' : 'sampled every 20 ms'}; start-up peak ${(startupPeak / 1048576).toFixed(0)} MB; 20 ms samples max ${(sampled.rss / 1048576).toFixed(0)} MB at ${(sampled.at / 1000).toFixed(1)} s), including the Temporal runtime and workflow bundle (worker: ${FROM_SOURCE ? 'sources through tsx' : 'compiled dist/'}${NODE_ARGS.length ? ` ${NODE_ARGS.join(' ')}` : ''}); pyarrow's is its process's ru_maxrss, including the interpreter and pyarrow`,
     );
     if (r.failed_data_file_groups.length) console.log(`failed groups: ${JSON.stringify(r.failed_data_file_groups)}`);
   } finally {

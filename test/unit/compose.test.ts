@@ -15,6 +15,7 @@ import { OPTIONAL_ENV_VARS, PG_DEFAULTS, PORTS, S3_DEFAULTS, WORKER_ENV_VARS } f
 import { s3Identities } from '../../stack/services';
 import { IMAGES, MAVEN, PYTHON, pythonRequirements } from '../../stack/versions';
 import { venvBin } from '../../stack/python';
+import { WORKER_V8_FLAGS } from '../../workers/process';
 import { registry } from '../../observability/metrics';
 import { dashboardExprs, dashboardSeries } from '../support/dashboard';
 
@@ -377,7 +378,11 @@ describe('Dockerfile', () => {
       /^COPY --from=build \/src\/dist \.\/dist$/m,
       'the image takes dist/ (with dist/workflow-bundle.js) from the build',
     );
-    assert.match(runtime, /^CMD \["node", "dist\/cli\/main\.js", "worker"\]$/m, 'plain node on the compiled CLI');
+    assert.equal(
+      /^CMD (.+)$/m.exec(runtime)?.[1],
+      JSON.stringify(['node', ...WORKER_V8_FLAGS, 'dist/cli/main.js', 'worker']).replaceAll(',', ', '),
+      'plain node on the compiled CLI, with the V8 flags every worker gets (workers/process.ts)',
+    );
     assert.doesNotMatch(runtime, /tsx|cli\/main\.ts/, 'no TypeScript at run time');
     const user = [...runtime.matchAll(/^USER (\S+)$/gm)].at(-1)?.[1];
     assert.ok(user && user !== 'root' && user !== '0', `the worker runs as a non-root user, found USER ${user}`);
