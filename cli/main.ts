@@ -30,8 +30,14 @@ function packageVersion(): string {
   return 'unknown';
 }
 
+/** `--json` anywhere: every error, a usage error too, is one JSON line on stderr. */
+const JSON_ERRORS = process.argv.includes('--json');
+
 const program = new Command();
 program
+  // Inherited by every subcommand registered below: with --json, Commander's own error text is
+  // replaced by the JSON line printed at the end (help and --version still print as text).
+  .configureOutput({ outputError: (text, write) => (JSON_ERRORS ? undefined : write(text)) })
   .name('floe')
   .description('Exactly-once Kafka -> Apache Iceberg ingestion and table maintenance on Temporal')
   .version(packageVersion(), '-V, --version', 'print the floe version')
@@ -57,10 +63,15 @@ registerStatusCommand(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
   const code = exitCodeOf(err);
-  // Commander has already printed its own message (usage errors) or the help/version text.
-  if (!(err instanceof CommanderError)) {
-    if (process.argv.includes('--json')) console.error(JSON.stringify({ error: err.message, exitCode: code }));
-    else console.error(`floe: ${err.message}`);
+  // Commander has already printed the help/version text, and its own message for a usage error
+  // unless --json asked for JSON.
+  const printed =
+    err instanceof CommanderError &&
+    (!JSON_ERRORS || ['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(err.code));
+  if (!printed) {
+    const message = err instanceof CommanderError ? err.message.replace(/^error: /, '') : err.message;
+    if (JSON_ERRORS) console.error(JSON.stringify({ error: message, exitCode: code }));
+    else console.error(`floe: ${message}`);
   }
   process.exit(code);
 });

@@ -33,13 +33,28 @@ export function s3Options(s3: S3Config, env: NodeJS.ProcessEnv = process.env): S
 }
 
 /**
- * Resolves the configured S3 credentials now when the warehouse is on S3 (nothing to check for
- * file:// or memory://). Throws an IcebergError naming every source the AWS chain tried.
+ * Whether a worker must hold S3 credentials of its own, so they are resolved at start:
+ * - the warehouse (or table location base) is on S3: every write uses them;
+ * - a REST catalog that places tables itself (no location base) and signs its requests with
+ *   SigV4 (Glue, S3 Tables): the same AWS credentials sign and write, so none is fatal;
+ * - keys named in the config (`s3.accessKeyId` ...): a missing variable or file fails now.
+ * A REST catalog without SigV4 that places tables itself may vend each table's keys
+ * (Polaris, Lakekeeper): the process may rightly have none, so nothing is required at start.
+ * file:// and memory:// warehouses need none.
+ */
+export function storageCredentialsRequired(cfg: FloeConfig): boolean {
+  if (cfg.s3.credentials.source === 'keys') return true;
+  const base = tableLocationBase(cfg.catalog);
+  if (base !== undefined) return schemeOf(base) === 's3';
+  return cfg.catalog.type === 'rest' && cfg.catalog.properties?.['rest.sigv4-enabled'] === 'true';
+}
+
+/**
+ * Resolves the configured S3 credentials now when the worker needs its own
+ * (storageCredentialsRequired). Throws an IcebergError naming every source the AWS chain tried.
  */
 export async function checkStorageCredentials(cfg: FloeConfig): Promise<void> {
-  // A REST catalog that places tables itself (no location base) vends their keys or uses the chain.
-  const base = tableLocationBase(cfg.catalog);
-  if (base === undefined || schemeOf(base) !== 's3') return;
+  if (!storageCredentialsRequired(cfg)) return;
   const io = new S3FileIO(s3Options(cfg.s3));
   try {
     await io.checkCredentials();

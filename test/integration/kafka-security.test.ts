@@ -32,7 +32,7 @@ import { createDeps } from '../../ingest/deps';
 import { connectKafka, KafkaSecurityError } from '../../ingest/kafka-security';
 import { backfillWorkflowId, ingestWorkflowId } from '../../workflows';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
-import { historyToJson } from '../support/workflow-env';
+import { assertHistoriesFreeOf } from '../support/history-secrets';
 
 const env = stackEnv();
 const sec = env.kafka.secure;
@@ -287,26 +287,13 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
       assert.deepEqual(bv.problems, []);
       assert.equal(bv.rows, messages);
 
-      // Neither the history (every run of the ingest and backfill workflows) nor the worker log holds the password.
-      // Every run visibility lists (continue-as-new), and the latest run of each id in any case
-      // (visibility may lag behind a workflow that just finished).
-      const runIds = new Map<string, string | undefined>();
-      for (const id of [ingestWorkflowId(c.table, 'main'), backfillWorkflowId(`demo.${name}_backfill`, from, to)]) {
-        runIds.set(`${id}/latest`, undefined);
-        for await (const wf of fc.client.workflow.list({ query: `WorkflowId = '${id}'` })) runIds.set(`${id}/${wf.runId}`, wf.runId);
-      }
-      let runs = 0;
-      for (const [key, runId] of runIds) {
-        const id = key.slice(0, key.lastIndexOf('/'));
-        const json = historyToJson(await fc.client.workflow.getHandle(id, runId).fetchHistory());
-        // Payloads are base64 in proto JSON: search them decoded too.
-        const decoded = [...json.matchAll(/"data": "([A-Za-z0-9+/=]+)"/g)]
-          .map((m) => Buffer.from(m[1]!, 'base64').toString('utf8'))
-          .join('\n');
-        assert.ok(decoded.includes(c.table), 'the decoded payloads hold the workflow input (the search can see inputs)');
-        for (const text of [json, decoded]) assert.ok(!text.includes(password), 'the workflow history holds the Kafka password');
-        runs++;
-      }
+      // Neither the history (every run of the ingest and backfill workflows, payloads decoded) nor the worker log holds the password.
+      const runs = await assertHistoriesFreeOf(
+        fc.client,
+        [ingestWorkflowId(c.table, 'main'), backfillWorkflowId(`demo.${name}_backfill`, from, to)],
+        [password],
+        c.table,
+      );
       assert.ok(runs >= 2, `histories searched: ${runs}`);
     } finally {
       await fc?.close();

@@ -152,4 +152,26 @@ describe('S3 credentials from the AWS default chain (real SeaweedFS)', { timeout
       assert.match(out, source);
     assert.doesNotMatch(out, /polling task queue/, 'it never started polling');
   });
+
+  it('the same for a SigV4 REST catalog that places tables itself (Glue, S3 Tables): no location base, still checked', async () => {
+    // examples/production.yaml's catalog: warehouse is an account id, not a URI. The check comes
+    // before any connection, so the unreachable catalog address is never dialled.
+    const path = join(root, 'glue-no-creds.yaml');
+    writeFileSync(
+      path,
+      JSON.stringify({
+        catalog: {
+          type: 'rest',
+          uri: 'http://127.0.0.1:9/iceberg',
+          warehouse: '123456789012',
+          properties: { 'rest.sigv4-enabled': 'true', 'rest.signing-name': 'glue', 'rest.signing-region': 'eu-west-1' },
+        },
+        s3: { region: 'eu-west-1' },
+      }),
+    );
+    const r = await run([join(REPO, 'cli/main.ts'), '-c', path, 'worker'], cleanEnv({}), 120_000);
+    assert.equal(r.code, 1, `exit 1:\n${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout + r.stderr, /no credentials for AWS S3: the AWS default credential chain found none\. Tried, in order:/);
+    assert.doesNotMatch(r.stdout + r.stderr, /polling task queue/);
+  });
 });

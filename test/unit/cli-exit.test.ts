@@ -4,6 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,5 +84,26 @@ describe('exit codes', () => {
       rows,
       EXIT_CODES.map((c) => ({ code: c.code, meaning: c.meaning })),
     );
+  });
+});
+
+describe('errors with --json', () => {
+  const cli = (args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', join(__dirname, '../../cli/main.ts'), ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('a usage error (unknown option) is one JSON line on stderr with exit 2; without --json, text', () => {
+    const r = cli(['ingest', 'status', 'demo.orders', '--bogus', '--json']);
+    assert.equal(r.status, EXIT.usage);
+    assert.deepEqual(JSON.parse(r.stderr.trim()), { error: "unknown option '--bogus'", exitCode: EXIT.usage });
+    assert.equal(r.stdout, '');
+    const text = cli(['ingest', 'status', 'demo.orders', '--bogus']);
+    assert.equal(text.status, EXIT.usage);
+    assert.match(text.stderr, /^error: unknown option '--bogus'$/m);
+  });
+
+  it('--version and --help still print text and exit 0', () => {
+    const v = cli(['--version', '--json']);
+    assert.equal(v.status, 0);
+    assert.match(v.stdout, /^\d+\.\d+\.\d+/);
   });
 });

@@ -204,8 +204,11 @@ describe('docker-compose.yml', () => {
       const test = [hc.test].flat();
       assert.ok(['CMD', 'CMD-SHELL'].includes(test[0]!), `${name} healthcheck test starts with CMD or CMD-SHELL`);
     }
-    // The worker is healthy while a worker polls its task queue (`floe workers`, compiled).
-    assert.deepEqual([service('floe-worker').healthcheck!.test].flat(), ['CMD', 'node', 'dist/cli/main.js', 'workers']);
+    // Each worker replica is healthy while its own process answers on its metrics port.
+    const workerCheck = [service('floe-worker').healthcheck!.test].flat();
+    assert.deepEqual(workerCheck.slice(0, 3), ['CMD', 'node', '-e']);
+    const port = (service('floe-worker') as { environment: Record<string, string> }).environment.FLOE_METRICS_PORT;
+    assert.ok(workerCheck[3]!.includes(`http://127.0.0.1:${port}/metrics`), `${workerCheck[3]} checks port ${port}`);
     assert.equal(depends('floe-worker')['temporal-namespace'], 'service_completed_successfully');
   });
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../config';
 import { resolveTemporalTarget } from '../../client/connection';
-import { s3Options } from '../../ingest/storage';
+import { s3Options, storageCredentialsRequired } from '../../ingest/storage';
 import { S3FileIO } from '../../iceberg/io';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-conn-'));
@@ -109,6 +109,31 @@ describe('s3 credentials', () => {
     assert.equal(base.withOptions({ accessKeyId: 'x', secretAccessKey: 'y' }).credentialSource, 'static');
     base.client.destroy();
     vended.client.destroy();
+  });
+
+  it('which configs must hold S3 credentials of their own at worker start', () => {
+    const rest = (properties: Record<string, string>, extra: Record<string, unknown> = {}) =>
+      parse({
+        s3: { region: 'eu-west-1' },
+        catalog: { type: 'rest', uri: 'https://cat.example', warehouse: 'lake', properties, ...extra },
+      });
+    // Glue / S3 Tables: the catalog places tables, and SigV4 signs with the same AWS credentials.
+    assert.equal(storageCredentialsRequired(rest({ 'rest.sigv4-enabled': 'true', 'rest.signing-name': 'glue' })), true);
+    // An OAuth2 catalog that places tables may vend each table's keys: none required of the process.
+    assert.equal(storageCredentialsRequired(rest({ scope: 'PRINCIPAL_ROLE:ALL' })), false);
+    // A location base on S3: every write needs them.
+    assert.equal(storageCredentialsRequired(rest({}, { location: 's3://lake/tables' })), true);
+    assert.equal(
+      storageCredentialsRequired(parse({ s3: {}, catalog: { type: 'sql', uri: 'sqlite:///x.db', warehouse: 's3://b/w' } })),
+      true,
+    );
+    assert.equal(storageCredentialsRequired(parse({ catalog: { type: 'sql', uri: 'sqlite:///x.db', warehouse: 'file:///tmp/w' } })), false);
+    // Keys named in the config are read at start whatever the catalog (a missing variable fails there).
+    const keyed = parse({
+      s3: { accessKeyIdEnv: 'MY_KEY', secretAccessKeyEnv: 'MY_SECRET' },
+      catalog: { type: 'rest', uri: 'https://cat.example', warehouse: 'lake' },
+    });
+    assert.equal(storageCredentialsRequired(keyed), true);
   });
 });
 

