@@ -10,7 +10,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,6 +22,7 @@ import { connectClient, ingestStatus, startIngest, type FloeClient } from '../..
 import { applySchedules } from '../../client/maintenance';
 import { loadConfig, type FloeConfig } from '../../config';
 import { ingestWorkflowId, maintenanceScheduleId } from '../../workflows';
+import { windowRowsPerSecond, type IngestStatus } from '../../workflows/ingest-state';
 import { scenarioConfig } from '../../demo/config';
 import { produceOrderEvents } from '../support/produce';
 import { withWorker } from './maintenance-oracles';
@@ -130,10 +131,14 @@ describe('floe status and ingest stop --wait (real stack, the CLI as a process)'
 
       // stop --wait: exit 0 with the final status, and by then the run has completed.
       assert.equal(stopA.code, 0, stopA.stderr);
-      const final = JSON.parse(stopA.stdout) as { state: string; totalRows: number; rowsPerSecond: number; recentCommits: unknown[] };
+      const final = JSON.parse(stopA.stdout) as IngestStatus & { rowsPerSecond: number; recentCommits: [number, number][] };
       assert.equal(final.state, 'stopped');
       assert.equal(final.totalRows, 20);
       assert.ok(final.recentCommits.length >= 1);
+      // rows/s is the average over the last minute of commits as of the last commit, not the last cycle's.
+      const windowed = windowRowsPerSecond(final.recentCommits, final.lastCommitTimeMs!);
+      if (windowed !== null) assert.equal(final.rowsPerSecond, windowed);
+      assert.ok(final.rowsPerSecond >= 0);
       assert.equal((await fc.client.workflow.getHandle(ingestWorkflowId(a, 'main')).describe()).status.name, 'COMPLETED');
 
       const st = await floe(path, 'status', '--json');
@@ -165,6 +170,33 @@ describe('floe status and ingest stop --wait (real stack, the CLI as a process)'
       const text = await floe(path, 'status');
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, new RegExp(`${b.replace('.', '\\.')}: ingest failed: TableDrift`));
+
+      // --watch --json: one document per refresh until interrupted (SIGINT, as Ctrl-C), then exit 0.
+      const watch = spawn(
+        process.execPath,
+        ['--import', 'tsx', resolve(ROOT, 'cli/main.ts'), '-c', path, 'status', '--watch', '1s', '--json'],
+        {
+          cwd: ROOT,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let out = '';
+      watch.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((res) => watch.on('exit', (code) => res(code)));
+      const t0 = Date.now();
+      while (out.split('\n').filter(Boolean).length < 3 && Date.now() - t0 < 40_000) await sleep(200);
+      watch.kill('SIGINT');
+      assert.equal(await exited, 0);
+      const docs = out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { tables: { table: string }[] });
+      assert.ok(docs.length >= 3, `${docs.length} refreshes`);
+      for (const d of docs)
+        assert.deepEqual(
+          d.tables.map((x) => x.table),
+          [a, b],
+        );
     });
   });
 });

@@ -2,7 +2,8 @@
  * The worker's /metrics on the real stack (issue 14 item 1): a worker process with
  * FLOE_METRICS_PORT ingests N messages; a scrape over HTTP agrees with the table (rows committed ==
  * the table's row count, one commit-latency observation per ingest commit), lag reaches 0, the
- * Temporal runtime's metrics are served on the same port, and compaction's results are counted.
+ * Temporal runtime's metrics are served on the same port, and compaction's, expiry's and orphan
+ * removal's results are counted.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +16,8 @@ import { scenarioConfig } from '../../demo/config';
 import { orderEvents, eventKey } from '../../demo/generator';
 import { loadConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
-import { compactTable } from '../../client/maintenance';
+import { compactTable, expireTable, removeOrphans } from '../../client/maintenance';
+import { openTables } from '../../ingest/tables';
 import { tableCommitRows } from '../../client/tables';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { freeLoopbackPort } from '../../observability/metrics-server';
@@ -33,7 +35,7 @@ async function until(ok: () => Promise<boolean>, timeoutMs = 40_000): Promise<vo
   }
 }
 
-describe('worker /metrics (real stack)', { timeout: 120_000 }, () => {
+describe('worker /metrics (real stack)', { timeout: 180_000 }, () => {
   const name = `it_metrics_${Date.now().toString(36)}`;
   const { path: configPath, table, topic } = scenarioConfig(name, 3, '1s');
   const cfg = loadConfig(configPath);
@@ -143,5 +145,27 @@ describe('worker /metrics (real stack)', { timeout: 120_000 }, () => {
     assert.equal(sumOf(samples, 'floe_compaction_groups_total', { table, result: 'committed' }) > 0, true);
     assert.equal(sumOf(samples, 'floe_table_data_files', t), res.after.files, 'table files as compaction left them');
     assert.equal(sumOf(samples, 'floe_table_data_bytes', t), res.after.bytes);
+  });
+
+  it('counts expiry and orphan removal results', async () => {
+    const expired = await expireTable(fc!, table, { olderThanMs: 1, retainLast: 1 });
+    assert.ok(expired.expiredSnapshots >= 1, `expiry removed ${expired.expiredSnapshots} snapshots`);
+    // One orphan in the data directory (no commit references it), old enough once the grace passes.
+    const tables = await openTables(cfg);
+    const location = (await tables.load(table)).metadata.location;
+    await tables.io.write(`${location}/data/orphan-${name}.parquet`, new Uint8Array(64));
+    await tables.close();
+    await sleep(2500);
+    const orphans = await removeOrphans(fc!, table, { olderThanMs: 1000, force: true });
+    assert.ok(orphans.orphans >= 1 && orphans.deleted === orphans.orphans, JSON.stringify(orphans));
+    const { samples } = await scrape(url);
+    const t = { table };
+    assert.equal(sumOf(samples, 'floe_expired_snapshots_total', t), expired.expiredSnapshots);
+    for (const [kind, n] of Object.entries(expired.deleted))
+      assert.equal(sumOf(samples, 'floe_expiry_deleted_files_total', { table, kind }), n, `deleted ${kind}`);
+    assert.ok(sumOf(samples, 'floe_expiry_deleted_files_total', t) >= 1, 'expiry deleted files');
+    assert.equal(sumOf(samples, 'floe_orphan_files_found_total', t), orphans.orphans);
+    assert.equal(sumOf(samples, 'floe_orphan_files_deleted_total', t), orphans.deleted);
+    assert.equal(sumOf(samples, 'floe_orphan_bytes_found_total', t), orphans.orphanBytes);
   });
 });
