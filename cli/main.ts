@@ -5,6 +5,7 @@
  * runs this file through tsx.
  */
 import './runtime';
+import { quietKafkajsTimeoutWarning } from '../observability/warnings';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Command, CommanderError } from 'commander';
@@ -29,6 +30,8 @@ function packageVersion(): string {
   }
   return 'unknown';
 }
+
+quietKafkajsTimeoutWarning();
 
 /** `--json` anywhere: every error, a usage error too, is one JSON line on stderr. */
 const JSON_ERRORS = process.argv.includes('--json');

@@ -10,6 +10,7 @@
  * appear in a line's fields (one or two levels deep); messages never carry them in the first place.
  */
 import { pino, type Logger as Pino, type LevelWithSilent, type DestinationStream } from 'pino';
+import { isKafkajsNegativeTimeout } from './warnings';
 
 export type LogFormat = 'json' | 'text';
 export type { Pino as Logger };
@@ -130,5 +131,8 @@ export function setLogger(l: Pino): void {
  */
 export function routeProcessWarnings(): void {
   process.removeAllListeners('warning');
-  process.on('warning', (w) => log().warn({ warning: w.name, code: (w as NodeJS.ErrnoException).code }, w.message));
+  process.on('warning', (w) => {
+    if (isKafkajsNegativeTimeout(w)) return;
+    log().warn({ warning: w.name, code: (w as NodeJS.ErrnoException).code }, w.message);
+  });
 }
