@@ -26,6 +26,8 @@ import type { FileListEntry } from '../ingest/types';
 import { commitCycle } from '../ingest/commit-cycle';
 import { dataFileToWire } from '../iceberg/spec/data-file';
 
+/** `--codec lz4|snappy|zstd|uncompressed`: the table's write.parquet.compression-codec (default: Iceberg's zstd). */
+const CODEC = process.argv.includes('--codec') ? process.argv[process.argv.indexOf('--codec') + 1] : undefined;
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : def;
@@ -44,6 +46,7 @@ function config(name: string): FloeConfig {
       parallelism: 1,
       maxRecordsPerCycle: Math.ceil(EVENTS / CYCLES),
       maxBytesPerCycle: 256 * 1024 * 1024,
+      ...(CODEC ? { properties: { 'write.parquet.compression-codec': CODEC } } : {}),
     }),
   );
 }

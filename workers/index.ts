@@ -33,6 +33,8 @@ export async function createWorker(
   let deps: Awaited<ReturnType<typeof createDeps>> | undefined;
   try {
     deps = await createDeps(cfg);
+    // Encoder threads load while the worker connects and bundles, not in its first cycle.
+    deps.encoders?.warm();
     const opened = deps;
     const worker = await Worker.create({
       connection,

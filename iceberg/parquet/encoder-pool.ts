@@ -231,7 +231,18 @@ export class EncoderPool {
     this.threads = new Array<EncoderThread | undefined>(size).fill(undefined);
   }
 
-  /** A FileEncoderFactory that encodes on this pool's threads (started on first use). */
+  /**
+   * Starts every thread now (loading the encoder and parquet-wasm takes ~100-200 ms per thread), so
+   * a worker's first cycle after a start or a restart does not wait for it. Otherwise threads start
+   * on first use.
+   */
+  warm(): this {
+    if (this.closed) return this;
+    for (let i = 0; i < this.threads.length; i++) if (!this.threads[i] || this.threads[i]!.dead) this.threads[i] = new EncoderThread();
+    return this;
+  }
+
+  /** A FileEncoderFactory that encodes on this pool's threads (started on first use, or by warm()). */
   readonly open: FileEncoderFactory = (schema, arrowSchema, options) => {
     if (this.closed) throw new IcebergError('Unexpected', 'Parquet encoder pool closed');
     let best = -1;

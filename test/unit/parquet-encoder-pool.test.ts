@@ -144,6 +144,21 @@ describe('Parquet encoder pool (worker threads)', () => {
     }
   });
 
+  it('warm() starts every thread before the first file, and a closed pool starts none', async () => {
+    const pool = new EncoderPool(2);
+    const threads = (p: EncoderPool) => (p as unknown as { threads: unknown[] }).threads.filter(Boolean).length;
+    assert.equal(threads(pool), 0, 'threads start on first use by default');
+    assert.equal(pool.warm(), pool);
+    assert.equal(threads(pool), 2);
+    pool.warm();
+    assert.equal(threads(pool), 2, 'warm() twice starts no more');
+    await pool.close();
+    const closed = new EncoderPool(1);
+    await closed.close();
+    closed.warm();
+    assert.equal(threads(closed), 0);
+  });
+
   it('refuses a pool of no threads', () => {
     assert.throws(() => new EncoderPool(0), /encoder threads: expected an integer >= 1, found 0/);
   });
