@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
 import { columnsToRecordBatch, icebergToArrowSchema, MetricsCollector } from '../../iceberg/parquet';
+import { truncateBinaryLower, truncateBinaryUpper, truncateStringLower, truncateStringUpper } from '../../iceberg/parquet/metrics';
 import { compareUnsignedBytes, toBytes, type PrimitiveValue } from '../../iceberg/spec/conversions';
 import type { PrimitiveType, Schema } from '../../iceberg/spec/types';
 import { prng } from '../../bench/support/prng';
@@ -124,4 +125,64 @@ test('metrics over several batches combine like one batch', () => {
   const parts = new MetricsCollector(schema);
   for (let a = 0; a < n; a += 37) parts.add(batch.slice(a, Math.min(n, a + 37)));
   assert.deepEqual(parts.result(), whole.result());
+});
+
+test('truncated bounds of long values sharing long prefixes equal the bounds of the whole values, truncated', () => {
+  // The min/max scan compares only the bytes that can decide a truncated bound (boundPrefixBytes):
+  // values that differ only after 4L+1 bytes (strings) or L+1 bytes (binary) tie. Edge cases: a
+  // value of exactly L 4-byte code points beside the same value extended (a tie there would pick
+  // an upper bound below the real max), values equal for hundreds of bytes, and very short ones.
+  const r = prng(23);
+  const L = 4;
+  const strSchema: Schema = {
+    type: 'struct',
+    'schema-id': 0,
+    fields: [
+      { id: 1, name: 's', required: false, type: 'string' },
+      { id: 2, name: 'b', required: false, type: 'binary' },
+    ],
+  };
+  const shared = 'x'.repeat(300);
+  const emoji = '😀'.repeat(L); // L code points, 4L bytes
+  const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)]!;
+  for (let round = 0; round < 40; round++) {
+    const n = 50 + Math.floor(r() * 200);
+    const strings = Array.from({ length: n }, () =>
+      pick([
+        () => shared + String.fromCharCode(97 + Math.floor(r() * 26)),
+        () => shared.slice(0, Math.floor(r() * 20)),
+        () => emoji,
+        () => emoji + pick(['a', '😀', '']),
+        () => '😀'.repeat(Math.floor(r() * 6)) + 'z',
+        () => null,
+      ])(),
+    );
+    const binaries: (Uint8Array | null)[] = Array.from({ length: n }, (): Uint8Array | null =>
+      pick([
+        () => Uint8Array.from({ length: L + 1 + Math.floor(r() * 40) }, (_, i) => (i < L + 1 ? 0xff : Math.floor(r() * 256))),
+        () => Uint8Array.from({ length: Math.floor(r() * (L + 2)) }, () => 0xff),
+        () => Uint8Array.from({ length: Math.floor(r() * 60) }, () => Math.floor(r() * 2) * 0xff),
+        () => null,
+      ])(),
+    );
+    const batch = columnsToRecordBatch(strSchema, { s: strings, b: binaries }, n, icebergToArrowSchema(strSchema));
+    const m = new MetricsCollector(strSchema, () => ({ kind: 'truncate', length: L }));
+    m.add(batch);
+    const got = m.result();
+    const enc = new TextEncoder();
+    const present: Uint8Array[] = strings.filter((x): x is string => x !== null).map((x) => enc.encode(x));
+    const bins = binaries.filter((x): x is Uint8Array => x !== null);
+    const lo = (xs: Uint8Array[]) => xs.reduce((a, b) => (compareUnsignedBytes(b, a) < 0 ? b : a));
+    const hi = (xs: Uint8Array[]) => xs.reduce((a, b) => (compareUnsignedBytes(b, a) > 0 ? b : a));
+    const dec = new TextDecoder();
+    if (present.length) {
+      assert.deepEqual(got.lowerBounds.get(1), enc.encode(truncateStringLower(dec.decode(lo(present)), L)), `string lower, round ${round}`);
+      const up = truncateStringUpper(dec.decode(hi(present)), L);
+      assert.deepEqual(got.upperBounds.get(1), up === undefined ? undefined : enc.encode(up), `string upper, round ${round}`);
+    }
+    if (bins.length) {
+      assert.deepEqual(got.lowerBounds.get(2), truncateBinaryLower(lo(bins), L), `binary lower, round ${round}`);
+      assert.deepEqual(got.upperBounds.get(2), truncateBinaryUpper(hi(bins), L), `binary upper, round ${round}`);
+    }
+  }
 });
