@@ -17,6 +17,7 @@ import { tableCommitRows } from '../../client/tables';
 import { connectClient } from '../../client';
 import { ingestWorkflowId } from '../../workflows';
 import { unreferencedDataFiles } from '../support/orphans';
+import type { ProgressSample } from '../../demo/progress';
 
 const quiet = (m: string) => {
   if (process.env.FLOE_TEST_VERBOSE) console.log(m);
@@ -51,8 +52,11 @@ describe('exactly-once ingest under SIGKILL (real stack)', { timeout: 30 * 60_00
     await ensureStack(['temporal', 'kafka', 's3']);
   });
 
-  it('a worker SIGKILLed mid-stream and restarted: no loss, no duplicate; malformed messages dead-lettered; history bounded by continueAsNew', async () => {
+  it('a worker SIGKILLed mid-stream and restarted: no loss, no duplicate; malformed messages dead-lettered; history bounded by continueAsNew; the demo progress sees it', async () => {
+    const progress: ProgressSample[] = [];
     const r = await runScenario({
+      onProgress: (s) => progress.push(s),
+      progressEveryMs: 1000,
       name: uniq('it_kill'),
       ratePerS: 20,
       durationS: 30,
@@ -76,6 +80,18 @@ describe('exactly-once ingest under SIGKILL (real stack)', { timeout: 30 * 60_00
     assert.ok(r.malformed > 10);
     assertExactlyOnce(r);
     await commitIdsAreUnique(r);
+    // The demo's progress (the ingest's status query while streaming): counts never go back, the
+    // killed worker shows as down, and the last sample has every message committed (rows + dead letters).
+    assert.ok(progress.length >= 10, `${progress.length} progress samples`);
+    for (let i = 1; i < progress.length; i++) {
+      assert.ok(progress[i]!.produced >= progress[i - 1]!.produced, `produced goes back at sample ${i}`);
+      assert.ok(progress[i]!.committed >= progress[i - 1]!.committed, `committed goes back at sample ${i}`);
+    }
+    assert.ok(
+      progress.some((p) => !p.workerUp),
+      'a sample while the worker was killed',
+    );
+    assert.equal(progress.at(-1)!.committed, r.produced);
   });
 
   for (const point of ['poll', 'after-write', 'after-cas'] as const) {
