@@ -93,7 +93,7 @@ const KEYS = {
     'properties',
     'maintenance',
   ],
-  column: ['name', 'type', 'required', 'path', 'source', 'doc'],
+  column: ['name', 'type', 'required', 'path', 'source', 'header', 'doc'],
   partitionField: ['column', 'transform', 'name'],
   maintenance: ['compact', 'expire', 'orphans'],
   compact: ['cron', 'targetFileSizeBytes', 'minInputFiles', 'lookbackPartitions', 'paused'],
@@ -423,15 +423,20 @@ function readTemporal(r: Reader): TemporalConfig {
 
 function readColumn(r: Reader): ColumnConfig {
   const source = (r.optStr('source') ?? 'value') as ColumnConfig['source'];
-  if (!['value', 'key', 'partition', 'offset', 'timestamp'].includes(source!)) {
-    throw new ConfigError(r.key('source'), 'one of value, key, partition, offset, timestamp', source);
+  if (!['value', 'key', 'header', 'topic', 'partition', 'offset', 'timestamp'].includes(source!)) {
+    throw new ConfigError(r.key('source'), 'one of value, key, header, topic, partition, offset, timestamp', source);
   }
+  const header = r.optStr('header');
+  if (source === 'header' && (header === undefined || header === ''))
+    throw new ConfigError(r.key('header'), "the header's name (source: header)", header);
+  if (source !== 'header' && header !== undefined) throw new ConfigError(r.key('header'), 'no header name unless source is header', header);
   return {
     name: r.match('name', /^[A-Za-z_][A-Za-z0-9_]*$/, 'a column name ([A-Za-z_][A-Za-z0-9_]*)'),
     type: r.match('type', PRIMITIVE, 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)') as ColumnConfig['type'],
     required: r.bool('required', false),
     path: r.optStr('path'),
     source,
+    ...(header !== undefined ? { header } : {}),
     doc: r.optStr('doc'),
   };
 }

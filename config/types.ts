@@ -82,8 +82,10 @@ export interface ColumnConfig {
   required: boolean;
   /** Dotted path into the JSON value; defaults to the column name. */
   path?: string;
-  /** Fill from Kafka instead of the value: the record key (string) or metadata. */
-  source?: 'value' | 'key' | 'partition' | 'offset' | 'timestamp';
+  /** Fill from Kafka instead of the value: the record key, one header, or metadata. */
+  source?: 'value' | 'key' | 'header' | 'topic' | 'partition' | 'offset' | 'timestamp';
+  /** `source: header`: the header's name (a repeated header gives its last value). */
+  header?: string;
   doc?: string;
 }
 

@@ -32,6 +32,18 @@ export interface KafkaRecord {
   timestamp: string; // epoch millis as string (kafkajs)
   key: Buffer | null;
   value: Buffer | null;
+  /** The record's topic (`source: topic`); absent where a caller has no topic (tests). */
+  topic?: string;
+  /** kafkajs' headers: a repeated name arrives as an array (`source: header` takes the last). */
+  headers?: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
+}
+
+/** The last value of header `name` as bytes, or null when the record has none. */
+export function headerBytes(rec: KafkaRecord, name: string): Buffer | null {
+  let v = rec.headers?.[name];
+  if (Array.isArray(v)) v = v[v.length - 1];
+  if (v === undefined || v === null) return null;
+  return typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
 }
 
 /** One record cannot become a row; the message says which column and value, and why. */
@@ -521,6 +533,53 @@ function compilePath(path: string): (obj: Record<string, unknown>) => unknown {
   };
 }
 
+/**
+ * A column filled from raw bytes of the record (its key, or one header): binary and fixed[N] take
+ * them as they are; string, uuid, int and long read them as UTF-8 text, converted like a JSON
+ * string value. `what` names the bytes in errors ("the record key", `header "trace-id"`).
+ */
+function compileBytesSource(
+  c: ColumnConfig,
+  transforms: string[],
+  what: string,
+  kind: string,
+  bytesOf: (rec: KafkaRecord) => Buffer | null,
+  missing: (why: string) => null,
+): Read {
+  const col = c.name;
+  const absent = `${what} is required but ${kind === 'a header' ? 'absent' : 'null'}`;
+  if (c.type === 'binary')
+    return (_, rec) => {
+      const b = bytesOf(rec);
+      return b === null ? missing(absent) : new Uint8Array(b);
+    };
+  const width = parseFixedType(c.type);
+  if (width !== undefined) {
+    return (_, rec) => {
+      const b = bytesOf(rec);
+      if (b === null) return missing(absent);
+      if (b.length !== width)
+        throw new DecodeError(`${col}: expected ${what} of exactly ${width} bytes for ${c.type}, found ${b.length} bytes`);
+      return new Uint8Array(b);
+    };
+  }
+  if (c.type !== 'string' && c.type !== 'uuid' && c.type !== 'int' && c.type !== 'long') {
+    throw new DecoderConfigError(`column ${col}: ${kind} fills string, uuid, int, long, binary or fixed[N] columns, not ${c.type}`);
+  }
+  const convert = compileConvert(c, transforms);
+  return (_, rec) => {
+    const b = bytesOf(rec);
+    if (b === null) return missing(absent);
+    let s: string;
+    try {
+      s = utf8.decode(b);
+    } catch {
+      throw new DecodeError(`${col}: ${what} is not valid UTF-8 (${show(b.toString('base64'))} in base64)`);
+    }
+    return convert(s);
+  };
+}
+
 function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConfig[]): Read {
   const col = c.name;
   const transforms = transformsOn(c, partitionBy);
@@ -538,33 +597,16 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
         return v === null || v === undefined ? missing('required field is missing') : convert(v);
       };
     }
-    case 'key': {
-      if (c.type === 'binary') return (_, rec) => (rec.key === null ? missing('record key is required but null') : new Uint8Array(rec.key));
-      const width = parseFixedType(c.type);
-      if (width !== undefined) {
-        return (_, rec) => {
-          if (rec.key === null) return missing('record key is required but null');
-          if (rec.key.length !== width)
-            throw new DecodeError(`${col}: expected a record key of exactly ${width} bytes for ${c.type}, found ${rec.key.length} bytes`);
-          return new Uint8Array(rec.key);
-        };
-      }
-      if (c.type !== 'string' && c.type !== 'uuid' && c.type !== 'int' && c.type !== 'long') {
-        throw new DecoderConfigError(
-          `column ${col}: a record key fills string, uuid, int, long, binary or fixed[N] columns, not ${c.type}`,
-        );
-      }
-      const convert = compileConvert(c, transforms);
-      return (_, rec) => {
-        if (rec.key === null) return missing('record key is required but null');
-        let s: string;
-        try {
-          s = utf8.decode(rec.key);
-        } catch {
-          throw new DecodeError(`${col}: the record key is not valid UTF-8 (${show(rec.key.toString('base64'))} in base64)`);
-        }
-        return convert(s);
-      };
+    case 'key':
+      return compileBytesSource(c, transforms, 'the record key', 'a record key', (rec) => rec.key, missing);
+    case 'header': {
+      const name = c.header;
+      if (name === undefined) throw new DecoderConfigError(`column ${col}: source header needs the header's name (header: <name>)`);
+      return compileBytesSource(c, transforms, `header ${JSON.stringify(name)}`, 'a header', (rec) => headerBytes(rec, name), missing);
+    }
+    case 'topic': {
+      if (c.type !== 'string') throw new DecoderConfigError(`column ${col}: the Kafka topic fills a string column, not ${c.type}`);
+      return (_, rec) => (rec.topic === undefined ? missing('the record has no topic') : rec.topic);
     }
     case 'partition':
       if (c.type === 'int') return (_, rec) => rec.partition;

@@ -144,7 +144,15 @@ class PollSink {
         return;
       }
       try {
-        this.onRecord({ partition: batch.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: m.value });
+        this.onRecord({
+          partition: batch.partition,
+          offset: m.offset,
+          timestamp: m.timestamp,
+          key: m.key,
+          value: m.value,
+          topic: batch.topic,
+          headers: m.headers,
+        });
       } catch (e) {
         // Thrown out of eachBatch, kafkajs would retry the batch and then drop the error: the poll
         // would just time out. The poll fails with it instead (this record stays unread).

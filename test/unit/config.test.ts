@@ -34,6 +34,21 @@ describe('config', () => {
     ],
     ['bad interval', { tables: [table({ commitInterval: 'soon' })] }, /tables\[0\]\.commitInterval: expected a duration/],
     [
+      'unknown column source',
+      { tables: [table({ columns: [{ name: 'x', type: 'string', source: 'headers' }] })] },
+      /tables\[0\]\.columns\[0\]\.source: expected one of value, key, header, topic, partition, offset, timestamp, found "headers"/,
+    ],
+    [
+      'header column without its name',
+      { tables: [table({ columns: [{ name: 'x', type: 'string', source: 'header' }] })] },
+      /tables\[0\]\.columns\[0\]\.header: expected the header's name \(source: header\)/,
+    ],
+    [
+      'header name on a value column',
+      { tables: [table({ columns: [{ name: 'x', type: 'string', header: 'trace-id' }] })] },
+      /tables\[0\]\.columns\[0\]\.header: expected no header name unless source is header, found "trace-id"/,
+    ],
+    [
       'bad identifier',
       { tables: [table({ table: 'orders' })] },
       /tables\[0\]\.table: expected an identifier "namespace\.table", found "orders"/,

@@ -551,3 +551,63 @@ describe('decimal, fixed and time columns decode instead of dead-lettering every
     );
   });
 });
+
+describe('columns from the topic and from headers', () => {
+  const t: DecoderTable = {
+    columns: [
+      { name: 'id', type: 'long', required: true },
+      { name: 'topic', type: 'string', required: true, source: 'topic' },
+      { name: 'trace', type: 'string', required: false, source: 'header', header: 'trace-id' },
+      { name: 'tenant', type: 'long', required: true, source: 'header', header: 'tenant' },
+      { name: 'sig', type: 'binary', required: false, source: 'header', header: 'sig' },
+    ],
+  };
+  const withHeaders = (headers: KafkaRecord['headers'], topic: string | null = 'orders'): KafkaRecord => ({
+    ...rec('{"id": 1}'),
+    ...(topic === null ? {} : { topic }),
+    headers,
+  });
+
+  it('fills the topic, a header as text converted to the column type, and a header as bytes', () => {
+    const row = decodeRecord(t, withHeaders({ 'trace-id': Buffer.from('abc-1'), tenant: Buffer.from('42'), sig: Buffer.from([0xff, 0]) }));
+    assert.deepEqual(row, { id: 1n, topic: 'orders', trace: 'abc-1', tenant: 42n, sig: Uint8Array.of(0xff, 0) });
+  });
+
+  it('a repeated header gives its last value; an absent optional header is null', () => {
+    const row = decodeRecord(t, withHeaders({ 'trace-id': [Buffer.from('first'), Buffer.from('last')], tenant: Buffer.from('7') }));
+    assert.equal(row.trace, 'last');
+    assert.equal(row.sig, null);
+  });
+
+  it('bad or missing header values are dead letters naming the column and the header', () => {
+    assert.throws(
+      () => decodeRecord(t, withHeaders(undefined)),
+      (e: Error) => e instanceof DecodeError && /^tenant: header "tenant" is required but absent/.test(e.message),
+    );
+    assert.throws(
+      () => decodeRecord(t, withHeaders({ tenant: Buffer.from('1') }, null)),
+      (e: Error) => e instanceof DecodeError && /^topic: the record has no topic/.test(e.message),
+    );
+    assert.throws(
+      () => decodeRecord(t, withHeaders({ tenant: Buffer.from('seven') })),
+      (e: Error) => e instanceof DecodeError && /^tenant: expected an integer, found "seven"/.test(e.message),
+    );
+    assert.throws(
+      () => decodeRecord(t, withHeaders({ tenant: Buffer.from('1'), 'trace-id': Buffer.from([0xff]) })),
+      (e: Error) => e instanceof DecodeError && /^trace: header "trace-id" is not valid UTF-8/.test(e.message),
+    );
+  });
+
+  it('a config no record could satisfy fails at compile time, naming the column', () => {
+    assert.throws(
+      () => compileDecoder({ columns: [{ name: 't', type: 'long', required: false, source: 'topic' }] }),
+      (e: Error) => e instanceof DecoderConfigError && /column t: the Kafka topic fills a string column, not long/.test(e.message),
+    );
+    assert.throws(
+      () => compileDecoder({ columns: [{ name: 'h', type: 'double', required: false, source: 'header', header: 'x' }] }),
+      (e: Error) =>
+        e instanceof DecoderConfigError &&
+        /column h: a header fills string, uuid, int, long, binary or fixed\[N\] columns, not double/.test(e.message),
+    );
+  });
+});
