@@ -3,9 +3,11 @@ import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
 import { COMMIT_INTERVAL_LIMIT_MS, LOCATION_URI } from './types';
 import { formatDuration, parseDuration, parseSize } from './units';
+import type { PrimitiveType } from '../iceberg/spec/types';
 import type {
   CatalogConfig,
   ColumnConfig,
+  HeadersMapType,
   FloeConfig,
   KafkaConfig,
   KafkaSaslConfig,
@@ -38,6 +40,8 @@ export class ConfigError extends Error {
 }
 
 const PRIMITIVE = /^(boolean|int|long|float|double|date|time|timestamp|timestamptz|string|uuid|binary|decimal\(\d+,\s*\d+\)|fixed\[\d+\])$/;
+/** A `source: headers` column: every header by name, values as text or bytes. */
+const HEADERS_MAP = /^map<\s*string\s*,\s*(string|binary)\s*>$/;
 const TRANSFORM = /^(identity|year|month|day|hour|void|bucket\[\d+\]|truncate\[\d+\])$/;
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
 
@@ -423,8 +427,8 @@ function readTemporal(r: Reader): TemporalConfig {
 
 function readColumn(r: Reader): ColumnConfig {
   const source = (r.optStr('source') ?? 'value') as ColumnConfig['source'];
-  if (!['value', 'key', 'header', 'topic', 'partition', 'offset', 'timestamp'].includes(source!)) {
-    throw new ConfigError(r.key('source'), 'one of value, key, header, topic, partition, offset, timestamp', source);
+  if (!['value', 'key', 'header', 'headers', 'topic', 'partition', 'offset', 'timestamp'].includes(source!)) {
+    throw new ConfigError(r.key('source'), 'one of value, key, header, headers, topic, partition, offset, timestamp', source);
   }
   const header = r.optStr('header');
   if (source === 'header' && (header === undefined || header === ''))
@@ -432,7 +436,10 @@ function readColumn(r: Reader): ColumnConfig {
   if (source !== 'header' && header !== undefined) throw new ConfigError(r.key('header'), 'no header name unless source is header', header);
   return {
     name: r.match('name', /^[A-Za-z_][A-Za-z0-9_]*$/, 'a column name ([A-Za-z_][A-Za-z0-9_]*)'),
-    type: r.match('type', PRIMITIVE, 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)') as ColumnConfig['type'],
+    type:
+      source === 'headers'
+        ? (`map<string, ${HEADERS_MAP.exec(r.match('type', HEADERS_MAP, 'map<string, string> or map<string, binary> (source: headers)'))![1]}>` as HeadersMapType)
+        : (r.match('type', PRIMITIVE, 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)') as PrimitiveType),
     required: r.bool('required', false),
     path: r.optStr('path'),
     source,
@@ -479,6 +486,8 @@ function readTable(r: Reader, i: number): TableConfig {
     const column = p.str('column');
     if (!names.has(column))
       throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, `one of the columns (${[...names].join(', ')})`, column);
+    if (columns.find((c) => c.name === column)!.source === 'headers')
+      throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, 'a column of a primitive type (not the headers map)', column);
     return {
       column,
       transform: p.match('transform', TRANSFORM, 'identity|year|month|day|hour|bucket[N]|truncate[W]|void', 'identity'),

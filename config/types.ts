@@ -76,14 +76,18 @@ export type S3CredentialsConfig =
   /** The AWS SDK's default provider chain (env, SSO, shared files for `profile`, process, web identity, container, IMDS). */
   | { source: 'chain'; profile?: string };
 
+/** The type of a `source: headers` column: every header, by name, as text or as bytes. */
+export type HeadersMapType = 'map<string, string>' | 'map<string, binary>';
+
 export interface ColumnConfig {
   name: string;
-  type: PrimitiveType;
+  /** An Iceberg primitive type; a `source: headers` column is a HeadersMapType. */
+  type: PrimitiveType | HeadersMapType;
   required: boolean;
   /** Dotted path into the JSON value; defaults to the column name. */
   path?: string;
   /** Fill from Kafka instead of the value: the record key, one header, or metadata. */
-  source?: 'value' | 'key' | 'header' | 'topic' | 'partition' | 'offset' | 'timestamp';
+  source?: 'value' | 'key' | 'header' | 'headers' | 'topic' | 'partition' | 'offset' | 'timestamp';
   /** `source: header`: the header's name (a repeated header gives its last value). */
   header?: string;
   doc?: string;

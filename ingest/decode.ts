@@ -22,8 +22,9 @@ import type { ColumnConfig, PartitionFieldConfig } from '../config/types';
 import { FailureType } from '../contract';
 import { parseTransform, transformResultType } from '../iceberg/spec/partition';
 import { parseDecimalType, parseFixedType } from '../iceberg/spec/conversions';
+import type { PrimitiveType } from '../iceberg/spec/types';
 
-export type RowValue = null | boolean | number | bigint | string | Uint8Array;
+export type RowValue = null | boolean | number | bigint | string | Uint8Array | Array<[string, string | Uint8Array | null]>;
 export type Row = Record<string, RowValue>;
 
 export interface KafkaRecord {
@@ -271,7 +272,7 @@ function transformsOn(c: ColumnConfig, partitionBy: readonly PartitionFieldConfi
   for (const p of partitionBy) {
     if (p.column !== c.name) continue;
     try {
-      transformResultType(p.transform, c.type);
+      transformResultType(p.transform, c.type as PrimitiveType); // the config refuses partitions on a headers map
     } catch (e) {
       throw new DecoderConfigError(
         `column ${c.name}: partition transform ${p.transform} cannot apply to type ${c.type} (${(e as Error).message})`,
@@ -603,6 +604,31 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
       const name = c.header;
       if (name === undefined) throw new DecoderConfigError(`column ${col}: source header needs the header's name (header: <name>)`);
       return compileBytesSource(c, transforms, `header ${JSON.stringify(name)}`, 'a header', (rec) => headerBytes(rec, name), missing);
+    }
+    case 'headers': {
+      // Every header by name (a repeated name keeps its last value), as text or as bytes. A record
+      // without headers has an empty map; a null header value stays null.
+      const asText = c.type === 'map<string, string>';
+      return (_, rec) => {
+        const entries: Array<[string, string | Uint8Array | null]> = [];
+        for (const name of Object.keys(rec.headers ?? {})) {
+          const b = headerBytes(rec, name);
+          if (b === null) {
+            entries.push([name, null]);
+            continue;
+          }
+          if (!asText) {
+            entries.push([name, new Uint8Array(b)]);
+            continue;
+          }
+          try {
+            entries.push([name, utf8.decode(b)]);
+          } catch {
+            throw new DecodeError(`${col}: header ${JSON.stringify(name)} is not valid UTF-8 (${show(b.toString('base64'))} in base64)`);
+          }
+        }
+        return entries;
+      };
     }
     case 'topic': {
       if (c.type !== 'string') throw new DecoderConfigError(`column ${col}: the Kafka topic fills a string column, not ${c.type}`);

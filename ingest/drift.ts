@@ -81,7 +81,7 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
       continue;
     }
     const have = typeString(f.type);
-    if (have !== want) say(`column "${c.name}" is ${have} in the table but ${want} in ${by}`);
+    if (norm(have) !== want) say(`column "${c.name}" is ${have} in the table but ${want} in ${by}`);
     else if (f.required && !c.required) {
       say(
         `column "${c.name}" is required ${have} in the table but optional ${want} in ${by}: a null would fail the write (make it required: nulls then go to the dead-letter table)`,

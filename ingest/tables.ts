@@ -18,7 +18,7 @@ import {
 import { IcebergError, isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
 import { newTableMetadata } from '../iceberg/spec/metadata';
-import type { DataFile, LoadedTable, NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
+import type { DataFile, IcebergType, LoadedTable, NestedField, PrimitiveType, Schema, TableMetadata } from '../iceberg/spec/types';
 import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory } from '../iceberg/parquet';
 import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
@@ -85,7 +85,10 @@ export const deadLetterColumns: ColumnConfig[] = [
   { name: 'kafka_timestamp', type: 'timestamptz', required: false },
 ];
 
-export function schemaOf(columns: ColumnConfig[]): Schema {
+export function schemaOf(columns: readonly ColumnConfig[]): Schema {
+  // Top-level columns take ids 1..n in config order; nested ids (a headers map's key and value)
+  // follow them, so adding a column at the end never renumbers another.
+  let nextId = columns.length;
   return {
     type: 'struct',
     'schema-id': 0,
@@ -93,9 +96,22 @@ export function schemaOf(columns: ColumnConfig[]): Schema {
       id: i + 1,
       name: c.name,
       required: c.required,
-      type: c.type,
+      type: columnType(c, () => ++nextId),
       ...(c.doc ? { doc: c.doc } : {}),
     })),
+  };
+}
+
+/** A column's Iceberg type; a headers map gets fresh field ids for its key and value. */
+export function columnType(c: ColumnConfig, newId: () => number): IcebergType {
+  if (c.source !== 'headers') return c.type as PrimitiveType;
+  return {
+    type: 'map',
+    'key-id': newId(),
+    key: 'string',
+    'value-id': newId(),
+    value: c.type === 'map<string, string>' ? 'string' : 'binary',
+    'value-required': false,
   };
 }
 

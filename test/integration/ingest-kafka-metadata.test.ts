@@ -1,7 +1,7 @@
 /**
  * Columns from Kafka metadata on the real stack (Kafka, Temporal, SeaweedFS S3, SQLite catalog):
  * the topic, selected headers (as text converted to the column type, and as bytes; a repeated
- * header gives its last value) and the key land in their columns, read back equal by floe's
+ * header gives its last value), every header as a map<string, binary> and the key land in their columns, read back equal by floe's
  * reader and by DuckDB; a record whose required header is absent or unconvertible is a dead
  * letter naming the column and the header.
  */
@@ -27,6 +27,7 @@ const columns = [
   { name: 'tenant', type: 'long', required: true, source: 'header', header: 'tenant' },
   { name: 'sig', type: 'binary', source: 'header', header: 'sig' },
   { name: 'k', type: 'string', source: 'key' },
+  { name: 'hdrs', type: 'map<string, binary>', source: 'headers' },
 ];
 
 const GOOD = 30;
@@ -40,8 +41,8 @@ const DUCKDB_READ = `
 import json, sys
 from floe_duckdb import connect
 con = connect()
-rows = con.sql(f"SELECT event_id, src_topic, trace_id, tenant, hex(sig) FROM iceberg_scan('{sys.argv[1]}') ORDER BY event_id").fetchall()
-print(json.dumps([[r[0], r[1], r[2], int(r[3]), r[4]] for r in rows]))
+rows = con.sql(f"SELECT event_id, src_topic, trace_id, tenant, hex(sig), map_keys(hdrs), list_transform(map_values(hdrs), x -> hex(x)) FROM iceberg_scan('{sys.argv[1]}') ORDER BY event_id").fetchall()
+print(json.dumps([[r[0], r[1], r[2], int(r[3]), r[4], dict(sorted(zip(r[5], r[6])))] for r in rows]))
 `;
 
 describe('columns from the topic, headers and key (real stack)', { timeout: 10 * 60_000 }, () => {
@@ -97,6 +98,16 @@ describe('columns from the topic, headers and key (real stack)', { timeout: 10 *
       `trace-${i}`,
       100 + (i % 3),
       i % 2 ? Buffer.from([i, 0xff]).toString('hex').toUpperCase() : null,
+      // every header by name, as bytes (hex here); the repeated trace-id keeps its last value
+      Object.fromEntries(
+        Object.entries({
+          'trace-id': Buffer.from(`trace-${i}`),
+          tenant: Buffer.from(String(100 + (i % 3))),
+          ...(i % 2 ? { sig: Buffer.from([i, 0xff]) } : {}),
+        })
+          .sort(([a], [b]) => (a < b ? -1 : 1))
+          .map(([k, v]) => [k, v.toString('hex').toUpperCase()]),
+      ),
     ]);
     // DuckDB reads the columns floe wrote (an independent Parquet + Iceberg reader)
     const tables = await openTables(cfg);

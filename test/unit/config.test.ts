@@ -35,8 +35,25 @@ describe('config', () => {
     ['bad interval', { tables: [table({ commitInterval: 'soon' })] }, /tables\[0\]\.commitInterval: expected a duration/],
     [
       'unknown column source',
-      { tables: [table({ columns: [{ name: 'x', type: 'string', source: 'headers' }] })] },
-      /tables\[0\]\.columns\[0\]\.source: expected one of value, key, header, topic, partition, offset, timestamp, found "headers"/,
+      { tables: [table({ columns: [{ name: 'x', type: 'string', source: 'metadata' }] })] },
+      /tables\[0\]\.columns\[0\]\.source: expected one of value, key, header, headers, topic, partition, offset, timestamp, found "metadata"/,
+    ],
+    [
+      'headers column of a primitive type',
+      { tables: [table({ columns: [{ name: 'h', type: 'string', source: 'headers' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected map<string, string> or map<string, binary> \(source: headers\), found "string"/,
+    ],
+    [
+      'partition on the headers map',
+      {
+        tables: [
+          table({
+            columns: [{ name: 'h', type: 'map<string, binary>', source: 'headers' }],
+            partitionBy: [{ column: 'h', transform: 'identity' }],
+          }),
+        ],
+      },
+      /tables\[0\]\.partitionBy\[0\]\.column: expected a column of a primitive type \(not the headers map\), found "h"/,
     ],
     [
       'header column without its name',

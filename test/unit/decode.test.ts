@@ -11,6 +11,7 @@ import {
   type Row,
 } from '../../ingest/decode';
 import type { ColumnConfig } from '../../config';
+import { schemaOf } from '../../ingest/tables';
 import { MemoryCatalog } from '../../iceberg/catalog/memory';
 import { MemoryFileIO } from '../../iceberg/io/memory';
 import { readParquetTable, writePartitionedRows } from '../../iceberg/parquet';
@@ -68,7 +69,7 @@ async function commitRows(t: DecoderTable, rows: Row[]): Promise<Array<Record<st
   const schema: Schema = {
     type: 'struct',
     'schema-id': 0,
-    fields: t.columns.map((c, i) => ({ id: i + 1, name: c.name, required: c.required, type: c.type })),
+    fields: schemaOf(t.columns).fields,
   };
   const spec = {
     'spec-id': 0,
@@ -595,6 +596,41 @@ describe('columns from the topic and from headers', () => {
     assert.throws(
       () => decodeRecord(t, withHeaders({ tenant: Buffer.from('1'), 'trace-id': Buffer.from([0xff]) })),
       (e: Error) => e instanceof DecodeError && /^trace: header "trace-id" is not valid UTF-8/.test(e.message),
+    );
+  });
+
+  it('every header as a map: text or bytes, last value of a repeated name, null values kept, empty without headers', async () => {
+    const m: DecoderTable = {
+      columns: [
+        { name: 'id', type: 'long', required: true },
+        { name: 'h', type: 'map<string, string>', required: false, source: 'headers' },
+        { name: 'hb', type: 'map<string, binary>', required: false, source: 'headers' },
+      ],
+    };
+    const r1 = decodeRecord(m, withHeaders({ a: Buffer.from('1'), b: [Buffer.from('x'), Buffer.from('y')], n: undefined }));
+    assert.deepEqual(r1.h, [
+      ['a', '1'],
+      ['b', 'y'],
+      ['n', null],
+    ]);
+    assert.deepEqual(r1.hb, [
+      ['a', Uint8Array.of(0x31)],
+      ['b', Uint8Array.of(0x79)],
+      ['n', null],
+    ]);
+    const r2 = decodeRecord(m, withHeaders(undefined));
+    assert.deepEqual(r2.h, []);
+    assert.throws(
+      () => decodeRecord(m, withHeaders({ bad: Buffer.from([0xff]) })),
+      (e: Error) => e instanceof DecodeError && /^h: header "bad" is not valid UTF-8/.test(e.message),
+    );
+    // written to Parquet as an Iceberg map and read back
+    const back = await commitRows(m, [r1, r2]);
+    // Arrow's MapRow: its JSON form is the map as an object
+    const maps = back.map((row) => JSON.parse(JSON.stringify(row.h)) as Record<string, string | null>);
+    assert.deepEqual(
+      maps.sort((x, y) => Object.keys(y).length - Object.keys(x).length),
+      [{ a: '1', b: 'y', n: null }, {}],
     );
   });
 

@@ -75,6 +75,27 @@ describe('table drift', () => {
     assert.deepEqual(checkTableDrift(t, m), ['table demo.orders: column "kafka_partition" is long in the table but int in the config']);
   });
 
+  it('a headers map column: no drift as created; another value type is drift, named in both forms', () => {
+    const withHeaders = cfg({
+      columns: [
+        { name: 'id', type: 'long', required: true },
+        { name: 'ts', type: 'timestamptz', required: true },
+        { name: 'kind', type: 'string' },
+        { name: 'hdrs', type: 'map<string,binary>', source: 'headers' },
+      ],
+    });
+    const m = created(withHeaders);
+    const h = field(m, 'hdrs');
+    assert.deepEqual(h.type, { type: 'map', 'key-id': 5, key: 'string', 'value-id': 6, value: 'binary', 'value-required': false });
+    assert.deepEqual(checkTableDrift(withHeaders, m), []);
+    const changed = evolveSchema(m, (fs) =>
+      fs.map((f) => (f.name === 'hdrs' ? { ...f, type: { ...(f.type as object), value: 'string' } as NestedField['type'] } : f)),
+    );
+    assert.deepEqual(checkTableDrift(withHeaders, changed), [
+      'table demo.orders: column "hdrs" is map<string, string> in the table but map<string,binary> in the config',
+    ]);
+  });
+
   it('a decimal precision change is drift', () => {
     const m = evolveSchema(base, (fs) => fs.map((f) => (f.name === 'amount' ? { ...f, type: 'decimal(12, 2)' as const } : f)));
     assert.deepEqual(checkTableDrift(t, m), [
