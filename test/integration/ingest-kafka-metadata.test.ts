@@ -1,9 +1,9 @@
 /**
  * Columns from Kafka metadata on the real stack (Kafka, Temporal, SeaweedFS S3, SQLite catalog):
  * the topic, selected headers (as text converted to the column type, and as bytes; a repeated
- * header gives its last value), every header as a map<string, binary> and the key land in their columns, read back equal by floe's
- * reader and by DuckDB; a record whose required header is absent or unconvertible is a dead
- * letter naming the column and the header.
+ * header gives its last value), every header as a map<string, binary>, and the key land in their
+ * columns, read back equal by DuckDB and by PyIceberg; a record whose required header is absent or
+ * unconvertible is a dead letter naming the column and the header.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,6 +43,17 @@ from floe_duckdb import connect
 con = connect()
 rows = con.sql(f"SELECT event_id, src_topic, trace_id, tenant, hex(sig), map_keys(hdrs), list_transform(map_values(hdrs), x -> hex(x)) FROM iceberg_scan('{sys.argv[1]}') ORDER BY event_id").fetchall()
 print(json.dumps([[r[0], r[1], r[2], int(r[3]), r[4], dict(sorted(zip(r[5], r[6])))] for r in rows]))
+`;
+
+// PyIceberg reads the same columns (its own Parquet + Iceberg reader, field ids and the map type)
+const PYICEBERG_READ = `
+import json, sys
+from pyiceberg.table import StaticTable
+from floe_duckdb import pyiceberg_s3_properties
+t = StaticTable.from_metadata(sys.argv[1], properties=pyiceberg_s3_properties())
+rows = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["event_id"])
+h = lambda b: None if b is None else b.hex().upper()
+print(json.dumps([[r["event_id"], r["src_topic"], r["trace_id"], r["tenant"], h(r["sig"]), dict(sorted((k, h(v)) for k, v in r["hdrs"]))] for r in rows]))
 `;
 
 describe('columns from the topic, headers and key (real stack)', { timeout: 10 * 60_000 }, () => {
@@ -115,6 +126,8 @@ describe('columns from the topic, headers and key (real stack)', { timeout: 10 *
       const { metadataLocation } = await tables.load(table);
       const duck = await runPythonJson<unknown[][]>(DUCKDB_READ, [metadataLocation], { timeoutMs: 120_000 });
       assert.deepEqual(duck, expected);
+      const py = await runPythonJson<unknown[][]>(PYICEBERG_READ, [metadataLocation], { timeoutMs: 120_000 });
+      assert.deepEqual(py, expected);
       const keys = (await readColumnValues(tables, table, 'k')) as string[];
       const ids = (await readColumnValues(tables, table, 'event_id')) as string[];
       for (const [j, id] of ids.entries()) assert.equal(keys[j], `key-${Number(id.slice(1))}`);
