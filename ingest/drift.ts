@@ -74,10 +74,11 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
         renamedTo.add(now.name);
         say(`column "${c.name}" (${want} in ${by}) was renamed to "${now.name}" (${typeString(now.type)} in the table)`);
       } else if (older) say(`column "${c.name}" (${want} in ${by}) was dropped from the table (it was ${typeString(older.type)})`);
-      else
+      else if (c.required)
         say(
-          `column "${c.name}" (${want} in ${by}) is not in the table (table columns: ${schema.fields.map((x) => `${x.name} ${typeString(x.type)}`).join(', ')})`,
+          `column "${c.name}" (required ${want} in ${by}) is not in the table (table columns: ${schema.fields.map((x) => `${x.name} ${typeString(x.type)}`).join(', ')}); floe adds optional columns to a table, not required ones (rows already written have no value): make it optional`,
         );
+      // else: a brand-new optional column, added to the table's schema by the next cycle (ingest/evolve.ts)
       continue;
     }
     const have = typeString(f.type);

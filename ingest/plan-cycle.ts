@@ -9,7 +9,9 @@ import { FailureType, nonRetryable, type StepRun } from '../contract';
 import type { TableMetadata } from '../iceberg/spec/types';
 import { allCursors, formatOffsets, readCursor, readDeadLetterCursor, type Offsets } from './cursor';
 import { ingestTableConfig, type Deps } from './deps';
+import { crashPoint } from './crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
+import { addConfiguredColumns } from './evolve';
 import { topicWatermarks } from './kafka';
 import { deadLetterColumns } from './tables';
 import type { CyclePlan, TableRef } from './types';
@@ -28,6 +30,8 @@ function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetada
 export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
   const t = ingestTableConfig(deps.cfg, ref.table);
   await deps.tables.ensureIngestTables(t);
+  // Optional columns added to the config join the table's schema before anything is written.
+  if ((await addConfiguredColumns(deps.tables, t)).length > 0) crashPoint('after-evolve');
   const loaded = await deps.tables.load(t.table);
   // Another engine changed the table (or its dead-letter table) under the config: fail visibly, never write.
   const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
