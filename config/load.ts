@@ -438,7 +438,9 @@ function readColumn(r: Reader): ColumnConfig {
     name: r.match('name', /^[A-Za-z_][A-Za-z0-9_]*$/, 'a column name ([A-Za-z_][A-Za-z0-9_]*)'),
     type:
       source === 'headers'
-        ? (`map<string, ${HEADERS_MAP.exec(r.match('type', HEADERS_MAP, 'map<string, string> or map<string, binary> (source: headers)'))![1]}>` as HeadersMapType)
+        ? (r
+            .match('type', HEADERS_MAP, 'map<string, string> or map<string, binary> (source: headers)')
+            .replace(HEADERS_MAP, 'map<string, $1>') as HeadersMapType)
         : (r.match('type', PRIMITIVE, 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)') as PrimitiveType),
     required: r.bool('required', false),
     path: r.optStr('path'),

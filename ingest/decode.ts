@@ -39,12 +39,18 @@ export interface KafkaRecord {
   headers?: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
 }
 
-/** The last value of header `name` as bytes, or null when the record has none. */
-export function headerBytes(rec: KafkaRecord, name: string): Buffer | null {
-  let v = rec.headers?.[name];
+type HeaderValue = NonNullable<KafkaRecord['headers']>[string];
+
+/** A header's value as bytes (the last one of a repeated name), or null when absent. */
+function lastHeaderBytes(v: HeaderValue): Buffer | null {
   if (Array.isArray(v)) v = v[v.length - 1];
   if (v === undefined || v === null) return null;
   return typeof v === 'string' ? Buffer.from(v, 'utf8') : v;
+}
+
+/** The last value of header `name` as bytes, or null when the record has none. */
+export function headerBytes(rec: KafkaRecord, name: string): Buffer | null {
+  return lastHeaderBytes(rec.headers?.[name]);
 }
 
 /** One record cannot become a row; the message says which column and value, and why. */
@@ -537,18 +543,18 @@ function compilePath(path: string): (obj: Record<string, unknown>) => unknown {
 /**
  * A column filled from raw bytes of the record (its key, or one header): binary and fixed[N] take
  * them as they are; string, uuid, int and long read them as UTF-8 text, converted like a JSON
- * string value. `what` names the bytes in errors ("the record key", `header "trace-id"`).
+ * string value. `what` names the bytes in errors ("the record key", `header "trace-id"`), `kind`
+ * the source in config errors, `absent` what a record without them is told.
  */
 function compileBytesSource(
   c: ColumnConfig,
   transforms: string[],
-  what: string,
-  kind: string,
+  src: { what: string; kind: string; absent: string },
   bytesOf: (rec: KafkaRecord) => Buffer | null,
   missing: (why: string) => null,
 ): Read {
   const col = c.name;
-  const absent = `${what} is required but ${kind === 'a header' ? 'absent' : 'null'}`;
+  const { what, kind, absent } = src;
   if (c.type === 'binary')
     return (_, rec) => {
       const b = bytesOf(rec);
@@ -599,11 +605,24 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
       };
     }
     case 'key':
-      return compileBytesSource(c, transforms, 'the record key', 'a record key', (rec) => rec.key, missing);
+      return compileBytesSource(
+        c,
+        transforms,
+        { what: 'the record key', kind: 'a record key', absent: 'the record key is required but null' },
+        (rec) => rec.key,
+        missing,
+      );
     case 'header': {
       const name = c.header;
       if (name === undefined) throw new DecoderConfigError(`column ${col}: source header needs the header's name (header: <name>)`);
-      return compileBytesSource(c, transforms, `header ${JSON.stringify(name)}`, 'a header', (rec) => headerBytes(rec, name), missing);
+      const what = `header ${JSON.stringify(name)}`;
+      return compileBytesSource(
+        c,
+        transforms,
+        { what, kind: 'a header', absent: `${what} is required but absent` },
+        (rec) => headerBytes(rec, name),
+        missing,
+      );
     }
     case 'headers': {
       // Every header by name (a repeated name keeps its last value), as text or as bytes. A record
@@ -611,8 +630,8 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
       const asText = c.type === 'map<string, string>';
       return (_, rec) => {
         const entries: Array<[string, string | Uint8Array | null]> = [];
-        for (const name of Object.keys(rec.headers ?? {})) {
-          const b = headerBytes(rec, name);
+        for (const [name, v] of Object.entries(rec.headers ?? {})) {
+          const b = lastHeaderBytes(v);
           if (b === null) {
             entries.push([name, null]);
             continue;

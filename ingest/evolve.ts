@@ -14,7 +14,7 @@
 import type { ColumnConfig, TableConfig } from '../config';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { currentSchema } from '../iceberg/spec/metadata';
-import type { NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
+import type { LoadedTable, NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
 import { Transaction, type PendingCommit, type TableAction } from '../iceberg/transaction';
 import { columnType, type Tables } from './tables';
 
@@ -65,11 +65,18 @@ export class AddColumns implements TableAction {
   }
 }
 
-/** Adds the table's new optional config columns; returns their names (empty: nothing to do). */
-export async function addConfiguredColumns(tables: Tables, t: Pick<TableConfig, 'table' | 'columns'>): Promise<string[]> {
-  const loaded = await tables.load(t.table);
-  if (columnsToAdd(t.columns, loaded.metadata).length === 0) return [];
+/**
+ * Adds the table's new optional config columns to `loaded` (the table as the caller just loaded
+ * it: nothing is read again when there is nothing to add, the case of every cycle but one).
+ * Returns the names added (empty: nothing to do) and the table as it now is.
+ */
+export async function addConfiguredColumns(
+  tables: Tables,
+  t: Pick<TableConfig, 'table' | 'columns'>,
+  loaded: LoadedTable,
+): Promise<{ added: string[]; table: LoadedTable }> {
+  if (columnsToAdd(t.columns, loaded.metadata).length === 0) return { added: [], table: loaded };
   const action = new AddColumns(t.columns);
   const r = await new Transaction(parseIdentifier(t.table)).add(action).commit(tables.catalog, tables.io, { table: loaded });
-  return r.alreadyCommitted ? [] : action.added;
+  return { added: r.alreadyCommitted ? [] : action.added, table: r.table };
 }

@@ -31,8 +31,9 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   const t = ingestTableConfig(deps.cfg, ref.table);
   await deps.tables.ensureIngestTables(t);
   // Optional columns added to the config join the table's schema before anything is written.
-  if ((await addConfiguredColumns(deps.tables, t)).length > 0) crashPoint('after-evolve');
-  const loaded = await deps.tables.load(t.table);
+  const evolved = await addConfiguredColumns(deps.tables, t, await deps.tables.load(t.table));
+  if (evolved.added.length > 0) crashPoint('after-evolve');
+  const loaded = evolved.table;
   // Another engine changed the table (or its dead-letter table) under the config: fail visibly, never write.
   const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
   const drift = checkIngestTablesDrift(t, loaded.metadata, deadLetterMetadata, deadLetterColumns);

@@ -345,7 +345,7 @@ export interface ManifestReadOptions {
 const METRICS_FIELD_IDS = new Set([108, 109, 110, 137, 125, 128, 131, 132, 135]);
 
 /** The writer schema of a manifest with the metrics fields of its data_file left out. */
-function withoutMetrics(schema: AvroSchemaJson): AvroSchemaJson {
+function metricsFreeSchema(schema: AvroSchemaJson): AvroSchemaJson {
   const entry = schema as AvroSchemaObject & { fields: Array<AvroFieldJson> };
   return {
     ...entry,
@@ -390,7 +390,7 @@ export function openManifest(
   const partSchema = fieldSchemaById(dfSchema, 102);
   const pNames = partSchema ? fieldNamesById(partSchema) : new Map<number, string>();
   const nameOfPartitionField = new Map((partitionFields ?? []).map((f) => [f['field-id'], f.name]));
-  const readerSchema = opts.metrics === false ? withoutMetrics(file.schema) : undefined;
+  const readerSchema = opts.metrics === false ? metricsFreeSchema(file.schema) : undefined;
 
   const get = (r: Rec, names: Map<number, string>, id: number): unknown => {
     const n = names.get(id);

@@ -35,6 +35,7 @@ import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClien
 import { compactTable, expireTable, removeOrphans } from '../../client/maintenance';
 import { readCursor } from '../../ingest/cursor';
 import { openTables } from '../../ingest/tables';
+import { plantOrphan } from '../support/orphans';
 import { ingestWorkflowId } from '../../workflows';
 import { produceOrderEvents } from '../support/produce';
 import { withWorker } from './maintenance-oracles';
@@ -342,10 +343,7 @@ describe('ingest and maintenance through the reference REST server', { timeout: 
       const expired = await expireTable(fc, table, { olderThanMs: 1, retainLast: 1 });
       assert.ok(expired.expiredSnapshots >= 1, `expiry removed ${expired.expiredSnapshots} snapshots`);
       // An orphan in the table's data directory, written with the table's vended keys.
-      const tables = await openTables(cfg);
-      const location = (await tables.load(table)).metadata.location;
-      await tables.io.write(`${location}/data/orphan-${name}.parquet`, new Uint8Array(16));
-      await tables.close();
+      await plantOrphan(cfg, table, name, 16);
       await sleep(2500);
       const orphans = await removeOrphans(fc, table, { olderThanMs: 1000, force: true });
       assert.ok(orphans.orphans >= 1, `orphan removal found ${orphans.orphans}`);

@@ -8,7 +8,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { Kafka, logLevel, type IHeaders } from 'kafkajs';
+import type { IHeaders } from 'kafkajs';
 import { ensureStack } from '../../stack/stack';
 import { runPythonJson } from '../../stack/python';
 import { floeHome } from '../../stack/paths';
@@ -19,6 +19,7 @@ import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClien
 import { readColumnValues } from '../../client/tables';
 import { openTables } from '../../ingest/tables';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { produceMessages, type TestMessage } from '../support/produce';
 
 const columns = [
   { name: 'event_id', type: 'string', required: true },
@@ -68,12 +69,7 @@ describe('columns from the topic, headers and key (real stack)', { timeout: 10 *
     const c = scenarioConfig(`it_kafka_meta_${Date.now().toString(36)}`, 1, '2s', { columns, partitionBy: [] });
     cfg = loadConfig(c.path);
     ({ table, topic } = c);
-    const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
-    await admin.disconnect();
-    const messages = Array.from({ length: GOOD }, (_, i) => ({
+    const messages: TestMessage[] = Array.from({ length: GOOD }, (_, i) => ({
       key: `key-${i}`,
       value: JSON.stringify({ event_id: `e${String(i).padStart(3, '0')}` }),
       headers: headersOf(i),
@@ -81,10 +77,7 @@ describe('columns from the topic, headers and key (real stack)', { timeout: 10 *
     // two bad ones: the required header absent, and not a number
     messages.push({ key: 'bad-1', value: JSON.stringify({ event_id: 'bad-1' }), headers: { 'trace-id': Buffer.from('x') } });
     messages.push({ key: 'bad-2', value: JSON.stringify({ event_id: 'bad-2' }), headers: { tenant: Buffer.from('seven') } });
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    await producer.send({ topic, messages: messages.map((m) => ({ ...m, partition: 0 })) });
-    await producer.disconnect();
+    await produceMessages(cfg, topic, messages);
     worker = spawnWorker(c.path, join(floeHome(), 'logs', `${c.table.replace(/\W/g, '_')}-worker.log`));
     fc = await connectClient(cfg);
   });

@@ -17,7 +17,7 @@ import { orderEvents, eventKey } from '../../demo/generator';
 import { loadConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { compactTable, expireTable, removeOrphans } from '../../client/maintenance';
-import { openTables } from '../../ingest/tables';
+import { plantOrphan } from '../support/orphans';
 import { tableCommitRows } from '../../client/tables';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { freeLoopbackPort } from '../../observability/metrics-server';
@@ -151,10 +151,7 @@ describe('worker /metrics (real stack)', { timeout: 180_000 }, () => {
     const expired = await expireTable(fc!, table, { olderThanMs: 1, retainLast: 1 });
     assert.ok(expired.expiredSnapshots >= 1, `expiry removed ${expired.expiredSnapshots} snapshots`);
     // One orphan in the data directory (no commit references it), old enough once the grace passes.
-    const tables = await openTables(cfg);
-    const location = (await tables.load(table)).metadata.location;
-    await tables.io.write(`${location}/data/orphan-${name}.parquet`, new Uint8Array(64));
-    await tables.close();
+    await plantOrphan(cfg, table, name, 64);
     await sleep(2500);
     const orphans = await removeOrphans(fc!, table, { olderThanMs: 1000, force: true });
     assert.ok(orphans.orphans >= 1 && orphans.deleted === orphans.orphans, JSON.stringify(orphans));

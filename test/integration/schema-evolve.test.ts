@@ -11,7 +11,6 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../../stack/stack';
 import { floeHome } from '../../stack/paths';
@@ -23,6 +22,7 @@ import { connectClient, signalIngest, startIngest, waitForIngest } from '../../c
 import { openTables } from '../../ingest/tables';
 import { currentSchema } from '../../iceberg/spec/metadata';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { produceMessages } from '../support/produce';
 
 const N = 20;
 const v1 = [
@@ -42,7 +42,6 @@ print(json.dumps({"pyiceberg": py, "duckdb": duck}))
 
 describe('schema evolution from the config (real stack)', { timeout: 10 * 60_000 }, () => {
   const workers: WorkerProcess[] = [];
-  const cleanups: Array<() => Promise<void>> = [];
   let dir: string;
 
   before(async () => {
@@ -51,28 +50,19 @@ describe('schema evolution from the config (real stack)', { timeout: 10 * 60_000
   });
   after(async () => {
     for (const w of workers) await w.kill('SIGKILL');
-    for (const c of cleanups) await c().catch(() => undefined);
   });
 
   it('adds the column before writing, survives a SIGKILL after the schema commit, and reads back old rows as null', async () => {
     const c = scenarioConfig(`it_evolve_${Date.now().toString(36)}`, 1, '1s', { columns: v1, partitionBy: [] });
     const cfg1 = loadConfig(c.path);
-    const kafka = new Kafka({ clientId: 'test', brokers: cfg1.kafka.brokers, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: c.topic, numPartitions: 1 }], waitForLeaders: true });
-    await admin.disconnect();
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    cleanups.push(() => producer.disconnect());
     const send = (from: number) =>
-      producer.send({
-        topic: c.topic,
-        messages: Array.from({ length: N }, (_, k) => ({
-          partition: 0,
+      produceMessages(
+        cfg1,
+        c.topic,
+        Array.from({ length: N }, (_, k) => ({
           value: JSON.stringify({ event_id: `e${String(from + k).padStart(3, '0')}`, n: from + k, note: `note-${from + k}` }),
         })),
-      });
+      );
     const log = (name: string) => join(floeHome(), 'logs', `${c.table.replace(/\W/g, '_')}-${name}.log`);
 
     // 1. the table as first configured: no note column; the messages carry one that is ignored

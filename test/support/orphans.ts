@@ -1,8 +1,10 @@
 /**
- * Files under a table's data/ folder that the current snapshot does not reference. For an
- * append-only ingest table (no expiry yet) these are exactly the files of uncommitted attempts.
+ * Orphans in tests: the files under a table's data/ folder that the current snapshot does not
+ * reference (for an append-only ingest table, no expiry yet, exactly the files of uncommitted
+ * attempts), and a planted one.
  */
-import type { Tables } from '../../ingest/tables';
+import type { FloeConfig } from '../../config';
+import { openTables, type Tables } from '../../ingest/tables';
 import { planFiles } from '../../iceberg/scan';
 
 export async function unreferencedDataFiles(tables: Tables, table: string): Promise<string[]> {
@@ -13,4 +15,16 @@ export async function unreferencedDataFiles(tables: Tables, table: string): Prom
     if (!live.has(f.location)) out.push(f.location);
   }
   return out;
+}
+
+/** Writes an orphan (a file no commit references) of `size` bytes into `table`'s data folder; returns its location. */
+export async function plantOrphan(cfg: FloeConfig, table: string, name: string, size: number): Promise<string> {
+  const tables = await openTables(cfg);
+  try {
+    const location = `${(await tables.load(table)).metadata.location}/data/orphan-${name}.parquet`;
+    await tables.io.write(location, new Uint8Array(size));
+    return location;
+  } finally {
+    await tables.close();
+  }
 }

@@ -43,7 +43,7 @@ describe('schema evolution from the config', () => {
       { name: 'note', type: 'string', required: false, doc: 'free text' },
       { name: 'h2', type: 'map<string, string>', required: false, source: 'headers' },
     ];
-    assert.deepEqual(await addConfiguredColumns(tables, { table: 'db.t', columns: v2 }), ['note', 'h2']);
+    assert.deepEqual((await addConfiguredColumns(tables, { table: 'db.t', columns: v2 }, await tables.load('db.t'))).added, ['note', 'h2']);
     const after = (await tables.load('db.t')).metadata;
     const s = currentSchema(after);
     assert.deepEqual(
@@ -69,7 +69,7 @@ describe('schema evolution from the config', () => {
     assert.equal(after.schemas.length, 2, 'the old schema is kept (older files read by field id)');
     assert.notEqual(after['current-schema-id'], before['current-schema-id']);
     // idempotent: a retried cycle (or a second worker) finds nothing to add and commits nothing
-    assert.deepEqual(await addConfiguredColumns(tables, { table: 'db.t', columns: v2 }), []);
+    assert.deepEqual((await addConfiguredColumns(tables, { table: 'db.t', columns: v2 }, await tables.load('db.t'))).added, []);
     assert.equal((await tables.load('db.t')).metadata['metadata-log'].length, after['metadata-log'].length);
   });
 
