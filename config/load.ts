@@ -16,9 +16,12 @@ import type {
   MaintenanceConfig,
   PartitionFieldConfig,
   S3Config,
+  SchemaRegistryConfig,
   SecretRef,
   TableConfig,
   TemporalConfig,
+  ValueFormat,
+  ValueFormatConfig,
 } from './types';
 
 /** A bad config fails fast, naming the key path that is wrong and what was expected. */
@@ -51,7 +54,7 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
  * refuses to read a key missing here, so the lists cannot drift from what is read.
  */
 const KEYS = {
-  root: ['catalog', 's3', 'kafka', 'temporal', 'tables'],
+  root: ['catalog', 's3', 'kafka', 'temporal', 'schemaRegistry', 'tables'],
   catalog: [
     'type',
     'uri',
@@ -96,7 +99,10 @@ const KEYS = {
     'cyclesPerRun',
     'properties',
     'maintenance',
+    'value',
   ],
+  value: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema'],
+  schemaRegistry: ['url', 'username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile', 'tokenEnv', 'tokenFile'],
   column: ['name', 'type', 'required', 'path', 'source', 'header', 'doc'],
   partitionField: ['column', 'transform', 'name'],
   maintenance: ['compact', 'expire', 'orphans'],
@@ -475,10 +481,96 @@ function readMaintenance(r: Reader): MaintenanceConfig {
   };
 }
 
-function readTable(r: Reader, i: number): TableConfig {
+const VALUE_FORMATS: readonly ValueFormat[] = ['json', 'avro', 'protobuf', 'json-schema'];
+
+/**
+ * How a table's record values are read: JSON into the configured columns (the default), or a
+ * Schema Registry format (Confluent framing) whose schema derives the columns; `avro` with a
+ * `schema`/`schemaFile` is plain Avro binary (no framing, no registry).
+ */
+function readValueFormat(r: Reader, hasRegistry: boolean): ValueFormatConfig {
+  const format = (r.optStr('format') ?? 'json') as ValueFormat;
+  if (!VALUE_FORMATS.includes(format)) throw new ConfigError(r.key('format'), VALUE_FORMATS.join(', '), format);
+  const onIncompatible = r.optStr('onIncompatibleSchema') ?? 'fail';
+  if (onIncompatible !== 'fail' && onIncompatible !== 'dead-letter')
+    throw new ConfigError(r.key('onIncompatibleSchema'), 'fail or dead-letter', onIncompatible);
+  const inline = r.optStr('schema');
+  const file = r.optStr('schemaFile');
+  if (inline !== undefined && file !== undefined)
+    throw ConfigError.problem(r.key('schemaFile'), 'give either schema or schemaFile, not both');
+  let schema: string | undefined = inline;
+  if (file !== undefined) {
+    try {
+      schema = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw ConfigError.problem(r.key('schemaFile'), `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  }
+  if (schema !== undefined) {
+    if (format !== 'avro')
+      throw ConfigError.problem(
+        r.key(inline !== undefined ? 'schema' : 'schemaFile'),
+        'a schema in the config is for format avro (plain Avro)',
+      );
+    try {
+      JSON.parse(schema);
+    } catch (e) {
+      throw ConfigError.problem(
+        r.key(inline !== undefined ? 'schema' : 'schemaFile'),
+        `not an Avro schema in JSON: ${(e as Error).message}`,
+      );
+    }
+  }
+  const registry = format !== 'json' && schema === undefined;
+  if (registry && !hasRegistry)
+    throw ConfigError.problem(
+      r.key('format'),
+      `format ${format} reads the Confluent wire format: configure schemaRegistry.url (or give an Avro schema for plain Avro)`,
+    );
+  const subject = r.optStr('subject');
+  if (subject !== undefined && !registry) throw ConfigError.problem(r.key('subject'), 'a subject is for a Schema Registry format');
+  return {
+    format,
+    registry,
+    ...(schema !== undefined ? { schema } : {}),
+    ...(subject !== undefined ? { subject } : {}),
+    onIncompatibleSchema: onIncompatible,
+  };
+}
+
+function readSchemaRegistry(r: Reader): SchemaRegistryConfig {
+  const url = r.match('url', /^https?:\/\/[^/]/, 'an http(s)://host[:port] URL');
+  const username = r.optStr('username');
+  const usernameRef = secretRef(r, 'username');
+  if (username !== undefined && usernameRef !== undefined)
+    throw ConfigError.problem(r.key('usernameEnv'), 'give username or usernameEnv/usernameFile, not both');
+  const password = secretRef(r, 'password');
+  const token = secretRef(r, 'token');
+  const user = username !== undefined ? { value: username } : usernameRef;
+  if ((user === undefined) !== (password === undefined))
+    throw ConfigError.problem(
+      r.key(user === undefined ? 'username' : 'passwordEnv'),
+      'basic auth needs a username and a password (passwordEnv or passwordFile)',
+    );
+  if (token !== undefined && password !== undefined)
+    throw ConfigError.problem(r.key('tokenEnv'), 'one way to authenticate: basic (username, password) or a bearer token, not both');
+  return { url, ...(user && password ? { basic: { username: user, password } } : {}), ...(token ? { token } : {}) };
+}
+
+function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
   const table = r.match('table', IDENT, 'an identifier "namespace.table"');
-  const columns = r.list('columns', KEYS.column).map(readColumn);
-  if (columns.length === 0) throw new ConfigError(`tables[${i}].columns`, 'at least one column', []);
+  const value = readValueFormat(r.child('value', KEYS.value), hasRegistry);
+  // A schema-derived table needs no columns: they come from the record schema (metadata columns may be added).
+  const columns = r.list('columns', KEYS.column, value.format === 'json').map(readColumn);
+  if (columns.length === 0 && value.format === 'json') throw new ConfigError(`tables[${i}].columns`, 'at least one column', []);
+  if (value.format !== 'json') {
+    const c = columns.find((x) => (x.source ?? 'value') === 'value');
+    if (c)
+      throw ConfigError.problem(
+        `tables[${i}].columns`,
+        `column ${c.name}: with format ${value.format} the value's columns come from its schema; configure only columns from the key, headers, topic, partition, offset or timestamp`,
+      );
+  }
   const names = new Set<string>();
   for (const c of columns) {
     if (names.has(c.name)) throw new ConfigError(`tables[${i}].columns`, 'unique column names', c.name);
@@ -486,9 +578,10 @@ function readTable(r: Reader, i: number): TableConfig {
   }
   const partitionBy: PartitionFieldConfig[] = r.list('partitionBy', KEYS.partitionField, false).map((p, j) => {
     const column = p.str('column');
-    if (!names.has(column))
+    // A derived column's name is known only from the schema: checked when the table is created.
+    if (!names.has(column) && value.format === 'json')
       throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, `one of the columns (${[...names].join(', ')})`, column);
-    if (columns.find((c) => c.name === column)!.source === 'headers')
+    if (columns.find((c) => c.name === column)?.source === 'headers')
       throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, 'a column of a primitive type (not the headers map)', column);
     return {
       column,
@@ -514,6 +607,7 @@ function readTable(r: Reader, i: number): TableConfig {
     cyclesPerRun: r.posInt('cyclesPerRun', 200),
     properties: r.stringMap('properties'),
     maintenance: readMaintenance(r.child('maintenance', KEYS.maintenance)),
+    value,
   };
 }
 
@@ -588,7 +682,8 @@ export function parseConfig(raw: unknown): FloeConfig {
   const home = env.FLOE_HOME ?? `${env.HOME}/.cache/floe`;
   const kafka = root.child('kafka', KEYS.kafka);
   const temporal = root.child('temporal', KEYS.temporal);
-  const tables = root.list('tables', KEYS.table, false).map(readTable);
+  const schemaRegistry = root.has('schemaRegistry') ? readSchemaRegistry(root.child('schemaRegistry', KEYS.schemaRegistry)) : undefined;
+  const tables = root.list('tables', KEYS.table, false).map((t, i) => readTable(t, i, schemaRegistry !== undefined));
   checkDistinctTables(tables);
   return {
     catalog: {
@@ -608,6 +703,7 @@ export function parseConfig(raw: unknown): FloeConfig {
     s3: readS3(root),
     kafka: readKafka(kafka),
     temporal: readTemporal(temporal),
+    ...(schemaRegistry ? { schemaRegistry } : {}),
     tables,
   };
 }

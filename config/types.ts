@@ -119,6 +119,31 @@ export interface TableConfig {
   cyclesPerRun: number;
   properties: Record<string, string>;
   maintenance: MaintenanceConfig;
+  /** How record values are read; default JSON into the configured columns. */
+  value: ValueFormatConfig;
+}
+
+export type ValueFormat = 'json' | 'avro' | 'protobuf' | 'json-schema';
+
+export interface ValueFormatConfig {
+  format: ValueFormat;
+  /** Confluent wire format through the Schema Registry (every format but json and plain Avro). */
+  registry: boolean;
+  /** Plain Avro: the writer schema (JSON text) every value is encoded with. */
+  schema?: string;
+  /** The subject whose latest version shapes a new table; default `<topic>-value`. */
+  subject?: string;
+  /** A record schema the table cannot take: stop the table (fail) or dead-letter its records. */
+  onIncompatibleSchema: 'fail' | 'dead-letter';
+}
+
+/** A Confluent-compatible Schema Registry (Confluent, Apicurio's ccompat API, Karapace, Redpanda). */
+export interface SchemaRegistryConfig {
+  url: string;
+  /** Basic auth: a user name (in the config or by reference) and a password by reference. */
+  basic?: { username: SecretRef | { value: string }; password: SecretRef };
+  /** A bearer token by reference. */
+  token?: SecretRef;
 }
 
 export interface MaintenanceConfig {
@@ -186,5 +211,6 @@ export interface FloeConfig {
   s3: S3Config;
   kafka: KafkaConfig;
   temporal: TemporalConfig;
+  schemaRegistry?: SchemaRegistryConfig;
   tables: TableConfig[];
 }

@@ -22,6 +22,8 @@ export const FailureType = {
   ConfigError: 'ConfigError',
   /** The configured columns no longer match the table (another engine changed it). */
   TableDrift: 'TableDrift',
+  /** A record's schema (from the Schema Registry) cannot evolve the table: a changed type, a new required field. */
+  SchemaIncompatible: 'SchemaIncompatible',
   /** The table's cursor for this ingest id was written for another topic. */
   CursorTopicMismatch: 'CursorTopicMismatch',
   /** The cursor is beyond the topic's end: the topic was recreated or failed over. */
@@ -45,6 +47,7 @@ export const INGEST_NON_RETRYABLE: string[] = [
   FailureType.FeatureUnsupported,
   FailureType.ConfigError,
   FailureType.TableDrift,
+  FailureType.SchemaIncompatible,
   FailureType.CursorTopicMismatch,
   FailureType.CursorAheadOfTopic,
   FailureType.IngestOverlap,

@@ -514,6 +514,41 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
   }
 }
 
+/**
+ * A JSON value's converter for a primitive column, as `source: value` columns use it: for decoders
+ * of other framings of JSON (JSON Schema through a registry, ingest/formats).
+ */
+export function compileJsonValue(c: ColumnConfig, partitionBy: readonly PartitionFieldConfig[] = []): Convert {
+  return compileConvert(c, transformsOn(c, partitionBy));
+}
+
+/**
+ * The range check of a numeric column (what the writer and the column's partition transforms
+ * take), for decoders that build the value themselves (Avro, Protobuf): returns the value, or
+ * throws a DecodeError naming the column and `shown`. Undefined for types without a range.
+ */
+export function columnRange(
+  c: ColumnConfig,
+  partitionBy: readonly PartitionFieldConfig[] = [],
+): ((x: number | bigint, shown: string) => number | bigint) | undefined {
+  const tr = transformsOn(c, partitionBy);
+  const dec = parseDecimalType(c.type);
+  const b: Bounds<number> | Bounds<bigint> | undefined =
+    c.type === 'int'
+      ? intBounds(c, tr)
+      : c.type === 'long'
+        ? longBounds(c, tr)
+        : c.type === 'date'
+          ? dateBounds(c, tr)
+          : c.type === 'timestamp' || c.type === 'timestamptz'
+            ? timestampBounds(c, tr)
+            : dec
+              ? decimalBounds(c, dec.precision, dec.scale, tr)
+              : undefined;
+  if (b === undefined) return undefined;
+  return (x, shown) => (b as Bounds<number | bigint>).check(x, undefined, shown);
+}
+
 type Read = (parsed: Record<string, unknown>, rec: KafkaRecord) => RowValue;
 
 const hasOwn = Object.prototype.hasOwnProperty;

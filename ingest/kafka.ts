@@ -95,13 +95,21 @@ class PollSink {
     readonly partitions: number[],
     start: Offsets,
     readonly bounds: PollBounds,
-    readonly onRecord: (r: KafkaRecord) => void,
+    readonly onRecord: (r: KafkaRecord) => void | Promise<void>,
   ) {
     this.next = { ...start };
     this.outcome = { next: this.next, records: 0, bytes: 0 };
     this.finished = new Promise<void>((resolve) => {
       this.finish = resolve;
     });
+  }
+
+  /** The record being handled asynchronously, if any. */
+  inflight: Promise<void> | undefined;
+
+  /** Resolves once no record is being handled (a stopped poll's outcome is final only then). */
+  async settled(): Promise<void> {
+    while (this.inflight) await this.inflight.catch(() => undefined);
   }
 
   stop(failure?: Error): void {
@@ -144,7 +152,8 @@ class PollSink {
         return;
       }
       try {
-        this.onRecord({
+        // A promise only when the record needed something first (its schema fetched, the table evolved).
+        const pending = this.onRecord({
           partition: batch.partition,
           offset: m.offset,
           timestamp: m.timestamp,
@@ -153,6 +162,16 @@ class PollSink {
           topic: batch.topic,
           headers: m.headers,
         });
+        if (pending) {
+          // The poll's outcome waits for it (`settled`): the record is handled, so it counts below
+          // even when the poll was stopped meanwhile.
+          this.inflight = pending;
+          try {
+            await pending;
+          } finally {
+            this.inflight = undefined;
+          }
+        }
       } catch (e) {
         // Thrown out of eachBatch, kafkajs would retry the batch and then drop the error: the poll
         // would just time out. The poll fails with it instead (this record stays unread).
@@ -256,7 +275,7 @@ export class PartitionReader {
   async poll(
     start: Offsets,
     bounds: PollBounds,
-    onRecord: (r: KafkaRecord) => void,
+    onRecord: (r: KafkaRecord) => void | Promise<void>,
     onProgress?: (o: PollOutcome) => void,
   ): Promise<PollOutcome> {
     if (this.sink) throw new Error('PartitionReader.poll: a poll is already running');
@@ -273,6 +292,7 @@ export class PartitionReader {
       for (const p of this.partitions) this.consumer.seek({ topic: this.topic, partition: p, offset: sink.next[String(p)] ?? '0' });
       this.consumer.resume(mine);
       await sink.finished;
+      await sink.settled();
       this.consumer.pause(mine);
       if (sink.failure) throw sink.failure;
       return sink.outcome;
@@ -313,7 +333,7 @@ export class ConsumerPool {
     partitions: number[],
     start: Offsets,
     bounds: PollBounds,
-    onRecord: (r: KafkaRecord) => void,
+    onRecord: (r: KafkaRecord) => void | Promise<void>,
     onProgress?: (o: PollOutcome) => void,
   ): Promise<PollOutcome> {
     const key = `${owner}|${topic}|${partitions.join(',')}`;
@@ -372,7 +392,7 @@ export async function pollPartitions(
   partitions: number[],
   start: Offsets,
   bounds: PollBounds,
-  onRecord: (r: KafkaRecord) => void,
+  onRecord: (r: KafkaRecord) => void | Promise<void>,
   onProgress?: (o: PollOutcome) => void,
 ): Promise<PollOutcome> {
   const r = new PartitionReader(kafka, topic, partitions);

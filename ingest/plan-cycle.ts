@@ -12,7 +12,9 @@ import { ingestTableConfig, type Deps } from './deps';
 import { crashPoint } from './crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
 import { addConfiguredColumns } from './evolve';
+import { initialDerived } from './formats/reader';
 import { topicWatermarks } from './kafka';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { deadLetterColumns } from './tables';
 import type { CyclePlan, TableRef } from './types';
 
@@ -29,7 +31,12 @@ function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetada
 
 export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
   const t = ingestTableConfig(deps.cfg, ref.table);
-  await deps.tables.ensureIngestTables(t);
+  // A schema format's new table takes its value columns from the schema (the subject's latest
+  // version, or plain Avro's); without one yet, the first record's schema evolves it.
+  let derived;
+  if (t.value.format !== 'json' && !(await deps.tables.catalog.tableExists(parseIdentifier(t.table))))
+    derived = (await initialDerived(t, deps.cfg.schemaRegistry))?.derived;
+  await deps.tables.ensureIngestTables(t, derived);
   // Optional columns added to the config join the table's schema before anything is written.
   const evolved = await addConfiguredColumns(deps.tables, t, await deps.tables.load(t.table));
   if (evolved.added.length > 0) crashPoint('after-evolve');

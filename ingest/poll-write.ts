@@ -10,7 +10,13 @@ import { markPending } from '../maintenance/pending';
 import { INLINE_FILE_LIST_BUDGET_BYTES, fileListForHistory } from '../maintenance/staged-files';
 import type { Offsets } from './cursor';
 import { crashPoint } from './crash-points';
-import { DecoderConfigError, deadLetterRow, decodeRecord, type Row } from './decode';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import type { DataFile } from '../iceberg/spec/types';
+import { Transaction } from '../iceberg/transaction';
+import { DecoderConfigError, deadLetterRow, decodeRecord, type KafkaRecord, type Row } from './decode';
+import type { Derived } from './formats/convert';
+import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
+import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { pollPartitions, topicWatermarks } from './kafka';
 import type { PollInput, PollResult } from './types';
@@ -26,12 +32,61 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   // Until this cycle commits, its files are unreachable: a marker written before the first of them
   // keeps the orphan sweep off them however long the cycle takes (another group stuck, a paused
   // worker). The commit clears it.
-  const table = await deps.tables.openRowWriter(t.table, prefix, {
-    targetFileSizeBytes: t.targetFileSizeBytes,
-    ...(deps.encoders ? { encoder: deps.encoders.open } : {}),
-    beforeFirstFile: async () =>
-      markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`),
-  });
+  const openWriter = (p: string) =>
+    deps.tables.openRowWriter(t.table, p, {
+      targetFileSizeBytes: t.targetFileSizeBytes,
+      ...(deps.encoders ? { encoder: deps.encoders.open } : {}),
+      beforeFirstFile: async () =>
+        markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`),
+    });
+  let table = await openWriter(prefix);
+  // A schema format's rows (ingest/formats): a record whose schema needs columns the table lacks
+  // evolves the table first; the writer then starts new files under the new schema, and the
+  // files written so far (the old schema) stay in this cycle's commit.
+  const format =
+    t.value.format === 'json' ? undefined : new FormatReader(t, (await deps.tables.load(t.table)).metadata, deps.cfg.schemaRegistry);
+  const closedFiles: DataFile[] = [];
+  let closedRows = 0,
+    evolutions = 0;
+  const evolveFor = async (derived: Derived[]) => {
+    const action = new EvolveToSchema(derived, new Set(t.columns.map((c) => c.name)));
+    let r;
+    try {
+      r = await new Transaction(parseIdentifier(t.table)).add(action).commit(deps.tables.catalog, deps.tables.io, {});
+    } catch (e) {
+      if (e instanceof SchemaIncompatibleError) throw new SchemaIncompatibleStop(`table ${t.table}: ${e.message}`);
+      throw e;
+    }
+    if (action.changes.length > 0) run.warn(`table ${t.table}: schema evolved from the record schema: ${action.changes.join(', ')}`);
+    crashPoint('after-evolve');
+    closedRows += table.rows;
+    closedFiles.push(...(await table.close()));
+    table = await openWriter(`${prefix}-e${++evolutions}`);
+    format!.setTable(r.table.metadata);
+  };
+  const add = (rec: KafkaRecord): void | Promise<void> => {
+    let row: Row;
+    try {
+      if (format) {
+        const out = format.read(rec);
+        if ('wait' in out) return out.wait.then(() => add(rec));
+        if ('evolve' in out) return evolveFor(out.evolve).then(() => add(rec));
+        row = out.row;
+      } else {
+        // compiled once per table config: every row it returns is writable under t's partition spec
+        row = decodeRecord(t, rec);
+      }
+    } catch (e) {
+      // A config no record can decode is not this record's fault: fail the cycle, visibly.
+      if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
+      // A record schema the table cannot take, with onIncompatibleSchema: fail: stop the table.
+      if (e instanceof SchemaIncompatibleStop) throw nonRetryable(FailureType.SchemaIncompatible, e.message);
+      // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
+      deadRows.push(deadLetterRow(t.topic, rec, e));
+      return;
+    }
+    table.add(row); // a failure here is the batch's (encoding, storage), not the record's
+  };
   let outcome,
     seen = 0;
   try {
@@ -54,18 +109,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
       },
       (rec) => {
         if (++seen === 1) crashPoint('poll');
-        let row: Row;
-        try {
-          // compiled once per table config: every row it returns is writable under t's partition spec
-          row = decodeRecord(t, rec);
-        } catch (e) {
-          // A config no record can decode is not this record's fault: fail the cycle, visibly.
-          if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
-          // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
-          deadRows.push(deadLetterRow(t.topic, rec, e));
-          return;
-        }
-        table.add(row); // a failure here is the batch's (encoding, storage), not the record's
+        return add(rec);
       },
       // Progress in every heartbeat: a hung poll (no progress, still beating) is visible in the UI.
       (o) => run.heartbeat({ phase: 'poll', records: o.records, bytes: o.bytes }),
@@ -96,7 +140,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const beat = setInterval(() => run.heartbeat({ phase: 'write', records: outcome.records, bytes: outcome.bytes }), 2000);
   let files, deadLetterFiles;
   try {
-    files = await table.close();
+    files = [...closedFiles, ...(await table.close())];
     deadLetterFiles =
       freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
   } finally {
@@ -116,7 +160,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
     endOffsets: outcome.next,
     highWatermarks,
-    records: table.rows,
+    records: closedRows + table.rows,
     deadLetters: freshDeadRows.length,
     bytes: outcome.bytes,
   };

@@ -22,6 +22,8 @@ import type { DataFile, IcebergType, LoadedTable, NestedField, PrimitiveType, Sc
 import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory } from '../iceberg/parquet';
 import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
+import type { Derived } from './formats/convert';
+import { withDerived } from './formats/union';
 import { s3Options } from './storage';
 import { readSecret } from '../config/secrets';
 
@@ -58,7 +60,7 @@ export interface Tables {
   io: FileIO;
   load(table: string): Promise<LoadedTable>;
   /** Creates the namespace, the table and its dead-letter table when missing. Safe to race. */
-  ensureIngestTables(t: TableConfig): Promise<void>;
+  ensureIngestTables(t: TableConfig, derived?: readonly Derived[]): Promise<void>;
   /** Writes rows as Parquet, one file per table partition (rolled at the target size). */
   writeDataFiles(table: string, rows: Row[], prefix: string, targetFileSizeBytes: number): Promise<DataFile[]>;
   /**
@@ -139,6 +141,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     columns: ColumnConfig[],
     partitionBy: TableConfig['partitionBy'],
     properties: Record<string, string>,
+    derived?: readonly Derived[],
   ) => {
     const id = parseIdentifier(table);
     if (!(await catalog.namespaceExists(id.namespace))) {
@@ -168,7 +171,17 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
         false,
       );
     }
-    const schema = schemaOf(columns);
+    // A registry format's table: the record schema's columns after the config's own.
+    const schema = derived ? withDerived(schemaOf(columns), derived) : schemaOf(columns);
+    const missing = partitionBy.find((p) => !schema.fields.some((f) => f.name === p.column));
+    if (missing)
+      throw IcebergError.mismatch(
+        'DataInvalid',
+        `cannot create table ${table}: it is partitioned on ${missing.column}, which neither the config nor the record schema has`,
+        'a partition column the table has (a config column, or a field of the record schema registered before the ingest starts)',
+        missing.column,
+        false,
+      );
     const byName = new Map(schema.fields.map((f) => [f.name, f.id]));
     const metadata = newTableMetadata({
       location,
@@ -207,8 +220,8 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     io,
     load: (table) => catalog.loadTable(parseIdentifier(table)),
 
-    async ensureIngestTables(t) {
-      await create(t.table, t.columns, t.partitionBy, t.properties);
+    async ensureIngestTables(t, derived) {
+      await create(t.table, t.columns, t.partitionBy, t.properties, derived);
       await create(t.deadLetterTable, deadLetterColumns, [], {});
     },
 

@@ -63,7 +63,9 @@ describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
       partitions,
       start,
       { maxWaitMs: 5000, maxRecords: 1_000_000, maxBytes: 1 << 30, ...bounds },
-      (r) => got.push({ p: r.partition, o: BigInt(r.offset) }),
+      (r) => {
+        got.push({ p: r.partition, o: BigInt(r.offset) });
+      },
     );
     return { got, next: out.next };
   };
