@@ -5,12 +5,26 @@
  *     (the ceiling for a kafkajs-based sink), with the ratio.
  *  2. freshness: events produced at a steady rate while the ingest runs; per row, the time from
  *     produce (Kafka timestamp) to the commit of the snapshot that made it visible; p50/p99.
+ *  3. --format avro|both: the same events as Avro in the Confluent wire format through the stack's
+ *     Schema Registry (columns derived from the schema), beside a bare kafkajs consumer decoding
+ *     them with avsc; `both` prints JSON and Avro at 1 partition and their ratio.
  * Usage: npx tsx bench/ingest.ts [--events 300000] [--fresh-seconds 60 (0: skip)] [--rate 200] [--fresh-interval 5]
+ *        [--format json|avro|both]
  */
 import { Kafka, logLevel } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureStack } from '../stack/stack';
-import { bareConsumeSeconds, benchEvent, produceBenchEvents, writeBenchConfig } from './support/events';
+import avro from 'avsc';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import {
+  BENCH_AVRO_SCHEMA,
+  BENCH_METADATA_COLUMNS,
+  bareConsumeSeconds,
+  benchAvroRecord,
+  benchEvent,
+  produceBenchEvents,
+  writeBenchConfig,
+} from './support/events';
 import { loadConfig, type FloeConfig } from '../config';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { createWorker } from '../workers';
@@ -18,6 +32,9 @@ import { openTables } from '../ingest/tables';
 import { parseOffsets } from '../ingest/cursor';
 import { ancestors } from '../iceberg/spec/metadata';
 import { readColumnValues } from '../client/tables';
+import { initialDerived } from '../ingest/formats/reader';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -28,18 +45,46 @@ const FRESH_S = arg('fresh-seconds', 60);
 const RATE = arg('rate', 200);
 /** Commit interval of the freshness run (the goal is stated at 5 s). */
 const FRESH_INTERVAL_S = arg('fresh-interval', 5);
+const FORMAT = (() => {
+  const i = process.argv.indexOf('--format');
+  const f = i > 0 ? process.argv[i + 1] : 'json';
+  if (f !== 'json' && f !== 'avro' && f !== 'both') throw new Error(`--format: expected json, avro or both, found ${f}`);
+  return f;
+})();
+/** The stack's registry (Apicurio's Confluent API); FLOE_SCHEMA_REGISTRY_URL for another. */
+const REGISTRY_URL = process.env.FLOE_SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
 
-function config(name: string, partitions: number, commitInterval: string): FloeConfig {
-  return loadConfig(
-    writeBenchConfig(name, {
-      commitInterval,
-      parallelism: Math.min(4, partitions),
-      // Cycles end at 100k records or the commit interval, whichever comes first: a backlog is
-      // drained in record-bounded cycles, a live stream in time-bounded ones.
-      maxRecordsPerCycle: 100_000,
-      maxBytesPerCycle: 256 * 1024 * 1024,
-    }),
+function config(name: string, partitions: number, commitInterval: string, format: 'json' | 'avro' = 'json'): FloeConfig {
+  const path = writeBenchConfig(name, {
+    ...(format === 'avro' ? { value: { format: 'avro' }, columns: BENCH_METADATA_COLUMNS } : {}),
+    commitInterval,
+    parallelism: Math.min(4, partitions),
+    // Cycles end at 100k records or the commit interval, whichever comes first: a backlog is
+    // drained in record-bounded cycles, a live stream in time-bounded ones.
+    maxRecordsPerCycle: 100_000,
+    maxBytesPerCycle: 256 * 1024 * 1024,
+  });
+  if (format === 'avro') {
+    const raw = parseYaml(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    writeFileSync(path, stringifyYaml({ schemaRegistry: { url: REGISTRY_URL }, ...raw }));
+  }
+  return loadConfig(path);
+}
+
+/** Registers the bench schema under `<topic>-value`; returns the encoder of event i (Confluent framing) and the reference's decoder. */
+async function avroCodec(topic: string) {
+  const registry = new SchemaRegistry({ host: REGISTRY_URL });
+  const { id } = await registry.register(
+    { type: 'AVRO' as never, schema: JSON.stringify(BENCH_AVRO_SCHEMA) } as never,
+    { subject: `${topic}-value` } as never,
   );
+  const type = avro.Type.forSchema(BENCH_AVRO_SCHEMA as avro.Schema);
+  const header = Buffer.from([0, 0, 0, 0, 0]);
+  header.writeInt32BE(id, 1);
+  return {
+    encode: (i: number) => Buffer.concat([header, type.toBuffer(benchAvroRecord(i))]),
+    decode: (v: Buffer) => type.fromBuffer(v.subarray(5)),
+  };
 }
 
 async function withWorker<T>(cfg: FloeConfig, fn: () => Promise<T>): Promise<T> {
@@ -51,18 +96,20 @@ async function withWorker<T>(cfg: FloeConfig, fn: () => Promise<T>): Promise<T> 
   }
 }
 
-async function throughput(partitions: number) {
-  const name = `bench_tp${partitions}_${Date.now().toString(36)}`;
-  const cfg = config(name, partitions, '10s');
+async function throughput(partitions: number, format: 'json' | 'avro' = 'json') {
+  const name = `bench_tp${partitions}${format === 'avro' ? '_avro' : ''}_${Date.now().toString(36)}`;
+  const cfg = config(name, partitions, '10s', format);
   const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  const bytes = await produceBenchEvents(kafka, name, partitions, EVENTS);
-  const refS = await bareConsumeSeconds(kafka, name, EVENTS);
+  const codec = format === 'avro' ? await avroCodec(name) : undefined;
+  const bytes = await produceBenchEvents(kafka, name, partitions, EVENTS, codec?.encode);
+  const refS = await bareConsumeSeconds(kafka, name, EVENTS, codec?.decode);
   const fc = await connectClient(cfg);
   const table = cfg.tables[0]!.table;
   // The table exists before the clock starts: creating it checks every table of the catalog for an
   // overlapping location (seconds on a catalog of thousands of tables), which is not ingest speed.
   const tables = await openTables(cfg);
-  await tables.ensureIngestTables(cfg.tables[0]!).finally(() => tables.close());
+  const derived = codec ? (await initialDerived(cfg.tables[0]!, cfg.schemaRegistry))?.derived : undefined;
+  await tables.ensureIngestTables(cfg.tables[0]!, derived).finally(() => tables.close());
   const floeS = await withWorker(cfg, async () => {
     const t0 = Date.now();
     await startIngest(fc, table);
@@ -78,7 +125,7 @@ async function throughput(partitions: number) {
   });
   await fc.close();
   const mb = bytes / 1e6;
-  return { partitions, events: EVENTS, mb, floeS, refS };
+  return { partitions, format, events: EVENTS, mb, floeS, refS };
 }
 
 async function freshness() {
@@ -134,17 +181,37 @@ async function freshness() {
 
 async function main() {
   await ensureStack(['temporal', 'kafka', 's3']);
-  console.log(`floe ingest benchmark: ${EVENTS} events of ~1 KiB JSON, commit interval 10 s, one worker, ${new Date().toISOString()}`);
-  console.log('partitions  events   MB      floe s  floe rec/s  floe MB/s  | kafkajs-only s  rec/s    | floe/ref');
-  for (const partitions of [1, 4]) {
-    const r = await throughput(partitions);
+  console.log(
+    `floe ingest benchmark: ${EVENTS} events of ~1 KiB (${FORMAT}), commit interval 10 s, one worker, ${new Date().toISOString()}`,
+  );
+  console.log('format partitions  events   MB      floe s  floe rec/s  floe MB/s  | kafkajs-only s  rec/s    | floe/ref');
+  const runs: Array<[number, 'json' | 'avro']> =
+    FORMAT === 'json'
+      ? [
+          [1, 'json'],
+          [4, 'json'],
+        ]
+      : FORMAT === 'avro'
+        ? [
+            [1, 'avro'],
+            [4, 'avro'],
+          ]
+        : [
+            [1, 'json'],
+            [1, 'avro'],
+          ];
+  const rates: Record<string, number> = {};
+  for (const [partitions, format] of runs) {
+    const r = await throughput(partitions, format);
     const f = r.events / r.floeS,
       ref = r.events / r.refS;
+    rates[format] = f;
     console.log(
-      `${String(r.partitions).padEnd(11)} ${String(r.events).padEnd(8)} ${r.mb.toFixed(1).padEnd(7)} ${r.floeS.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} ${(r.mb / r.floeS).toFixed(2).padEnd(10)} | ${r.refS.toFixed(1).padEnd(15)} ${ref.toFixed(0).padEnd(8)} | ${(f / ref).toFixed(2)}`,
+      `${format.padEnd(6)} ${String(r.partitions).padEnd(11)} ${String(r.events).padEnd(8)} ${r.mb.toFixed(1).padEnd(7)} ${r.floeS.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} ${(r.mb / r.floeS).toFixed(2).padEnd(10)} | ${r.refS.toFixed(1).padEnd(15)} ${ref.toFixed(0).padEnd(8)} | ${(f / ref).toFixed(2)}`,
     );
   }
-  if (FRESH_S <= 0) return;
+  if (FORMAT === 'both') console.log(`avro/json (floe rec/s, same events, 1 partition): ${(rates.avro! / rates.json!).toFixed(2)}`);
+  if (FRESH_S <= 0 || FORMAT !== 'json') return;
   const fr = await freshness();
   console.log(
     `freshness (${RATE} events/s for ${FRESH_S} s, 4 partitions, commit interval ${FRESH_INTERVAL_S} s): produce -> visible p50 ${(fr.p50 / 1000).toFixed(2)} s, p99 ${(fr.p99 / 1000).toFixed(2)} s, max ${(fr.max / 1000).toFixed(2)} s over ${fr.rows} rows`,

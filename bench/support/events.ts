@@ -21,6 +21,38 @@ export const benchEvent = (i: number): string =>
     payload: PAD,
   });
 
+/** `benchEvent` as an Avro schema (bench/ingest.ts --format avro): the same fields, event_time as timestamp-millis. */
+export const BENCH_AVRO_SCHEMA = {
+  type: 'record',
+  name: 'BenchEvent',
+  namespace: 'floe.bench',
+  fields: [
+    { name: 'id', type: 'long' },
+    { name: 'event_time', type: { type: 'long', logicalType: 'timestamp-millis' } },
+    { name: 'user_id', type: 'long' },
+    { name: 'kind', type: 'string' },
+    { name: 'amount', type: 'double' },
+    { name: 'payload', type: 'string' },
+  ],
+};
+
+/** Event `i` as the Avro record of BENCH_AVRO_SCHEMA (longs as numbers: avsc's default long type). */
+export const benchAvroRecord = (i: number) => ({
+  id: i,
+  event_time: Date.UTC(2026, 6, 1) + i * 10,
+  user_id: i % 10_007,
+  kind: ['view', 'click', 'buy'][i % 3]!,
+  amount: (i % 1000) / 10,
+  payload: PAD,
+});
+
+/** The Kafka metadata columns every bench table has (the value's columns come from the schema in Avro). */
+export const BENCH_METADATA_COLUMNS = [
+  { name: 'kafka_partition', type: 'int', source: 'partition', required: true },
+  { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
+  { name: 'produced_at', type: 'timestamptz', source: 'timestamp', required: true },
+];
+
 /** Columns that decode `benchEvent`, plus Kafka metadata. */
 export const BENCH_COLUMNS = [
   { name: 'id', type: 'long', required: true },
@@ -61,7 +93,13 @@ export function writeBenchConfig(name: string, table: Record<string, unknown>): 
 }
 
 /** Creates `topic` with `partitions` and produces events [0, n) keyed by index; returns the value bytes. */
-export async function produceBenchEvents(kafka: Kafka, topic: string, partitions: number, n: number): Promise<number> {
+export async function produceBenchEvents(
+  kafka: Kafka,
+  topic: string,
+  partitions: number,
+  n: number,
+  encode: (i: number) => string | Buffer = benchEvent,
+): Promise<number> {
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
@@ -71,7 +109,7 @@ export async function produceBenchEvents(kafka: Kafka, topic: string, partitions
   let bytes = 0;
   for (let i = 0; i < n; i += 500) {
     const messages = Array.from({ length: Math.min(500, n - i) }, (_, j) => {
-      const v = benchEvent(i + j);
+      const v = encode(i + j);
       bytes += v.length;
       return { key: String(i + j), value: v };
     });
@@ -81,8 +119,13 @@ export async function produceBenchEvents(kafka: Kafka, topic: string, partitions
   return bytes;
 }
 
-/** Seconds a bare kafkajs consumer (new group, from the beginning) takes to read and JSON.parse n records. */
-export async function bareConsumeSeconds(kafka: Kafka, topic: string, n: number): Promise<number> {
+/** Seconds a bare kafkajs consumer (new group, from the beginning) takes to read and decode (JSON.parse) n records. */
+export async function bareConsumeSeconds(
+  kafka: Kafka,
+  topic: string,
+  n: number,
+  decode: (value: Buffer) => unknown = (v) => JSON.parse(v.toString()),
+): Promise<number> {
   const c = kafka.consumer({ groupId: `bench-ref-${Date.now()}` });
   await c.connect();
   await c.subscribe({ topics: [topic], fromBeginning: true });
@@ -91,7 +134,7 @@ export async function bareConsumeSeconds(kafka: Kafka, topic: string, n: number)
   await new Promise<void>((resolve) => {
     void c.run({
       eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) JSON.parse(m.value!.toString());
+        for (const m of batch.messages) decode(m.value!);
         seen += batch.messages.length;
         if (seen >= n) resolve();
       },
