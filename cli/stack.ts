@@ -36,6 +36,7 @@ export function registerStackCommands(program: Command): void {
           s3: { endpoint: e.s3.endpoint, bucket: e.s3.bucket, accessKeyId: e.s3.accessKeyId },
           icebergRest: { uri: e.icebergRest.uri },
           postgres: { url: e.postgres.url.replace(/:[^:@/]*@/, ':***@') },
+          schemaRegistry: { url: e.schemaRegistry.url },
           python: e.python.python,
         });
         return;
@@ -45,6 +46,7 @@ export function registerStackCommands(program: Command): void {
       console.log(`  kafka     ${e.kafka.brokers.join(',')}`);
       console.log(`  s3        ${e.s3.endpoint}  bucket ${e.s3.bucket}  key ${e.s3.accessKeyId}  (Iceberg REST ${e.icebergRest.uri})`);
       console.log(`  postgres  ${e.postgres.url.replace(/:[^:@/]*@/, ':***@')}`);
+      console.log(`  registry  ${e.schemaRegistry.url}  (Confluent Schema Registry API)`);
       console.log(`  python    ${e.python.python}`);
     });
 

@@ -17,7 +17,12 @@ export const PORTS = {
   s3: 8333,
   icebergRest: 8181,
   postgres: 5433,
+  /** Apicurio Registry (the Schema Registry's conventional port); its Confluent API is under /apis/ccompat/v7. */
+  schemaRegistry: 8081,
 } as const;
+
+/** Where Apicurio serves the Confluent Schema Registry API: the base URL Confluent clients take. */
+export const CCOMPAT_PATH = '/apis/ccompat/v7';
 
 export const S3_DEFAULTS = {
   accessKeyId: 'floe',
@@ -95,6 +100,8 @@ export interface StackEnv {
   /** SeaweedFS's Iceberg REST catalog (served by `weed mini` next to S3). */
   icebergRest: { uri: string };
   postgres: { url: string; host: string; port: number; user: string; password: string; database: string; external: boolean };
+  /** A Confluent-compatible Schema Registry: `url` is what a Confluent client's `schema.registry.url` takes. */
+  schemaRegistry: { url: string; external: boolean };
   python: { venv: string; python: string; bin: string; pyPath: string };
 }
 
@@ -138,6 +145,10 @@ export function stackEnv(env: NodeJS.ProcessEnv = process.env): StackEnv {
       password: decodeURIComponent(pg.password),
       database: pg.pathname.replace(/^\//, ''),
       external: env.FLOE_PG_URL !== undefined,
+    },
+    schemaRegistry: {
+      url: (env.FLOE_SCHEMA_REGISTRY_URL ?? `http://127.0.0.1:${PORTS.schemaRegistry}${CCOMPAT_PATH}`).replace(/\/+$/, ''),
+      external: env.FLOE_SCHEMA_REGISTRY_URL !== undefined,
     },
     python: {
       venv: p.venv,

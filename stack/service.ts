@@ -2,8 +2,16 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { tailFile } from './proc';
 
-export type ServiceName = 'temporal' | 'kafka' | 's3' | 'postgres' | 'iceberg-rest' | 'temporal-tls';
-export const SERVICE_NAMES: readonly ServiceName[] = ['temporal', 'kafka', 's3', 'postgres', 'iceberg-rest', 'temporal-tls'];
+export type ServiceName = 'temporal' | 'kafka' | 's3' | 'postgres' | 'iceberg-rest' | 'temporal-tls' | 'schema-registry';
+export const SERVICE_NAMES: readonly ServiceName[] = [
+  'temporal',
+  'kafka',
+  's3',
+  'postgres',
+  'iceberg-rest',
+  'temporal-tls',
+  'schema-registry',
+];
 
 export interface Health {
   ok: boolean;

