@@ -14,6 +14,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureStack } from '../stack/stack';
+import { stackEnv } from '../stack/env';
 import avro from 'avsc';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import {
@@ -51,8 +52,8 @@ const FORMAT = (() => {
   if (f !== 'json' && f !== 'avro' && f !== 'both') throw new Error(`--format: expected json, avro or both, found ${f}`);
   return f;
 })();
-/** The stack's registry (Apicurio's Confluent API); FLOE_SCHEMA_REGISTRY_URL for another. */
-const REGISTRY_URL = process.env.FLOE_SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
+/** The stack's registry (Apicurio's Confluent API; FLOE_SCHEMA_REGISTRY_URL for another). */
+const REGISTRY_URL = stackEnv().schemaRegistry.url;
 
 function config(name: string, partitions: number, commitInterval: string, format: 'json' | 'avro' = 'json'): FloeConfig {
   const path = writeBenchConfig(name, {
@@ -180,7 +181,7 @@ async function freshness() {
 }
 
 async function main() {
-  await ensureStack(['temporal', 'kafka', 's3']);
+  await ensureStack(['temporal', 'kafka', 's3', ...(FORMAT === 'json' ? [] : (['schema-registry'] as const))]);
   console.log(
     `floe ingest benchmark: ${EVENTS} events of ~1 KiB (${FORMAT}), commit interval 10 s, one worker, ${new Date().toISOString()}`,
   );

@@ -11,6 +11,7 @@
  * itself is refused (Iceberg has no recursive types).
  */
 import protobuf from 'protobufjs';
+import descriptor from 'protobufjs/ext/descriptor';
 import type { IcebergType } from '../../iceberg/spec/types';
 import { DecodeError } from '../decode';
 import { SchemaMappingError, type Derived, type ValueConverter, compileTo, isStruct } from './convert';
@@ -19,16 +20,34 @@ import { SchemaMappingError, type Derived, type ValueConverter, compileTo, isStr
 export class ProtoFile {
   private readonly top: protobuf.Type[];
 
+  /**
+   * `text`: the schema as a registry returns it, .proto text, or (as Confluent's serializers
+   * register it and Apicurio keeps it) a base64 FileDescriptorProto.
+   */
   constructor(text: string) {
-    const parsed = protobuf.parse(text, { keepCase: true });
-    const root = parsed.root;
-    // Well-known imports (google/protobuf/timestamp.proto, wrappers.proto) come with protobufjs.
-    for (const imp of parsed.imports ?? []) {
-      const common = protobuf.common.get(imp);
-      if (common) root.addJSON(common.nested as protobuf.INamespace['nested'] & object);
+    let root: protobuf.Root, pkg: string | undefined, imports: string[];
+    if (/^[A-Za-z0-9+/=\s]+$/.test(text) && !/\b(syntax|message)\b/.test(text)) {
+      const file = descriptor.FileDescriptorProto.decode(Buffer.from(text, 'base64')) as unknown as {
+        package?: string;
+        dependency?: string[];
+      };
+      imports = file.dependency ?? [];
+      // The well-known types it imports go into the same descriptor set, so everything resolves.
+      const common = new protobuf.Root();
+      addCommon(common, imports);
+      const set = (common as unknown as { toDescriptor(s: string): { file: unknown[] } }).toDescriptor('proto3');
+      const fromDescriptor = (protobuf.Root as unknown as { fromDescriptor(d: unknown): protobuf.Root }).fromDescriptor;
+      root = fromDescriptor(descriptor.FileDescriptorSet.create({ file: [...set.file, file] }));
+      pkg = file.package || undefined;
+    } else {
+      const parsed = protobuf.parse(text, { keepCase: true });
+      root = parsed.root;
+      imports = parsed.imports ?? [];
+      addCommon(root, imports);
+      pkg = parsed.package;
     }
     root.resolveAll();
-    const ns = parsed.package ? (root.lookup(parsed.package) as protobuf.Namespace) : root;
+    const ns = pkg ? (root.lookup(pkg) as protobuf.Namespace) : root;
     this.top = messagesOf(ns);
     if (this.top.length === 0) throw new SchemaMappingError('value: the Protobuf schema defines no message');
   }
@@ -43,6 +62,14 @@ export class ProtoFile {
       list = messagesOf(t);
     }
     return t;
+  }
+}
+
+/** Well-known imports (google/protobuf/timestamp.proto, wrappers.proto) come with protobufjs. */
+function addCommon(root: protobuf.Root, imports: readonly string[]): void {
+  for (const imp of imports) {
+    const common = protobuf.common.get(imp);
+    if (common) root.addJSON(common.nested as Record<string, protobuf.AnyNestedObject>);
   }
 }
 

@@ -117,8 +117,10 @@ from pyiceberg.table import StaticTable
 from floe_duckdb import connect, pyiceberg_s3_properties
 loc, cols = sys.argv[1], sys.argv[2]
 t = StaticTable.from_metadata(loc, properties=pyiceberg_s3_properties())
-py = sorted(t.scan().to_arrow().select(cols.split(",")).to_pylist(), key=lambda r: r["event_id"])
-rel = connect().sql(f"SELECT {cols} FROM iceberg_scan('{loc}') ORDER BY event_id")
+first = cols.split(",")[0]
+py = sorted(t.scan().to_arrow().select(cols.split(",")).to_pylist(), key=lambda r: r[first])
+quoted = ", ".join(f'"{c}"' for c in cols.split(","))
+rel = connect().sql(f"SELECT {quoted} FROM iceberg_scan('{loc}') ORDER BY 1")
 names = [d[0] for d in rel.description]
 duck = [dict(zip(names, r)) for r in rel.fetchall()]
 def exact(x):
@@ -151,7 +153,7 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
   let dir: string;
 
   before(async () => {
-    await ensureStack(['temporal', 'kafka', 's3']);
+    await ensureStack(['temporal', 'kafka', 's3', 'schema-registry']);
     dir = mkdtempSync(join(tmpdir(), 'floe-registry-'));
   });
   after(async () => {
