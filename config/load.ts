@@ -20,6 +20,7 @@ import type {
   SecretRef,
   TableConfig,
   TemporalConfig,
+  KeyFormatConfig,
   ValueFormat,
   ValueFormatConfig,
 } from './types';
@@ -100,8 +101,10 @@ const KEYS = {
     'properties',
     'maintenance',
     'value',
+    'key',
   ],
-  value: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema'],
+  value: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema', 'fields', 'rename'],
+  key: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema', 'column'],
   schemaRegistry: ['url', 'username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile', 'tokenEnv', 'tokenFile'],
   column: ['name', 'type', 'required', 'path', 'source', 'header', 'doc'],
   partitionField: ['column', 'transform', 'name'],
@@ -488,7 +491,7 @@ const VALUE_FORMATS: readonly ValueFormat[] = ['json', 'avro', 'protobuf', 'json
  * Schema Registry format (Confluent framing) whose schema derives the columns; `avro` with a
  * `schema`/`schemaFile` is plain Avro binary (no framing, no registry).
  */
-function readValueFormat(r: Reader, hasRegistry: boolean): ValueFormatConfig {
+function readValueFormat(r: Reader, hasRegistry: boolean, what: 'value' | 'key' = 'value'): ValueFormatConfig {
   const format = (r.optStr('format') ?? 'json') as ValueFormat;
   if (!VALUE_FORMATS.includes(format)) throw new ConfigError(r.key('format'), VALUE_FORMATS.join(', '), format);
   const onIncompatible = r.optStr('onIncompatibleSchema') ?? 'fail';
@@ -529,13 +532,35 @@ function readValueFormat(r: Reader, hasRegistry: boolean): ValueFormatConfig {
     );
   const subject = r.optStr('subject');
   if (subject !== undefined && !registry) throw ConfigError.problem(r.key('subject'), 'a subject is for a Schema Registry format');
+  const selected = what === 'value' && r.has('fields') ? r.strList('fields', []) : undefined;
+  const rename = what === 'value' && r.has('rename') ? r.stringMap('rename') : undefined;
+  if ((selected || rename) && format === 'json')
+    throw ConfigError.problem(
+      r.key(selected ? 'fields' : 'rename'),
+      "fields and rename shape a schema format's derived columns; JSON columns are configured one by one",
+    );
+  for (const [from, to] of Object.entries(rename ?? {}))
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(to))
+      throw new ConfigError(`${r.key('rename')}.${from}`, 'a column name ([A-Za-z_][A-Za-z0-9_]*)', to);
   return {
     format,
     registry,
     ...(schema !== undefined ? { schema } : {}),
     ...(subject !== undefined ? { subject } : {}),
     onIncompatibleSchema: onIncompatible,
+    ...(selected ? { fields: selected } : {}),
+    ...(rename ? { rename } : {}),
   };
+}
+
+/** A record key in a schema format: its own format, subject (default `<topic>-key`) and column. */
+function readKeyFormat(r: Reader, hasRegistry: boolean, value: ValueFormatConfig): KeyFormatConfig {
+  const key = readValueFormat(r, hasRegistry, 'key');
+  if (key.format === 'json')
+    throw new ConfigError(r.key('format'), 'avro, protobuf or json-schema (a JSON key is read by columns with source: key)', 'json');
+  if (value.format === 'json')
+    throw ConfigError.problem(r.path, 'a key in a schema format goes with a value in a schema format (value.format)');
+  return { ...key, column: r.match('column', /^[A-Za-z_][A-Za-z0-9_]*$/, 'a column name ([A-Za-z_][A-Za-z0-9_]*)', 'key') };
 }
 
 function readSchemaRegistry(r: Reader): SchemaRegistryConfig {
@@ -560,6 +585,7 @@ function readSchemaRegistry(r: Reader): SchemaRegistryConfig {
 function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
   const table = r.match('table', IDENT, 'an identifier "namespace.table"');
   const value = readValueFormat(r.child('value', KEYS.value), hasRegistry);
+  const key = r.has('key') ? readKeyFormat(r.child('key', KEYS.key), hasRegistry, value) : undefined;
   // A schema-derived table needs no columns: they come from the record schema (metadata columns may be added).
   const columns = r.list('columns', KEYS.column, value.format === 'json').map(readColumn);
   if (columns.length === 0 && value.format === 'json') throw new ConfigError(`tables[${i}].columns`, 'at least one column', []);
@@ -608,6 +634,7 @@ function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
     properties: r.stringMap('properties'),
     maintenance: readMaintenance(r.child('maintenance', KEYS.maintenance)),
     value,
+    ...(key ? { key } : {}),
   };
 }
 

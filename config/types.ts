@@ -121,6 +121,8 @@ export interface TableConfig {
   maintenance: MaintenanceConfig;
   /** How record values are read; default JSON into the configured columns. */
   value: ValueFormatConfig;
+  /** How record keys are read when they are in a schema format (with a schema value format). */
+  key?: KeyFormatConfig;
 }
 
 export type ValueFormat = 'json' | 'avro' | 'protobuf' | 'json-schema';
@@ -135,6 +137,15 @@ export interface ValueFormatConfig {
   subject?: string;
   /** A record schema the table cannot take: stop the table (fail) or dead-letter its records. */
   onIncompatibleSchema: 'fail' | 'dead-letter';
+  /** Only these top-level fields of the record become columns (by their name in the schema); default all. */
+  fields?: string[];
+  /** Columns named otherwise than their field: schema field name -> column name. */
+  rename?: Record<string, string>;
+}
+
+/** The record key in a schema format: one column (`column`, default `key`) of the key schema's type. */
+export interface KeyFormatConfig extends ValueFormatConfig {
+  column: string;
 }
 
 /** A Confluent-compatible Schema Registry (Confluent, Apicurio's ccompat API, Karapace, Redpanda). */

@@ -99,6 +99,11 @@ function unwrapUnion(node: AvroNode[], where: string): { node: AvroNode; optiona
  * column and nested field is optional in the table; `required` records what the schema says
  * (a field with no default that null cannot fill), which evolution checks.
  */
+export function deriveAvroType(schema: unknown): { type: IcebergType; fields?: Derived[] } {
+  const m = toIceberg(schema as AvroNode, 'key', new Names(), undefined);
+  return { type: m.type, ...(m.fields ? { fields: m.fields } : {}) };
+}
+
 export function deriveAvro(schema: unknown): Derived[] {
   const names = new Names();
   const top = schema as AvroNode;

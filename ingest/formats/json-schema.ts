@@ -49,6 +49,11 @@ function nonNull(n: Node, root: Node, where: string): { node: Node; optional: bo
   return { node: n, optional: false };
 }
 
+/** The Iceberg type of a whole JSON Schema (a key: an object, or a primitive). */
+export function deriveJsonSchemaType(schema: unknown): { type: IcebergType; fields?: Derived[] } {
+  return toIceberg(schema as Node, schema as Node, 'key');
+}
+
 /** The record schema's properties as derived columns. */
 export function deriveJsonSchema(schema: unknown): Derived[] {
   const root = schema as Node;

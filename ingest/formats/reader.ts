@@ -1,8 +1,9 @@
 /**
  * A table's records in a schema format (Avro, Protobuf, JSON Schema through a Schema Registry, or
  * plain Avro with the config's schema) -> rows: the config's own columns (key, headers, topic,
- * partition, offset, timestamp; ingest/decode.ts) plus the value's columns, filled by name from
- * whatever writer schema each record names, into the table's current schema.
+ * partition, offset, timestamp; ingest/decode.ts), the value's columns (its top-level fields,
+ * optionally selected and renamed by the config), and with a key format the key as one column;
+ * each filled by name from whatever writer schema the record names, into the table's current schema.
  *
  * `read` never blocks and never guesses: a record whose schema is not fetched yet asks the caller
  * to wait; one whose schema needs columns the table lacks asks it to evolve the table first
@@ -10,8 +11,8 @@
  * dead letter or stops the table (`onIncompatibleSchema`); bytes that do not decode are dead
  * letters with the reason.
  */
-import type { SchemaRegistryConfig, TableConfig } from '../../config';
-import type { TableMetadata } from '../../iceberg/spec/types';
+import type { KeyFormatConfig, SchemaRegistryConfig, TableConfig, ValueFormatConfig } from '../../config';
+import type { NestedField, StructType, TableMetadata } from '../../iceberg/spec/types';
 import { DecodeError, columnRange, compileDecoder, type KafkaRecord, type Row, type RowValue } from '../decode';
 import { SchemaMappingError, type Derived, type ValueConverter } from './convert';
 import { registryClient, unframe, writerSchema, type WriterSchema } from './registry';
@@ -24,15 +25,34 @@ export class SchemaIncompatibleStop extends Error {
   override name = 'SchemaIncompatibleStop';
 }
 
+type Range = (x: number | bigint, shown: string) => number | bigint;
 type Compiled =
-  | { kind: 'ok'; convert: ValueConverter; ranges: Array<[string, (x: number | bigint, shown: string) => number | bigint]> }
+  | { kind: 'ok'; value: ValueConverter; key: ValueConverter | undefined; ranges: Array<[string, Range]> }
   | { kind: 'evolve'; derived: Derived[] }
   | { kind: 'incompatible'; reason: string };
+
+/** The value's derived columns as the config shapes them: only `fields`, under `rename`'s names. */
+export function shapeValue(f: ValueFormatConfig, derived: readonly Derived[]): Derived[] {
+  const keep = f.fields ? new Set(f.fields) : undefined;
+  return derived.filter((d) => keep === undefined || keep.has(d.name)).map((d) => ({ ...d, name: f.rename?.[d.name] ?? d.name }));
+}
+
+/** The key's one derived column: the whole key schema's type under the configured column name. */
+function keyColumn(k: KeyFormatConfig, w: WriterSchema): Derived[] | SchemaMappingError {
+  if (w.whole instanceof SchemaMappingError) return w.whole;
+  return [{ name: k.column, type: w.whole.type, required: false, ...(w.whole.fields ? { fields: w.whole.fields } : {}) }];
+}
+
+/** A record's writer schema and payload for one side (key or value), or a promise to await first. */
+type Side = { w: WriterSchema; payload: Buffer } | { wait: Promise<unknown> };
 
 export class FormatReader {
   private readonly reserved: ReadonlySet<string>;
   private readonly meta: (rec: KafkaRecord) => Row;
-  private readonly plain: WriterSchema | undefined;
+  private readonly plainValue: WriterSchema | undefined;
+  private readonly plainKey: WriterSchema | undefined;
+  /** column name -> the value's field name (rename's inverse) */
+  private readonly sourceName: Map<string, string>;
   private compiled = new Map<string, Compiled>();
 
   constructor(
@@ -40,11 +60,13 @@ export class FormatReader {
     private metadata: TableMetadata,
     private readonly registry?: SchemaRegistryConfig,
   ) {
-    if (t.value.registry && registry === undefined)
+    if ((t.value.registry || t.key?.registry) && registry === undefined)
       throw new Error(`table ${t.table}: format ${t.value.format} needs schemaRegistry in the config`);
     this.reserved = new Set(t.columns.map((c) => c.name));
     this.meta = compileDecoder({ columns: t.columns, partitionBy: t.partitionBy.filter((p) => this.reserved.has(p.column)) });
-    this.plain = t.value.registry ? undefined : writerSchema('config', 'avro', t.value.schema!);
+    this.plainValue = t.value.registry ? undefined : writerSchema('config', 'avro', t.value.schema!);
+    this.plainKey = t.key && !t.key.registry ? writerSchema('config-key', 'avro', t.key.schema!) : undefined;
+    this.sourceName = new Map(Object.entries(t.value.rename ?? {}).map(([from, to]) => [to, from]));
   }
 
   /** The table changed (evolved): recompile every writer schema against its new schema. */
@@ -53,80 +75,128 @@ export class FormatReader {
     this.compiled = new Map();
   }
 
-  private compile(w: WriterSchema): Compiled {
-    let c = this.compiled.get(w.key);
+  /** The value columns the record's value fills: the table's, less the config's own and the key's, in `fields` if set. */
+  private valueTarget(): StructType {
+    const reserved = new Set(this.reserved);
+    if (this.t.key) reserved.add(this.t.key.column);
+    const keep = this.t.value.fields ? new Set(this.t.value.fields) : undefined;
+    const fields = valueStruct(this.metadata, reserved)
+      .fields.map((f): NestedField => ({ ...f, name: this.sourceName.get(f.name) ?? f.name }))
+      .filter((f) => keep === undefined || keep.has(f.name));
+    return { type: 'struct', fields };
+  }
+
+  private compile(v: WriterSchema, k: WriterSchema | undefined): Compiled {
+    const id = `${v.key}|${k?.key ?? ''}`;
+    let c = this.compiled.get(id);
     if (c !== undefined) return c;
-    if (w.derived instanceof SchemaMappingError) c = { kind: 'incompatible', reason: w.derived.message };
-    else {
-      const plan = planUnion(this.metadata, w.derived, this.reserved);
-      if (plan.problems.length > 0) c = { kind: 'incompatible', reason: `schema ${w.key}: ${plan.problems.join('; ')}` };
-      else if (plan.changes.length > 0) c = { kind: 'evolve', derived: w.derived };
-      else {
-        const target = valueStruct(this.metadata, this.reserved);
-        try {
-          const ranges: Array<[string, (x: number | bigint, shown: string) => number | bigint]> = [];
-          for (const f of target.fields) {
-            if (typeof f.type !== 'string') continue;
-            const r = columnRange({ name: f.name, type: f.type, required: false }, this.t.partitionBy);
-            if (r && this.t.partitionBy.some((p) => p.column === f.name)) ranges.push([f.name, r]);
-          }
-          c = { kind: 'ok', convert: w.converter(target), ranges };
-        } catch (e) {
-          if (!(e instanceof SchemaMappingError)) throw e;
-          c = { kind: 'incompatible', reason: `schema ${w.key}: ${e.message}` };
-        }
-      }
-    }
-    this.compiled.set(w.key, c);
+    c = this.compileUncached(v, k);
+    this.compiled.set(id, c);
     return c;
   }
 
-  read(rec: KafkaRecord): ReadOutcome {
-    const format = this.t.value.format;
-    let w: WriterSchema, payload: Buffer;
-    if (this.plain) {
-      if (rec.value === null) throw new DecodeError('value: record has a null value (tombstone)');
-      w = this.plain;
-      payload = rec.value;
-    } else {
-      const f = unframe(rec.value, format);
-      const got = registryClient(this.registry!).writerOf(f, format);
-      if (got instanceof Promise) return { wait: got };
-      if (got === 'unknown') throw new DecodeError(`value: schema id ${f.id} is not in the schema registry`);
-      w = got;
-      payload = f.payload;
+  private compileUncached(v: WriterSchema, k: WriterSchema | undefined): Compiled {
+    if (v.derived instanceof SchemaMappingError) return { kind: 'incompatible', reason: v.derived.message };
+    const keyDerived = k && this.t.key ? keyColumn(this.t.key, k) : [];
+    if (keyDerived instanceof SchemaMappingError) return { kind: 'incompatible', reason: keyDerived.message };
+    const derived = [...shapeValue(this.t.value, v.derived), ...keyDerived];
+    const plan = planUnion(this.metadata, derived, this.reserved);
+    const which = `schema ${v.key}${k ? ` (key schema ${k.key})` : ''}`;
+    if (plan.problems.length > 0) return { kind: 'incompatible', reason: `${which}: ${plan.problems.join('; ')}` };
+    if (plan.changes.length > 0) return { kind: 'evolve', derived };
+    try {
+      const ranges: Array<[string, Range]> = [];
+      for (const f of valueStruct(this.metadata, this.reserved).fields) {
+        if (typeof f.type !== 'string' || !this.t.partitionBy.some((p) => p.column === f.name)) continue;
+        const r = columnRange({ name: f.name, type: f.type, required: false }, this.t.partitionBy);
+        if (r) ranges.push([f.name, r]);
+      }
+      const keyField = this.t.key ? valueStruct(this.metadata, this.reserved).fields.find((f) => f.name === this.t.key!.column) : undefined;
+      return {
+        kind: 'ok',
+        value: v.converter(this.valueTarget()),
+        key: k && keyField ? k.converter(keyField.type) : undefined,
+        ranges,
+      };
+    } catch (e) {
+      if (!(e instanceof SchemaMappingError)) throw e;
+      return { kind: 'incompatible', reason: `${which}: ${e.message}` };
     }
-    const c = this.compile(w);
-    if (c.kind === 'evolve') return { evolve: c.derived, schema: w.key };
+  }
+
+  private side(bytes: Buffer | null, f: ValueFormatConfig, plain: WriterSchema | undefined, what: 'value' | 'key'): Side {
+    if (plain) {
+      if (bytes === null) throw new DecodeError(`${what}: record has a null ${what}`);
+      return { w: plain, payload: bytes };
+    }
+    let framed;
+    try {
+      framed = unframe(bytes, f.format);
+    } catch (e) {
+      throw what === 'key' && e instanceof DecodeError ? new DecodeError(e.message.replace(/^value: /, 'key: ')) : e;
+    }
+    const got = registryClient(this.registry!).writerOf(framed, f.format);
+    if (got instanceof Promise) return { wait: got };
+    if (got === 'unknown') throw new DecodeError(`${what}: schema id ${framed.id} is not in the schema registry`);
+    return { w: got, payload: framed.payload };
+  }
+
+  read(rec: KafkaRecord): ReadOutcome {
+    const v = this.side(rec.value, this.t.value, this.plainValue, 'value');
+    if ('wait' in v) return v;
+    // A null key fills the key column with null; a key in the format decodes like a value.
+    const k = this.t.key && rec.key !== null ? this.side(rec.key, this.t.key, this.plainKey, 'key') : undefined;
+    if (k && 'wait' in k) return k;
+    const c = this.compile(v.w, k?.w);
+    if (c.kind === 'evolve') return { evolve: c.derived, schema: v.w.key };
     if (c.kind === 'incompatible') {
       if (this.t.value.onIncompatibleSchema === 'fail') throw new SchemaIncompatibleStop(`table ${this.t.table}: ${c.reason}`);
       throw new DecodeError(`value: ${c.reason}`);
     }
-    let doc: unknown;
-    try {
-      doc = w.decode(payload);
-    } catch (e) {
-      throw new DecodeError(`value: not valid ${format} for schema ${w.key} (${(e as Error).message})`);
-    }
-    if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new DecodeError(`value: schema ${w.key} decoded to no record`);
-    const values = c.convert(doc, 'value') as Record<string, RowValue>;
+    const doc = decodeDoc(v.w, v.payload, 'value');
+    const values = c.value(doc, 'value') as Record<string, RowValue>;
+    const row: Row = { ...this.meta(rec) };
+    for (const [name, x] of Object.entries(values)) row[this.t.value.rename?.[name] ?? name] = x;
     for (const [name, check] of c.ranges) {
-      const v = values[name];
-      if (typeof v === 'number' || typeof v === 'bigint') values[name] = check(v, String(v));
+      const x = row[name];
+      if (typeof x === 'number' || typeof x === 'bigint') row[name] = check(x, String(x));
     }
-    return { row: { ...this.meta(rec), ...values } };
+    if (this.t.key) row[this.t.key.column] = k && c.key ? (c.key(decodeDoc(k.w, k.payload, 'key'), 'key') as RowValue) : null;
+    return { row };
   }
 }
 
-/** The columns a new table takes from its schema: the subject's latest version, or the plain Avro schema. */
+function decodeDoc(w: WriterSchema, payload: Buffer, what: 'value' | 'key'): unknown {
+  let doc: unknown;
+  try {
+    doc = w.decode(payload);
+  } catch (e) {
+    throw new DecodeError(`${what}: not valid ${w.format} for schema ${w.key} (${(e as Error).message})`);
+  }
+  if (what === 'value' && (doc === null || typeof doc !== 'object' || Array.isArray(doc)))
+    throw new DecodeError(`value: schema ${w.key} decoded to no record`);
+  return doc;
+}
+
+/**
+ * The columns a new table takes from its schemas: the value subject's latest version (or plain
+ * Avro's schema), shaped by the config, and the key's column from the key subject's latest.
+ */
 export async function initialDerived(
   t: TableConfig,
   registry: SchemaRegistryConfig | undefined,
-): Promise<{ derived: Derived[]; schema: string } | undefined> {
-  let w: WriterSchema | undefined;
-  if (!t.value.registry) w = writerSchema('config', 'avro', t.value.schema!);
-  else w = await registryClient(registry!).latest(t.value.subject ?? `${t.topic}-value`, t.value.format);
-  if (w === undefined) return undefined;
-  if (w.derived instanceof SchemaMappingError) throw w.derived;
-  return { derived: w.derived, schema: w.key };
+): Promise<{ derived: Derived[] } | undefined> {
+  const latest = async (f: ValueFormatConfig, subject: string, name: string) =>
+    f.registry ? registryClient(registry!).latest(f.subject ?? subject, f.format) : writerSchema(name, 'avro', f.schema!);
+  const v = await latest(t.value, `${t.topic}-value`, 'config');
+  if (v === undefined) return undefined;
+  if (v.derived instanceof SchemaMappingError) throw v.derived;
+  const derived = shapeValue(t.value, v.derived);
+  if (t.key) {
+    const k = await latest(t.key, `${t.topic}-key`, 'config-key');
+    const col = k ? keyColumn(t.key, k) : [];
+    if (col instanceof SchemaMappingError) throw col;
+    derived.push(...col);
+  }
+  return { derived };
 }

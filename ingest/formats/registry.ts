@@ -13,9 +13,9 @@ import type { SchemaRegistryConfig, ValueFormat } from '../../config/types';
 import { readSecret } from '../../config/secrets';
 import type { IcebergType } from '../../iceberg/spec/types';
 import { DecodeError, parseJsonExact } from '../decode';
-import { avroConverter, avroType, deriveAvro } from './avro';
+import { avroConverter, avroType, deriveAvro, deriveAvroType } from './avro';
 import { SchemaMappingError, type Derived, type ValueConverter } from './convert';
-import { deriveJsonSchema, jsonConverter } from './json-schema';
+import { deriveJsonSchema, deriveJsonSchemaType, jsonConverter } from './json-schema';
 import { ProtoFile, TO_OBJECT, deriveProtobuf, protobufConverter } from './protobuf';
 
 /** One writer schema: how its payloads decode and what columns it derives. */
@@ -25,6 +25,8 @@ export interface WriterSchema {
   format: ValueFormat;
   /** Its columns, or why it maps to none. */
   derived: Derived[] | SchemaMappingError;
+  /** The Iceberg type of the whole schema (a key's column), or why it has none. */
+  whole: { type: IcebergType; fields?: Derived[] } | SchemaMappingError;
   /** The payload (framing removed) as the converter's document; throws on bytes that do not decode. */
   decode(payload: Buffer): unknown;
   /** The converter of its documents into the table's value struct (throws SchemaMappingError). */
@@ -85,7 +87,7 @@ const TYPE_OF: Record<ValueFormat, string> = { json: 'JSON', 'json-schema': 'JSO
 /** The writer schema of a schema text in `format` (Protobuf: the message at `indexes`). */
 export function writerSchema(key: string, format: ValueFormat, text: string, indexes: readonly number[] = []): WriterSchema {
   const ctx = `schema ${key}`;
-  const safe = (f: () => Derived[]): Derived[] | SchemaMappingError => {
+  const safe = <T>(f: () => T): T | SchemaMappingError => {
     try {
       return f();
     } catch (e) {
@@ -102,6 +104,7 @@ export function writerSchema(key: string, format: ValueFormat, text: string, ind
         key,
         format,
         derived: safe(() => deriveAvro(raw)),
+        whole: safe(() => deriveAvroType(raw)),
         decode: (payload) => type.fromBuffer(payload),
         converter: (target) => avroConverter(raw, target),
       };
@@ -114,6 +117,7 @@ export function writerSchema(key: string, format: ValueFormat, text: string, ind
           key,
           format,
           derived: new SchemaMappingError(`${ctx}: no message at index ${indexes.join('.')}`),
+          whole: new SchemaMappingError(`${ctx}: no message at index ${indexes.join('.')}`),
           decode: () => undefined,
           converter: () => {
             throw new SchemaMappingError(`${ctx}: no message at index ${indexes.join('.')}`);
@@ -123,6 +127,13 @@ export function writerSchema(key: string, format: ValueFormat, text: string, ind
         key,
         format,
         derived: safe(() => deriveProtobuf(message)),
+        whole: safe(() => {
+          const fields = deriveProtobuf(message);
+          return {
+            type: { type: 'struct' as const, fields: fields.map((d) => ({ id: 0, name: d.name, required: false, type: d.type })) },
+            fields,
+          };
+        }),
         decode: (payload) => message.toObject(message.decode(payload), TO_OBJECT),
         converter: (target) => protobufConverter(message, target),
       };
@@ -135,6 +146,7 @@ export function writerSchema(key: string, format: ValueFormat, text: string, ind
         key,
         format,
         derived: safe(() => deriveJsonSchema(raw)),
+        whole: safe(() => deriveJsonSchemaType(raw)),
         decode: (payload) => parseJsonExact(utf8.decode(payload), /\d[\d.]{15,}|\d[eE][+-]?\d{3}/),
         converter: (target) => jsonConverter(target),
       };
@@ -210,6 +222,7 @@ export class SchemaRegistryClient {
         key,
         format,
         derived: new SchemaMappingError(`schema ${key} is ${type}, the table's format is ${format}`),
+        whole: new SchemaMappingError(`schema ${key} is ${type}, the table's format is ${format}`),
         decode: () => undefined,
         converter: () => {
           throw new SchemaMappingError(`schema ${key} is ${type}, the table's format is ${format}`);
@@ -223,6 +236,7 @@ export class SchemaRegistryClient {
         key,
         format,
         derived: new SchemaMappingError(`schema ${key} has schema references, which floe does not resolve yet`),
+        whole: new SchemaMappingError(`schema ${key} has schema references, which floe does not resolve yet`),
         decode: () => undefined,
         converter: () => {
           throw new SchemaMappingError(`schema ${key} has schema references, which floe does not resolve yet`);

@@ -87,6 +87,8 @@ const avroRecord = (i: number, v2: boolean) => ({
   ...(v2 ? { coupon: `k${i}` } : {}),
 });
 
+const KEY_AVRO = JSON.stringify({ type: 'record', name: 'OrderKey', namespace: 'shop', fields: [{ name: 'id', type: 'long' }] });
+
 const PROTO = `
 syntax = "proto3";
 package shop;
@@ -168,19 +170,28 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
       columns: [{ name: 'kafka_offset', type: 'long', source: 'offset', required: true }],
       partitionBy: [{ column: 'at', transform: 'day' }],
       value: { format: 'avro' },
+      key: { format: 'avro', column: 'order_key' },
     });
     const raw = parseYaml(readFileSync(c.path, 'utf8')) as { schemaRegistry?: unknown; tables: Array<Record<string, unknown>> };
     raw.schemaRegistry = { url: registryUrl };
     const base = raw.tables[0]!;
-    const more = (fmt: string, suffix: string) => ({
-      ...base,
-      table: `${c.table}_${suffix}`,
-      topic: `${c.topic}_${suffix}`,
-      deadLetterTable: `${c.table}_${suffix}_dead_letters`,
-      partitionBy: [],
-      value: { format: fmt },
-    });
-    raw.tables.push(more('protobuf', 'proto'), more('json-schema', 'json'));
+    const more = (value: Record<string, unknown>, suffix: string) => {
+      const { key: _key, ...rest } = base;
+      void _key;
+      return {
+        ...rest,
+        table: `${c.table}_${suffix}`,
+        topic: `${c.topic}_${suffix}`,
+        deadLetterTable: `${c.table}_${suffix}_dead_letters`,
+        partitionBy: [],
+        value,
+      };
+    };
+    // JSON Schema: only some fields become columns, one under another name
+    raw.tables.push(
+      more({ format: 'protobuf' }, 'proto'),
+      more({ format: 'json-schema', fields: ['event_id', 'id', 'who', 'scores'], rename: { who: 'person' } }, 'json'),
+    );
     writeFileSync(c.path, stringifyYaml(raw));
     const cfg = loadConfig(c.path);
     const log = (name: string) => join(floeHome(), 'logs', `${run}-${name}.log`);
@@ -193,10 +204,18 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
       schema: orderAvro(customerV1),
       records: Array.from({ length: N }, (_, i) => avroRecord(i, false)),
     });
+    const keys = await serializeWithConfluent({
+      registryUrl,
+      topic: c.topic,
+      format: 'avro',
+      isKey: true,
+      schema: KEY_AVRO,
+      records: Array.from({ length: 2 * N }, (_, i) => ({ id: big(9007199254740993n + BigInt(i)) })),
+    });
     await produceMessages(
       cfg,
       c.topic,
-      v1.records.map((value) => ({ value })),
+      v1.records.map((value, i) => ({ key: keys.records[i]!, value })),
     );
     const proto = await serializeWithConfluent({
       registryUrl,
@@ -259,7 +278,7 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
     await produceMessages(cfg, c.topic, [
       { value: Buffer.from('{"event_id": "not framed"}') },
       { value: unknownId },
-      ...v2.records.map((value) => ({ value })),
+      ...v2.records.map((value, i) => ({ key: keys.records[N + i]!, value })),
     ]);
     const marker = join(dir, 'killed');
     const doomed = spawnWorker(c.path, log('w2-killed'), { FLOE_TEST_KILL_AT: 'after-evolve', FLOE_TEST_KILL_MARKER: marker });
@@ -287,8 +306,8 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
     assert.match(reasons.join('\n'), /not in the Confluent wire format \(magic byte 0x7b/);
     assert.match(reasons.join('\n'), /schema id 2147483632 is not in the schema registry/);
 
-    const avro = await readBack(cfg, c.table, 'event_id,id,total,at,customer,items,attrs,coupon,kafka_offset');
-    assert.deepEqual(avro.fields, ['kafka_offset', 'event_id', 'id', 'total', 'at', 'customer', 'items', 'attrs', 'coupon']);
+    const avro = await readBack(cfg, c.table, 'event_id,id,total,at,customer,items,attrs,coupon,kafka_offset,order_key');
+    assert.deepEqual(avro.fields, ['kafka_offset', 'event_id', 'id', 'total', 'at', 'customer', 'items', 'attrs', 'order_key', 'coupon']);
     const expectAvro = Array.from({ length: 2 * N }, (_, i) => {
       const r = avroRecord(i, i >= N);
       return {
@@ -298,6 +317,7 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
         customer: { id: String(i), name: `c${i}`, tier: i >= N && i % 2 ? 'gold' : 'None' },
         items: [{ sku: `s${i}`, price: '-1.50' }],
         coupon: i >= N ? `k${i}` : 'None',
+        order_key: { id: String(9007199254740993n + BigInt(i)) },
       };
     });
     for (const [engine, rows] of Object.entries({ pyiceberg: avro.pyiceberg, duckdb: avro.duckdb })) {
@@ -308,6 +328,7 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
         customer: JSON.parse(JSON.stringify(r.customer), (_k, x: unknown) => (x === null ? 'None' : typeof x === 'number' ? String(x) : x)),
         items: (r.items as Array<Record<string, unknown>>).map((x) => ({ sku: x.sku, price: String(x.price) })),
         coupon: String(r.coupon ?? 'None'),
+        order_key: r.order_key,
       }));
       assert.deepEqual(got, expectAvro, engine);
     }
@@ -326,7 +347,8 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
         (rows as Array<Record<string, unknown>>).map((r) => ({ event_id: r.event_id, id: String(r.id), to: r.to, tags: r.tags })),
         expectProto,
       );
-    const js = await readBack(cfg, `${c.table}_json`, 'event_id,id,who,scores');
+    const js = await readBack(cfg, `${c.table}_json`, 'event_id,id,person,scores');
+    assert.deepEqual(js.fields, ['kafka_offset', 'event_id', 'id', 'person', 'scores'], 'only the selected fields, who as person');
     const expectJson = Array.from({ length: N }, (_, i) => ({
       event_id: `j${String(i).padStart(3, '0')}`,
       id: String(9007199254740993n + BigInt(i)),
@@ -335,7 +357,7 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
     }));
     for (const rows of [js.pyiceberg, js.duckdb])
       assert.deepEqual(
-        (rows as Array<Record<string, unknown>>).map((r) => ({ event_id: r.event_id, id: String(r.id), who: r.who, scores: r.scores })),
+        (rows as Array<Record<string, unknown>>).map((r) => ({ event_id: r.event_id, id: String(r.id), who: r.person, scores: r.scores })),
         expectJson,
       );
   });
