@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
-import { COMMIT_INTERVAL_LIMIT_MS, LOCATION_URI } from './types';
+import { COMMIT_INTERVAL_LIMIT_MS, isMapKeyType, LOCATION_URI, MAP_KEY_TYPES } from './types';
 import { formatDuration, parseDuration, parseSize } from './units';
 import type { PrimitiveType } from '../iceberg/spec/types';
 import type {
   CatalogConfig,
   ColumnConfig,
+  ColumnType,
   HeadersMapType,
   FloeConfig,
   KafkaConfig,
@@ -107,6 +108,10 @@ const KEYS = {
   key: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema', 'column'],
   schemaRegistry: ['url', 'username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile', 'tokenEnv', 'tokenFile'],
   column: ['name', 'type', 'required', 'path', 'source', 'header', 'doc'],
+  structType: ['type', 'fields'],
+  structField: ['name', 'type', 'required', 'path', 'doc'],
+  listType: ['type', 'element', 'elementRequired'],
+  mapType: ['type', 'key', 'value', 'valueRequired'],
   partitionField: ['column', 'transform', 'name'],
   maintenance: ['compact', 'expire', 'orphans'],
   compact: ['cron', 'targetFileSizeBytes', 'minInputFiles', 'lookbackPartitions', 'paused'],
@@ -158,6 +163,10 @@ class Reader {
   }
   has(k: string) {
     return this.get(k) !== undefined;
+  }
+  /** The value under `k` as written, for a reader of its own (a column's type). */
+  raw(k: string): unknown {
+    return this.get(k);
   }
   str(k: string, def?: string): string {
     const v = this.get(k) ?? def;
@@ -434,6 +443,171 @@ function readTemporal(r: Reader): TemporalConfig {
   };
 }
 
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const PRIMITIVE_EXPECTED = 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)';
+const TYPE_EXPECTED = `${PRIMITIVE_EXPECTED} or a nested type (list<string>, map<string, long>, struct<id: long not null, …>, or a mapping {type: struct|list|map, …})`;
+const MAP_KEY_EXPECTED = `a map key type (${MAP_KEY_TYPES.join(', ')})`;
+
+/**
+ * The string form of a column type, a small recursive-descent parser:
+ *
+ *   type   := primitive | struct<field, …> | list<type [not null]> | map<key, type [not null]>
+ *   field  := name: type [not null]
+ *   key    := string | int | long | uuid | date | time | timestamp | timestamptz | decimal(P, S)
+ *
+ * Iceberg's and Spark's spelling (`struct<name: string, qty: int not null>`; `not null` in any
+ * case). Whatever is not marked `not null` is optional, as a column's `required` defaults to
+ * false: a struct field, a list's elements, a map's values (a map's keys are always required).
+ * Whitespace between tokens is free; decimal and fixed come out canonical (`decimal(10, 2)`).
+ * Errors say what was expected at which character.
+ */
+export function parseColumnType(text: string, key: string): ColumnType {
+  let pos = 0;
+  const ws = () => {
+    while (pos < text.length && /\s/.test(text[pos]!)) pos++;
+  };
+  const fail = (expected: string): never => {
+    const rest = text.slice(pos);
+    const found = rest === '' ? 'the end' : JSON.stringify(rest.length > 24 ? `${rest.slice(0, 24)}…` : rest);
+    throw ConfigError.problem(key, `expected ${expected} at character ${pos + 1} of ${JSON.stringify(text)}, found ${found}`);
+  };
+  const eat = (token: string): boolean => {
+    ws();
+    if (!text.startsWith(token, pos)) return false;
+    pos += token.length;
+    return true;
+  };
+  const expect = (token: string, what = JSON.stringify(token)) => {
+    if (!eat(token)) fail(what);
+  };
+  const notNull = (): boolean => {
+    ws();
+    const m = /^not\s+null\b/i.exec(text.slice(pos));
+    if (!m) return false;
+    pos += m[0].length;
+    return true;
+  };
+  const word = (): string | undefined => {
+    ws();
+    const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(text.slice(pos));
+    if (!m) return undefined;
+    pos += m[0].length;
+    return m[0];
+  };
+  const type = (what: string): ColumnType => {
+    ws();
+    const start = pos;
+    const w = word();
+    if (w === undefined) return fail(what);
+    if (w === 'decimal' || w === 'fixed') {
+      const m = (w === 'decimal' ? /^\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)/ : /^\s*\[\s*(\d+)\s*\]/).exec(text.slice(pos));
+      if (!m) return fail(w === 'decimal' ? '(precision, scale) after decimal' : '[length] after fixed');
+      pos += m[0].length;
+      return (w === 'decimal' ? `decimal(${Number(m[1])}, ${Number(m[2])})` : `fixed[${Number(m[1])}]`) as PrimitiveType;
+    }
+    if (w === 'struct' || w === 'list' || w === 'map') {
+      expect('<', `"<" after ${w}`);
+      if (w === 'list') {
+        const element = type('the element type of the list');
+        const elementRequired = notNull();
+        expect('>', '">" or "not null" after the element type');
+        return { type: 'list', element, elementRequired };
+      }
+      if (w === 'map') {
+        ws();
+        const at = pos;
+        const k = type('the key type of the map');
+        if (typeof k !== 'string' || !isMapKeyType(k)) {
+          pos = at;
+          return fail(MAP_KEY_EXPECTED);
+        }
+        expect(',', '"," after the map key type');
+        const value = type('the value type of the map');
+        const valueRequired = notNull();
+        expect('>', '">" or "not null" after the map value type');
+        return { type: 'map', key: k, value, valueRequired };
+      }
+      const fields: Array<{ name: string; type: ColumnType; required: boolean }> = [];
+      do {
+        const name = word();
+        if (name === undefined)
+          return fail(`a field name ([A-Za-z_][A-Za-z0-9_]*)${fields.length ? '' : ' (a struct has at least one field)'}`);
+        if (fields.some((f) => f.name === name)) {
+          pos -= name.length;
+          return fail(`a field name not used before in the struct`);
+        }
+        expect(':', `":" after the field name ${name}`);
+        const t = type(`the type of field ${name}`);
+        fields.push({ name, type: t, required: notNull() });
+      } while (eat(','));
+      expect('>', '"," or ">" after a struct field');
+      return { type: 'struct', fields };
+    }
+    if (!PRIMITIVE.test(w)) {
+      pos = start;
+      return fail(what);
+    }
+    return w as PrimitiveType;
+  };
+  const t = type(TYPE_EXPECTED);
+  ws();
+  const end = pos;
+  const trailingNotNull = notNull();
+  pos = end;
+  if (pos < text.length)
+    fail(trailingNotNull ? 'the end of the type (required: true makes a column or field required)' : 'the end of the type');
+  return t;
+}
+
+/**
+ * A column's (or a nested field's, element's, value's) type: the string form (parseColumnType)
+ * or the mapping form `{type: struct, fields: [...]}`, `{type: list, element, elementRequired}`,
+ * `{type: map, key, value, valueRequired}`, the two mixed at will. Errors name the key path down
+ * to the nested type (`tables[0].columns[2].type.fields[1].type`).
+ */
+function readColumnType(v: unknown, key: string): ColumnType {
+  if (typeof v === 'string') {
+    if (PRIMITIVE.test(v)) return v as PrimitiveType;
+    if (!/^\s*(struct|list|map)\s*</.test(v)) throw new ConfigError(key, TYPE_EXPECTED, v);
+    return parseColumnType(v, key);
+  }
+  if (!isObj(v)) throw new ConfigError(key, TYPE_EXPECTED, v);
+  const kind = v.type;
+  if (kind === 'struct') {
+    const r = new Reader(v, key, KEYS.structType);
+    const fields = r.list('fields', KEYS.structField).map((f) => ({
+      name: f.match('name', NAME, 'a field name ([A-Za-z_][A-Za-z0-9_]*)'),
+      type: readColumnType(f.raw('type'), f.key('type')),
+      required: f.bool('required', false),
+      ...(f.has('path') ? { path: f.str('path') } : {}),
+      ...(f.has('doc') ? { doc: f.str('doc') } : {}),
+    }));
+    if (fields.length === 0) throw new ConfigError(r.key('fields'), 'at least one field', []);
+    fields.forEach((f, i) => {
+      if (fields.findIndex((g) => g.name === f.name) < i)
+        throw new ConfigError(r.key(`fields[${i}].name`), 'a field name unique in the struct', f.name);
+    });
+    return { type: 'struct', fields };
+  }
+  if (kind === 'list') {
+    const r = new Reader(v, key, KEYS.listType);
+    return { type: 'list', element: readColumnType(r.raw('element'), r.key('element')), elementRequired: r.bool('elementRequired', false) };
+  }
+  if (kind === 'map') {
+    const r = new Reader(v, key, KEYS.mapType);
+    const k = r.raw('key');
+    if (typeof k !== 'string' || !PRIMITIVE.test(k) || !isMapKeyType(k as PrimitiveType))
+      throw new ConfigError(r.key('key'), MAP_KEY_EXPECTED, k);
+    return {
+      type: 'map',
+      key: k as PrimitiveType,
+      value: readColumnType(r.raw('value'), r.key('value')),
+      valueRequired: r.bool('valueRequired', false),
+    };
+  }
+  throw new ConfigError(`${key}.type`, 'struct, list or map (a primitive type is written as a string: type: long)', kind);
+}
+
 function readColumn(r: Reader): ColumnConfig {
   const source = (r.optStr('source') ?? 'value') as ColumnConfig['source'];
   if (!['value', 'key', 'header', 'headers', 'topic', 'partition', 'offset', 'timestamp'].includes(source!)) {
@@ -444,13 +618,15 @@ function readColumn(r: Reader): ColumnConfig {
     throw new ConfigError(r.key('header'), "the header's name (source: header)", header);
   if (source !== 'header' && header !== undefined) throw new ConfigError(r.key('header'), 'no header name unless source is header', header);
   return {
-    name: r.match('name', /^[A-Za-z_][A-Za-z0-9_]*$/, 'a column name ([A-Za-z_][A-Za-z0-9_]*)'),
+    name: r.match('name', NAME, 'a column name ([A-Za-z_][A-Za-z0-9_]*)'),
     type:
       source === 'headers'
         ? (r
             .match('type', HEADERS_MAP, 'map<string, string> or map<string, binary> (source: headers)')
             .replace(HEADERS_MAP, 'map<string, $1>') as HeadersMapType)
-        : (r.match('type', PRIMITIVE, 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)') as PrimitiveType),
+        : source === 'value'
+          ? readColumnType(r.raw('type'), r.key('type'))
+          : (r.match('type', PRIMITIVE, `${PRIMITIVE_EXPECTED}; nested types are for source: value`) as PrimitiveType),
     required: r.bool('required', false),
     path: r.optStr('path'),
     source,
@@ -607,8 +783,11 @@ function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
     // A derived column's name is known only from the schema: checked when the table is created.
     if (!names.has(column) && value.format === 'json')
       throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, `one of the columns (${[...names].join(', ')})`, column);
-    if (columns.find((c) => c.name === column)?.source === 'headers')
+    const partitioned = columns.find((c) => c.name === column);
+    if (partitioned?.source === 'headers')
       throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, 'a column of a primitive type (not the headers map)', column);
+    if (partitioned && typeof partitioned.type !== 'string')
+      throw new ConfigError(`tables[${i}].partitionBy[${j}].column`, 'a column of a primitive type (not a struct, list or map)', column);
     return {
       column,
       transform: p.match('transform', TRANSFORM, 'identity|year|month|day|hour|bucket[N]|truncate[W]|void', 'identity'),

@@ -79,10 +79,74 @@ export type S3CredentialsConfig =
 /** The type of a `source: headers` column: every header, by name, as text or as bytes. */
 export type HeadersMapType = 'map<string, string>' | 'map<string, binary>';
 
+/**
+ * A column's type as configured: an Iceberg primitive, or a struct, list or map of them at any
+ * depth. No field ids: the table assigns them (ingest/tables.ts columnType), so the same config
+ * describes a new table and an existing one. The config's string form (`list<string>`,
+ * `struct<id: long not null, tags: list<string>>`) is parsed into these objects at load.
+ */
+export type ColumnType = PrimitiveType | NestedTypeConfig;
+export type NestedTypeConfig = StructTypeConfig | ListTypeConfig | MapTypeConfig;
+
+export interface StructFieldConfig {
+  name: string;
+  type: ColumnType;
+  required: boolean;
+  /** Dotted path inside the struct's JSON object; defaults to the field name. */
+  path?: string;
+  doc?: string;
+}
+export interface StructTypeConfig {
+  type: 'struct';
+  fields: StructFieldConfig[];
+}
+export interface ListTypeConfig {
+  type: 'list';
+  element: ColumnType;
+  elementRequired: boolean;
+}
+/** A map from a JSON object: its keys (text) are converted to `key`, which is always required. */
+export interface MapTypeConfig {
+  type: 'map';
+  key: PrimitiveType;
+  value: ColumnType;
+  valueRequired: boolean;
+}
+
+/**
+ * The primitive types a map key can have: those whose JSON form is a string, so an object's keys
+ * convert exactly (`"42"` to a long, `"2024-05-01"` to a date).
+ */
+export const MAP_KEY_TYPES = ['string', 'int', 'long', 'uuid', 'date', 'time', 'timestamp', 'timestamptz', 'decimal(P, S)'] as const;
+
+/** Whether `t` is one of MAP_KEY_TYPES. */
+export function isMapKeyType(t: PrimitiveType): boolean {
+  return /^(string|int|long|uuid|date|time|timestamp|timestamptz|decimal\(\d+,\s*\d+\))$/.test(t);
+}
+
+/**
+ * A configured type as text in the config's string grammar (config/load.ts parseColumnType):
+ * `struct<id: long not null, tags: list<string>>`; a field's path and doc are not shown.
+ */
+export function columnTypeString(t: ColumnType | HeadersMapType): string {
+  if (typeof t === 'string') return t;
+  switch (t.type) {
+    case 'struct':
+      return `struct<${t.fields.map((f) => `${f.name}: ${columnTypeString(f.type)}${f.required ? ' not null' : ''}`).join(', ')}>`;
+    case 'list':
+      return `list<${columnTypeString(t.element)}${t.elementRequired ? ' not null' : ''}>`;
+    case 'map':
+      return `map<${t.key}, ${columnTypeString(t.value)}${t.valueRequired ? ' not null' : ''}>`;
+  }
+}
+
 export interface ColumnConfig {
   name: string;
-  /** An Iceberg primitive type; a `source: headers` column is a HeadersMapType. */
-  type: PrimitiveType | HeadersMapType;
+  /**
+   * An Iceberg primitive type, or (`source: value` only) a nested type in its object form; a
+   * `source: headers` column is a HeadersMapType.
+   */
+  type: ColumnType | HeadersMapType;
   required: boolean;
   /** Dotted path into the JSON value; defaults to the column name. */
   path?: string;

@@ -15,16 +15,32 @@
  * significant digits, so a 64-bit id or a long decimal stays exact. Row value types follow
  * iceberg/parquet's writer: long/time/timestamp* -> bigint (micros), int/date -> number (days),
  * float/double -> number, string/uuid -> string, binary/fixed -> Uint8Array, boolean,
- * decimal(P,S) -> unscaled bigint.
+ * decimal(P,S) -> unscaled bigint; struct -> object keyed by field name, list -> array, map ->
+ * [key, value] pairs, every leaf through the same primitive converters (compileNested), errors
+ * naming the path inside the value (`items[3].qty`).
  */
 import { LosslessNumber, parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
-import type { ColumnConfig, PartitionFieldConfig } from '../config/types';
+import {
+  columnTypeString,
+  type ColumnConfig,
+  type ColumnType,
+  type ListTypeConfig,
+  type MapTypeConfig,
+  type NestedTypeConfig,
+  type PartitionFieldConfig,
+  type StructTypeConfig,
+} from '../config/types';
 import { FailureType } from '../contract';
 import { parseTransform, transformResultType } from '../iceberg/spec/partition';
 import { parseDecimalType, parseFixedType } from '../iceberg/spec/conversions';
 import type { PrimitiveType } from '../iceberg/spec/types';
 
-export type RowValue = null | boolean | number | bigint | string | Uint8Array | Array<[string, string | Uint8Array | null]>;
+/**
+ * A row's value as iceberg/parquet's writer takes it: a primitive (module comment), or a nested
+ * value: a struct as an object keyed by field name, a list as an array, a map (and the headers
+ * map) as an array of [key, value] pairs.
+ */
+export type RowValue = null | boolean | number | bigint | string | Uint8Array | RowValue[] | { [field: string]: RowValue };
 export type Row = Record<string, RowValue>;
 
 export interface KafkaRecord {
@@ -56,6 +72,20 @@ export function headerBytes(rec: KafkaRecord, name: string): Buffer | null {
 /** One record cannot become a row; the message says which column and value, and why. */
 export class DecodeError extends Error {
   override name = 'DecodeError';
+}
+
+/**
+ * A problem inside a nested value, located relative to the value being converted: `at` is '' or
+ * segments such as `.qty`, `[3]`, `["sku-1"]`. Each enclosing struct, list and map prefixes its
+ * segment on the way out, and the column turns it into `items[3].qty: <tail>` (compileConvert).
+ */
+class NestedDecodeError extends DecodeError {
+  constructor(
+    readonly at: string,
+    readonly tail: string,
+  ) {
+    super(`${at}: ${tail}`);
+  }
 }
 
 /**
@@ -278,10 +308,12 @@ function transformsOn(c: ColumnConfig, partitionBy: readonly PartitionFieldConfi
   for (const p of partitionBy) {
     if (p.column !== c.name) continue;
     try {
-      transformResultType(p.transform, c.type as PrimitiveType); // the config refuses partitions on a headers map
+      // the config refuses partitions on a headers map or a nested type
+      if (typeof c.type !== 'string') throw new Error('a partition source is a primitive column');
+      transformResultType(p.transform, c.type as PrimitiveType);
     } catch (e) {
       throw new DecoderConfigError(
-        `column ${c.name}: partition transform ${p.transform} cannot apply to type ${c.type} (${(e as Error).message})`,
+        `column ${c.name}: partition transform ${p.transform} cannot apply to type ${columnTypeString(c.type)} (${(e as Error).message})`,
       );
     }
     out.push(p.transform.trim().toLowerCase());
@@ -380,6 +412,7 @@ function decimalBounds(c: ColumnConfig, precision: number, scale: number, transf
 function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
   const col = c.name;
   const t = c.type;
+  if (typeof t !== 'string') return compileNestedColumn(t, col);
   switch (t) {
     case 'boolean':
       return (v) => {
@@ -531,6 +564,7 @@ export function columnRange(
   c: ColumnConfig,
   partitionBy: readonly PartitionFieldConfig[] = [],
 ): ((x: number | bigint, shown: string) => number | bigint) | undefined {
+  if (typeof c.type !== 'string') return undefined;
   const tr = transformsOn(c, partitionBy);
   const dec = parseDecimalType(c.type);
   const b: Bounds<number> | Bounds<bigint> | undefined =
@@ -547,6 +581,179 @@ export function columnRange(
               : undefined;
   if (b === undefined) return undefined;
   return (x, shown) => (b as Bounds<number | bigint>).check(x, undefined, shown);
+}
+
+// ---------- nested types ----------
+const isJsonObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof LosslessNumber);
+
+/**
+ * A child's error located one segment further out. A primitive converter's DecodeError reads
+ * `<label>: <tail>` (compiled under the child's static label, which config errors name).
+ */
+function within(e: unknown, seg: string, label: string): unknown {
+  if (e instanceof NestedDecodeError) return new NestedDecodeError(seg + e.at, e.tail);
+  if (e instanceof DecodeError)
+    return new NestedDecodeError(seg, e.message.startsWith(`${label}: `) ? e.message.slice(label.length + 2) : e.message);
+  return e;
+}
+
+/**
+ * The converter of a configured type at a static `label` (`items.element.price`): primitives
+ * through compileConvert (exact, range-checked; no partition transform applies inside a nested
+ * type), nested types through compileNested.
+ */
+function compileType(t: ColumnType, label: string): Convert {
+  return typeof t === 'string' ? compileConvert({ name: label, type: t, required: true }, []) : compileNested(t, label);
+}
+
+/** A nested column's converter: its errors name the path inside the value (`items[3].qty: …`). */
+function compileNestedColumn(t: NestedTypeConfig, col: string): Convert {
+  const convert = compileNested(t, col);
+  return (v) => {
+    try {
+      return convert(v);
+    } catch (e) {
+      throw e instanceof NestedDecodeError ? new DecodeError(`${col}${e.at}: ${e.tail}`) : e;
+    }
+  };
+}
+
+/**
+ * A struct from a JSON object, a list from a JSON array, a map from a JSON object; every leaf
+ * through compileConvert. Errors are NestedDecodeErrors located inside `t`.
+ */
+function compileNested(t: NestedTypeConfig, label: string): Convert {
+  switch (t.type) {
+    case 'struct':
+      return compileStruct(t, label);
+    case 'list':
+      return compileList(t, label);
+    case 'map':
+      return compileMap(t, label);
+  }
+}
+
+/** Each field by its name or its `path` inside the object; missing or null is null, or an error for a required field. */
+function compileStruct(t: StructTypeConfig, label: string): Convert {
+  const fields = t.fields.map((f) => {
+    const fieldLabel = `${label}.${f.name}`;
+    // assigning out.__proto__ would set the struct's prototype, not a field
+    if (f.name === '__proto__') throw new DecoderConfigError(`field ${fieldLabel}: the name cannot be a row key`);
+    return {
+      name: f.name,
+      seg: `.${f.name}`,
+      label: fieldLabel,
+      get: compilePath(f.path ?? f.name),
+      convert: compileType(f.type, fieldLabel),
+      required: f.required,
+      missing: f.path === undefined ? 'required field is missing' : `required field is missing (path ${f.path})`,
+    };
+  });
+  return (v) => {
+    if (!isJsonObject(v)) throw new NestedDecodeError('', `expected a JSON object, found ${show(v)}`);
+    const out: { [field: string]: RowValue } = {};
+    for (const f of fields) {
+      const x = f.get(v);
+      if (x === null || x === undefined) {
+        if (f.required) throw new NestedDecodeError(f.seg, f.missing);
+        out[f.name] = null;
+        continue;
+      }
+      try {
+        out[f.name] = f.convert(x);
+      } catch (e) {
+        throw within(e, f.seg, f.label);
+      }
+    }
+    return out;
+  };
+}
+
+/** A JSON array; a null element only when elements are optional. */
+function compileList(t: ListTypeConfig, label: string): Convert {
+  const elementLabel = `${label}.element`;
+  const element = compileType(t.element, elementLabel);
+  const required = t.elementRequired;
+  return (v) => {
+    if (!Array.isArray(v)) throw new NestedDecodeError('', `expected a JSON array, found ${show(v)}`);
+    const out: RowValue[] = new Array<RowValue>(v.length);
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      if (x === null) {
+        if (required) throw new NestedDecodeError(`[${i}]`, 'required element is null');
+        out[i] = null;
+        continue;
+      }
+      try {
+        out[i] = element(x);
+      } catch (e) {
+        throw within(e, `[${i}]`, elementLabel);
+      }
+    }
+    return out;
+  };
+}
+
+/**
+ * A JSON object: each key converted from its text to the key type as a JSON string of that type
+ * would be (`"42"` to a long), each value by the value type; [key, value] pairs for the writer.
+ */
+function compileMap(t: MapTypeConfig, label: string): Convert {
+  const keyLabel = `${label}.key`,
+    valueLabel = `${label}.value`;
+  const key = compileType(t.key, keyLabel);
+  const value = compileType(t.value, valueLabel);
+  const required = t.valueRequired;
+  // An object's keys are distinct strings; converted, "7" and "07" (or two spellings of one UUID
+  // or instant) would be one key twice, which a map cannot hold.
+  const canCollide = t.key !== 'string';
+  return (v) => {
+    if (!isJsonObject(v)) throw new NestedDecodeError('', `expected a JSON object, found ${show(v)}`);
+    const out: RowValue[] = [];
+    const seen = canCollide ? new Map<string, string>() : undefined;
+    for (const k of Object.keys(v)) {
+      const seg = `[${show(k)}]`;
+      let kv: RowValue;
+      try {
+        kv = key(k);
+      } catch (e) {
+        const n = within(e, seg, keyLabel);
+        throw n instanceof NestedDecodeError ? new NestedDecodeError(n.at, `invalid map key (${n.tail})`) : n;
+      }
+      if (seen) {
+        const id = String(kv);
+        const first = seen.get(id);
+        if (first !== undefined) throw new NestedDecodeError(seg, `map key is the same ${t.key} as key ${show(first)}`);
+        seen.set(id, k);
+      }
+      const x = v[k];
+      if (x === null) {
+        if (required) throw new NestedDecodeError(seg, 'required map value is null');
+        out.push([kv, null]);
+        continue;
+      }
+      try {
+        out.push([kv, value(x)]);
+      } catch (e) {
+        throw within(e, seg, valueLabel);
+      }
+    }
+    return out;
+  };
+}
+
+/** Whether a decimal appears anywhere in `t` (its JSON needs exact number parsing). */
+function hasDecimal(t: ColumnConfig['type']): boolean {
+  if (typeof t === 'string') return parseDecimalType(t) !== undefined;
+  switch (t.type) {
+    case 'struct':
+      return t.fields.some((f) => hasDecimal(f.type));
+    case 'list':
+      return hasDecimal(t.element);
+    case 'map':
+      return hasDecimal(t.key) || hasDecimal(t.value);
+  }
 }
 
 type Read = (parsed: Record<string, unknown>, rec: KafkaRecord) => RowValue;
@@ -595,7 +802,7 @@ function compileBytesSource(
       const b = bytesOf(rec);
       return b === null ? missing(absent) : new Uint8Array(b);
     };
-  const width = parseFixedType(c.type);
+  const width = typeof c.type === 'string' ? parseFixedType(c.type) : undefined; // nested types: refused by compileColumn
   if (width !== undefined) {
     return (_, rec) => {
       const b = bytesOf(rec);
@@ -626,6 +833,10 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
   const col = c.name;
   const transforms = transformsOn(c, partitionBy);
   const source = c.source ?? 'value';
+  if (typeof c.type !== 'string' && source !== 'value')
+    throw new DecoderConfigError(
+      `column ${col}: source ${source} fills a primitive column, not ${columnTypeString(c.type)} (nested types come from the value)`,
+    );
   const missing = (what: string): null => {
     if (c.required) throw new DecodeError(`${col}: ${what}`);
     return null;
@@ -730,7 +941,7 @@ export function compileDecoder(table: DecoderTable): Decoder {
   const keys = table.columns.map((c) => c.name);
   const reads = table.columns.map((c) => compileColumn(c, partitionBy));
   const needsValue = table.columns.some((c) => (c.source ?? 'value') === 'value');
-  const unsafe = table.columns.some((c) => parseDecimalType(c.type) !== undefined) ? MAYBE_UNSAFE_DECIMAL : MAYBE_UNSAFE_NUMBER;
+  const unsafe = table.columns.some((c) => hasDecimal(c.type)) ? MAYBE_UNSAFE_DECIMAL : MAYBE_UNSAFE_NUMBER;
   const empty: Record<string, unknown> = {};
   const n = reads.length;
   return (rec) => {

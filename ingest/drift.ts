@@ -15,10 +15,18 @@
  * - a different partition spec (source column and transform, in order).
  * What is not: an optional column another engine added (floe leaves it null), or a column
  * required in the config but optional in the table (floe never writes a null into it).
+ *
+ * Nested types (struct, list, map) are compared structurally, by field name at every level, with
+ * the same rules: a field, list element or map value retyped, required in the table but optional
+ * in the config, renamed or dropped, a required struct field the config lacks or the table never
+ * had. A new optional struct field is not drift: the next cycle adds it (ingest/evolve.ts). Field
+ * ids are the table's own and never compared with the config, which has none. A nested path is
+ * named as Iceberg names it: `items.element.qty`, `attrs.value`.
  */
 import type { ColumnConfig, PartitionFieldConfig, TableConfig } from '../config/types';
 import { currentSchema, defaultSpec } from '../iceberg/spec/metadata';
-import type { IcebergType, TableMetadata } from '../iceberg/spec/types';
+import type { IcebergType, NestedField, StructType, TableMetadata } from '../iceberg/spec/types';
+import { columnType } from './tables';
 
 /** What a table must look like: a config entry, or the dead-letter table's fixed columns. */
 export interface TableShape {
@@ -31,16 +39,134 @@ export interface TableShape {
 
 const norm = (t: string): string => t.replace(/\s+/g, '').toLowerCase();
 
-/** An Iceberg type as one readable string (`long`, `decimal(9,2)`, `list<string>`, `struct<a: int>`). */
+/**
+ * An Iceberg type as one readable string in the config's grammar (`long`, `decimal(9,2)`,
+ * `list<string>`, `struct<a: int not null>`): a required struct field, list element or map value
+ * is marked `not null`.
+ */
 export function typeString(t: IcebergType): string {
   if (typeof t === 'string') return norm(t);
+  const notNull = (required: boolean) => (required ? ' not null' : '');
   switch (t.type) {
     case 'struct':
-      return `struct<${t.fields.map((f) => `${f.name}: ${typeString(f.type)}`).join(', ')}>`;
+      return `struct<${t.fields.map((f) => `${f.name}: ${typeString(f.type)}${notNull(f.required)}`).join(', ')}>`;
     case 'list':
-      return `list<${typeString(t.element)}>`;
+      return `list<${typeString(t.element)}${notNull(t['element-required'])}>`;
     case 'map':
-      return `map<${typeString(t.key)}, ${typeString(t.value)}>`;
+      return `map<${typeString(t.key)}, ${typeString(t.value)}${notNull(t['value-required'])}>`;
+  }
+}
+
+/**
+ * Every struct field at any depth under its dotted nested path (`customer.id`,
+ * `items.element.qty`, `attrs.value.note`); top-level columns included.
+ */
+export function nestedFieldPaths(s: StructType): Map<string, NestedField> {
+  const out = new Map<string, NestedField>();
+  const visit = (t: IcebergType, path: string): void => {
+    if (typeof t === 'string') return;
+    if (t.type === 'list') visit(t.element, `${path}.element`);
+    else if (t.type === 'map') visit(t.value, `${path}.value`);
+    else
+      for (const f of t.fields) {
+        const p = path === '' ? f.name : `${path}.${f.name}`;
+        out.set(p, f);
+        visit(f.type, p);
+      }
+  };
+  visit(s, '');
+  return out;
+}
+
+/** The struct field at `path` in any schema but the current one, newest first. */
+export function olderField(m: TableMetadata, path: string): NestedField | undefined {
+  for (const s of [...m.schemas].reverse()) {
+    if (s['schema-id'] === m['current-schema-id']) continue;
+    const f = nestedFieldPaths(s).get(path);
+    if (f) return f;
+  }
+  return undefined;
+}
+
+/** The configured type of a column as an Iceberg type (ids 0: the config has none). */
+const configuredType = (c: ColumnConfig): IcebergType => columnType(c, () => 0);
+
+const REQUIRED_HINT = {
+  field: 'make it required with required: true or not null',
+  element: 'make the elements required with elementRequired: true or not null',
+  value: 'make the values required with valueRequired: true or not null',
+};
+
+interface DriftContext {
+  by: string;
+  metadata: TableMetadata;
+  /** The current schema's nested paths by field id (a renamed field's new name). */
+  current: Map<number, string>;
+  say: (msg: string) => void;
+}
+
+/**
+ * The problems inside nested column `col`: the table's type `have` and the configured `want`
+ * (ids 0), both of one kind (struct, list, map), walked together by field name; `path` is the
+ * nested path of both.
+ */
+function nestedDrift(col: string, path: string, have: IcebergType, want: IcebergType, cx: DriftContext): void {
+  const { by, say } = cx;
+  const at = (p: string) => `column "${col}" field "${p}"`;
+  const compare = (p: string, h: IcebergType, w: IcebergType, required: { table: boolean; config: boolean; hint: string }) => {
+    if (typeof h !== 'string' && typeof w !== 'string' && h.type === w.type) nestedDrift(col, p, h, w, cx);
+    else if (norm(typeString(h)) !== norm(typeString(w))) {
+      say(`${at(p)} is ${typeString(h)} in the table but ${typeString(w)} in ${by}`);
+      return;
+    }
+    if (required.table && !required.config)
+      say(
+        `${at(p)} is required ${typeString(h)} in the table but optional ${typeString(w)} in ${by}: a null would fail the write (${required.hint}; nulls then go to the dead-letter table)`,
+      );
+  };
+  if (typeof have === 'string' || typeof want === 'string') return;
+  if (have.type === 'list' && want.type === 'list') {
+    compare(`${path}.element`, have.element, want.element, {
+      table: have['element-required'],
+      config: want['element-required'],
+      hint: REQUIRED_HINT.element,
+    });
+  } else if (have.type === 'map' && want.type === 'map') {
+    compare(`${path}.key`, have.key, want.key, { table: false, config: false, hint: '' });
+    compare(`${path}.value`, have.value, want.value, {
+      table: have['value-required'],
+      config: want['value-required'],
+      hint: REQUIRED_HINT.value,
+    });
+  } else if (have.type === 'struct' && want.type === 'struct') {
+    const byName = new Map(have.fields.map((f) => [f.name, f]));
+    const renamedTo = new Set<string>();
+    for (const w of want.fields) {
+      const p = `${path}.${w.name}`;
+      const h = byName.get(w.name);
+      if (h) {
+        compare(p, h.type, w.type, { table: h.required, config: w.required, hint: REQUIRED_HINT.field });
+        continue;
+      }
+      // Gone from the current struct: an older schema tells renamed (same field id) from dropped.
+      const older = olderField(cx.metadata, p);
+      const now = older ? cx.current.get(older.id) : undefined;
+      if (now !== undefined) {
+        renamedTo.add(now);
+        say(`${at(p)} (${typeString(w.type)} in ${by}) was renamed to "${now}" in the table`);
+      } else if (older) say(`${at(p)} (${typeString(w.type)} in ${by}) was dropped from the table (it was ${typeString(older.type)})`);
+      else if (w.required)
+        say(
+          `${at(p)} (required ${typeString(w.type)} in ${by}) is not in the table (${typeString(have)}); floe adds optional fields to a struct, not required ones (rows already written have no value): make it optional`,
+        );
+      // else: a brand-new optional field, added by the next cycle (ingest/evolve.ts)
+    }
+    const configured = new Set(want.fields.map((f) => f.name));
+    for (const h of have.fields) {
+      const p = `${path}.${h.name}`;
+      if (configured.has(h.name) || renamedTo.has(p) || !h.required) continue;
+      say(`${at(p)} is required ${typeString(h.type)} in the table but not in ${by}: every write would leave it null`);
+    }
   }
 }
 
@@ -60,9 +186,11 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
   const renamedTo = new Set<string>();
   const say = (msg: string) => problems.push(`table ${t.table}: ${msg}`);
 
+  const current = new Map([...nestedFieldPaths(schema)].map(([p, f]) => [f.id, p]));
   for (const c of t.columns) {
     const f = byName.get(c.name);
-    const want = norm(c.type);
+    const wantType = configuredType(c);
+    const want = typeof c.type === 'string' ? norm(c.type) : typeString(wantType);
     if (!f) {
       // Gone from the current schema: an older schema tells renamed (same field id, new name) from dropped.
       const older = [...metadata.schemas]
@@ -82,7 +210,9 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
       continue;
     }
     const have = typeString(f.type);
-    if (norm(have) !== want) say(`column "${c.name}" is ${have} in the table but ${want} in ${by}`);
+    const nested = c.source !== 'headers' && typeof f.type !== 'string' && typeof wantType !== 'string' && f.type.type === wantType.type;
+    if (nested) nestedDrift(c.name, c.name, f.type, wantType, { by, metadata, current, say });
+    if (!nested && norm(have) !== norm(want)) say(`column "${c.name}" is ${have} in the table but ${want} in ${by}`);
     else if (f.required && !c.required) {
       say(
         `column "${c.name}" is required ${have} in the table but optional ${want} in ${by}: a null would fail the write (make it required: nulls then go to the dead-letter table)`,

@@ -4,7 +4,7 @@
  * exactly once (commit-id lookup + caller validation on every CAS attempt).
  */
 import { randomUUID } from 'node:crypto';
-import { tableLocationBase, type ColumnConfig, type FloeConfig, type TableConfig } from '../config';
+import { tableLocationBase, type ColumnConfig, type ColumnType, type FloeConfig, type TableConfig } from '../config';
 import type { Catalog } from '../iceberg/catalog/catalog';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { catalogFromConfig } from '../iceberg/catalog/config';
@@ -18,7 +18,7 @@ import {
 import { IcebergError, isIcebergError } from '../iceberg/errors';
 import type { FileIO } from '../iceberg/io/file-io';
 import { newTableMetadata } from '../iceberg/spec/metadata';
-import type { DataFile, IcebergType, LoadedTable, NestedField, PrimitiveType, Schema, TableMetadata } from '../iceberg/spec/types';
+import type { DataFile, IcebergType, LoadedTable, NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
 import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory } from '../iceberg/parquet';
 import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
@@ -88,8 +88,9 @@ export const deadLetterColumns: ColumnConfig[] = [
 ];
 
 export function schemaOf(columns: readonly ColumnConfig[]): Schema {
-  // Top-level columns take ids 1..n in config order; nested ids (a headers map's key and value)
-  // follow them, so adding a column at the end never renumbers another.
+  // Top-level columns take ids 1..n in config order; nested ids (struct fields, list elements, map
+  // keys and values, a headers map's too) follow them column by column, so adding a column at the
+  // end never renumbers another.
   let nextId = columns.length;
   return {
     type: 'struct',
@@ -104,9 +105,12 @@ export function schemaOf(columns: readonly ColumnConfig[]): Schema {
   };
 }
 
-/** A column's Iceberg type; a headers map gets fresh field ids for its key and value. */
+/**
+ * A column's Iceberg type, with fresh field ids from `newId` at every nested level: a struct's
+ * fields, a list's element, a map's key and value (a headers map's too).
+ */
 export function columnType(c: ColumnConfig, newId: () => number): IcebergType {
-  if (c.source !== 'headers') return c.type as PrimitiveType;
+  if (c.source !== 'headers') return icebergType(c.type as ColumnType, newId);
   return {
     type: 'map',
     'key-id': newId(),
@@ -115,6 +119,46 @@ export function columnType(c: ColumnConfig, newId: () => number): IcebergType {
     value: c.type === 'map<string, string>' ? 'string' : 'binary',
     'value-required': false,
   };
+}
+
+/**
+ * A configured type as an Iceberg type, ids from `newId` level by level as Iceberg Java's
+ * assignFreshIds does: a struct's fields take consecutive ids, then each field's nested ids in
+ * order; a list's element id, then the element's; a map's key and value ids, then the value's.
+ */
+export function icebergType(t: ColumnType, newId: () => number): IcebergType {
+  if (typeof t === 'string') return t;
+  switch (t.type) {
+    case 'struct': {
+      const ids = t.fields.map(() => newId());
+      return {
+        type: 'struct',
+        fields: t.fields.map((f, i): NestedField => ({
+          id: ids[i]!,
+          name: f.name,
+          required: f.required,
+          type: icebergType(f.type, newId),
+          ...(f.doc ? { doc: f.doc } : {}),
+        })),
+      };
+    }
+    case 'list': {
+      const elementId = newId();
+      return { type: 'list', 'element-id': elementId, element: icebergType(t.element, newId), 'element-required': t.elementRequired };
+    }
+    case 'map': {
+      const keyId = newId(),
+        valueId = newId();
+      return {
+        type: 'map',
+        'key-id': keyId,
+        key: t.key,
+        'value-id': valueId,
+        value: icebergType(t.value, newId),
+        'value-required': t.valueRequired,
+      };
+    }
+  }
 }
 
 /** A REST catalog's auth and properties; secrets by reference are read here, in the process that connects. */

@@ -1,6 +1,31 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { COMMIT_INTERVAL_LIMIT_MS, loadConfig, nearestKey, parseConfig, ConfigError } from '../../config';
+import {
+  COMMIT_INTERVAL_LIMIT_MS,
+  columnTypeString,
+  loadConfig,
+  nearestKey,
+  parseColumnType,
+  parseConfig,
+  ConfigError,
+} from '../../config';
+import type { ColumnConfig } from '../../config';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+
+/** A type without what the string form cannot say (a field's path and doc). */
+const stripPathsAndDocs = (t: ColumnConfig['type']): ColumnConfig['type'] =>
+  typeof t === 'string'
+    ? t
+    : t.type === 'struct'
+      ? {
+          type: 'struct',
+          fields: t.fields.map(({ path: _p, doc: _d, ...f }) => ({ ...f, type: stripPathsAndDocs(f.type) as typeof f.type })),
+        }
+      : t.type === 'list'
+        ? { ...t, element: stripPathsAndDocs(t.element) as typeof t.element }
+        : { ...t, value: stripPathsAndDocs(t.value) as typeof t.value };
 
 const table = (over: Record<string, unknown> = {}) => ({
   table: 'demo.orders',
@@ -54,6 +79,95 @@ describe('config', () => {
         ],
       },
       /tables\[0\]\.partitionBy\[0\]\.column: expected a column of a primitive type \(not the headers map\), found "h"/,
+    ],
+    [
+      'nested type: a trailing comma in a struct',
+      { tables: [table({ columns: [{ name: 'o', type: 'struct<a: int, >' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected a field name \(\[A-Za-z_\]\[A-Za-z0-9_\]\*\) at character 16 of "struct<a: int, >", found ">"/,
+    ],
+    [
+      'nested type: an unclosed list',
+      { tables: [table({ columns: [{ name: 'o', type: 'list<string' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected ">" or "not null" after the element type at character 12 of "list<string", found the end/,
+    ],
+    [
+      'nested type: an unknown element type',
+      { tables: [table({ columns: [{ name: 'o', type: 'list<varchar>' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected the element type of the list at character 6 of "list<varchar>", found "varchar>"/,
+    ],
+    [
+      'nested type: a map key that is not a primitive convertible from text',
+      { tables: [table({ columns: [{ name: 'o', type: 'map<double, string>' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected a map key type \(string, int, long, uuid, date, time, timestamp, timestamptz, decimal\(P, S\)\) at character 5/,
+    ],
+    [
+      'nested type: a struct key in the mapping form',
+      { tables: [table({ columns: [{ name: 'o', type: { type: 'map', key: 'struct<a: int>', value: 'int' } }] })] },
+      /tables\[0\]\.columns\[0\]\.type\.key: expected a map key type \(string, int, long, uuid, date, time, timestamp, timestamptz, decimal\(P, S\)\), found "struct<a: int>"/,
+    ],
+    [
+      'nested type: a field named twice',
+      { tables: [table({ columns: [{ name: 'o', type: 'struct<a: int, a: long>' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected a field name not used before in the struct at character 16/,
+    ],
+    [
+      'nested type: not null on a whole column',
+      { tables: [table({ columns: [{ name: 'o', type: 'list<string> not null' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected the end of the type \(required: true makes a column or field required\) at character 14/,
+    ],
+    [
+      'nested type: the key path names the nested type (mapping form)',
+      {
+        tables: [
+          table({
+            columns: [
+              { name: 'id', type: 'long' },
+              { name: 'x', type: 'int' },
+              {
+                name: 'o',
+                type: {
+                  type: 'struct',
+                  fields: [
+                    { name: 'a', type: 'int' },
+                    { name: 'b', type: { type: 'list', element: 'lst<int>' } },
+                  ],
+                },
+              },
+            ],
+          }),
+        ],
+      },
+      /tables\[0\]\.columns\[2\]\.type\.fields\[1\]\.type\.element: expected an Iceberg primitive type \(long, string, timestamptz, decimal\(9, 2\), …\) or a nested type \(list<string>, map<string, long>, struct<id: long not null, …>, or a mapping \{type: struct\|list\|map, …\}\), found "lst<int>"/,
+    ],
+    [
+      'nested type: a misspelled key of the mapping form',
+      { tables: [table({ columns: [{ name: 'o', type: { type: 'list', elements: 'int' } }] })] },
+      /tables\[0\]\.columns\[0\]\.type\.elements: unknown key; did you mean "element"\?/,
+    ],
+    [
+      'nested type: a primitive in the mapping form',
+      { tables: [table({ columns: [{ name: 'o', type: { type: 'long' } }] })] },
+      /tables\[0\]\.columns\[0\]\.type\.type: expected struct, list or map \(a primitive type is written as a string: type: long\), found "long"/,
+    ],
+    [
+      'nested type: a struct without fields',
+      { tables: [table({ columns: [{ name: 'o', type: { type: 'struct', fields: [] } }] })] },
+      /tables\[0\]\.columns\[0\]\.type\.fields: expected at least one field, found \[\]/,
+    ],
+    [
+      'nested type: a field name that is not an identifier',
+      { tables: [table({ columns: [{ name: 'o', type: { type: 'struct', fields: [{ name: 'a-b', type: 'int' }] } }] })] },
+      /tables\[0\]\.columns\[0\]\.type\.fields\[0\]\.name: expected a field name \(\[A-Za-z_\]\[A-Za-z0-9_\]\*\), found "a-b"/,
+    ],
+    [
+      'nested type from the record key',
+      { tables: [table({ columns: [{ name: 'o', type: 'list<string>', source: 'key' }] })] },
+      /tables\[0\]\.columns\[0\]\.type: expected an Iceberg primitive type \(long, string, timestamptz, decimal\(9, 2\), …\); nested types are for source: value, found "list<string>"/,
+    ],
+    [
+      'partition on a nested column',
+      { tables: [table({ columns: [{ name: 'o', type: 'struct<a: int>' }], partitionBy: [{ column: 'o' }] })] },
+      /tables\[0\]\.partitionBy\[0\]\.column: expected a column of a primitive type \(not a struct, list or map\), found "o"/,
     ],
     [
       'header column without its name',
@@ -192,6 +306,111 @@ describe('config', () => {
       /^config tables\[1\]\.topc: unknown key; did you mean "topic"\?$/,
     ],
   ];
+  it('reads nested column types in the string form and the mapping form, mixed at will, into one object form', () => {
+    const cfg = parseConfig({
+      tables: [
+        table({
+          columns: [
+            { name: 'customer', type: 'struct<id: long not null, name: string>' },
+            { name: 'items', type: 'list< struct< sku:string NOT NULL, qty: int not null, price: decimal(10,2) > not null >' },
+            { name: 'counts', type: 'map<string, long>' },
+            { name: 'scores', type: 'map<date, list<double not null>> ' },
+            {
+              name: 'order',
+              required: true,
+              path: 'payload.order',
+              type: {
+                type: 'struct',
+                fields: [
+                  { name: 'id', type: 'long', required: true, doc: 'order id' },
+                  { name: 'note', type: 'string', path: 'meta.note' },
+                  { name: 'tags', type: { type: 'list', element: 'string', elementRequired: true } },
+                  { name: 'attrs', type: { type: 'map', key: 'uuid', value: 'struct<v: int>', valueRequired: true } },
+                ],
+              },
+            },
+          ],
+        }),
+      ],
+    });
+    const [customer, items, counts, scores, order] = cfg.tables[0]!.columns;
+    assert.deepEqual(customer!.type, {
+      type: 'struct',
+      fields: [
+        { name: 'id', type: 'long', required: true },
+        { name: 'name', type: 'string', required: false },
+      ],
+    });
+    assert.deepEqual(items!.type, {
+      type: 'list',
+      element: {
+        type: 'struct',
+        fields: [
+          { name: 'sku', type: 'string', required: true },
+          { name: 'qty', type: 'int', required: true },
+          { name: 'price', type: 'decimal(10, 2)', required: false },
+        ],
+      },
+      elementRequired: true,
+    });
+    assert.deepEqual(counts!.type, { type: 'map', key: 'string', value: 'long', valueRequired: false });
+    assert.deepEqual(scores!.type, {
+      type: 'map',
+      key: 'date',
+      value: { type: 'list', element: 'double', elementRequired: true },
+      valueRequired: false,
+    });
+    assert.deepEqual(order, {
+      name: 'order',
+      required: true,
+      path: 'payload.order',
+      source: 'value',
+      doc: undefined,
+      type: {
+        type: 'struct',
+        fields: [
+          { name: 'id', type: 'long', required: true, doc: 'order id' },
+          { name: 'note', type: 'string', required: false, path: 'meta.note' },
+          { name: 'tags', type: { type: 'list', element: 'string', elementRequired: true }, required: false },
+          {
+            name: 'attrs',
+            type: {
+              type: 'map',
+              key: 'uuid',
+              value: { type: 'struct', fields: [{ name: 'v', type: 'int', required: false }] },
+              valueRequired: true,
+            },
+            required: false,
+          },
+        ],
+      },
+    });
+    // the string form prints back in the same grammar and parses to the same type
+    assert.equal(columnTypeString(items!.type), 'list<struct<sku: string not null, qty: int not null, price: decimal(10, 2)> not null>');
+    for (const c of cfg.tables[0]!.columns) assert.deepEqual(parseColumnType(columnTypeString(c.type), 'k'), stripPathsAndDocs(c.type));
+    // the headers map keeps its string type
+    const h = parseConfig({ tables: [table({ columns: [{ name: 'h', type: 'map<string,binary>', source: 'headers' }] })] });
+    assert.equal(h.tables[0]!.columns[0]!.type, 'map<string, binary>');
+  });
+
+  it("the README's nested columns example loads", () => {
+    const readme = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
+    const block = /\*\*Nested columns\.\*\*[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)![1]!;
+    const { columns } = parseYaml(block) as { columns: unknown[] };
+    const t = parseConfig({ tables: [table({ columns })] }).tables[0]!;
+    assert.deepEqual(
+      t.columns.map((c) => columnTypeString(c.type)),
+      [
+        'long',
+        'struct<id: long not null, name: string>',
+        'list<struct<sku: string not null, qty: int not null, price: decimal(10, 2)> not null>',
+        'map<string, long>',
+        'map<date, list<double not null>>',
+        'struct<city: string, zip: string>',
+      ],
+    );
+  });
+
   it('accepts a commit interval just below the bound and exports the bound', () => {
     assert.equal(COMMIT_INTERVAL_LIMIT_MS, 10 * 60_000);
     assert.equal(parseConfig({ tables: [table({ commitInterval: '9m' })] }).tables[0]!.commitIntervalMs, 9 * 60_000);

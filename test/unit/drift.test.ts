@@ -1,9 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseConfig, type TableConfig } from '../../config';
+import { parseColumnType, parseConfig, type TableConfig } from '../../config';
 import { checkIngestTablesDrift, checkTableDrift, tableDriftMessage, TableDriftError } from '../../ingest/drift';
 import { newTableMetadata } from '../../iceberg/spec/metadata';
-import type { NestedField, PartitionField, TableMetadata } from '../../iceberg/spec/types';
+import type { IcebergType, ListType, MapType, NestedField, PartitionField, StructType, TableMetadata } from '../../iceberg/spec/types';
 import { deadLetterColumns, schemaOf } from '../../ingest/tables';
 
 const cfg = (over: Record<string, unknown> = {}): TableConfig =>
@@ -210,5 +210,120 @@ describe('table drift', () => {
       e.message,
       /^the configured columns no longer match the table .*: table a\.b: column "x" is long in the table but int in the config\. Change the config/,
     );
+  });
+});
+
+describe('table drift of nested columns', () => {
+  const t = cfg({
+    columns: [
+      { name: 'id', type: 'long', required: true },
+      { name: 'ts', type: 'timestamptz', required: true },
+      { name: 'customer', type: 'struct<id: long not null, name: string>' },
+      { name: 'items', type: 'list<struct<sku: string not null, qty: int not null, price: decimal(10, 2)>>' },
+      { name: 'counts', type: 'map<string, long>' },
+    ],
+    partitionBy: [{ column: 'ts', transform: 'day' }],
+  });
+  const base = created(t);
+  /** `base` after another engine changed column `name`'s type (ids kept unless `change` says otherwise). */
+  const retype = (name: string, change: (type: IcebergType) => IcebergType) =>
+    evolveSchema(base, (fs) => fs.map((f) => (f.name === name ? { ...f, type: change(structuredClone(f.type)) } : f)));
+  const struct = (t: IcebergType) => t as StructType;
+  const list = (t: IcebergType) => t as ListType;
+  const map = (t: IcebergType) => t as MapType;
+
+  it('a table floe created from the config has no drift; field ids are never compared', () => {
+    assert.deepEqual(checkTableDrift(t, base), []);
+    const renumbered = retype('customer', (c) => ({ ...struct(c), fields: struct(c).fields.map((f) => ({ ...f, id: f.id + 100 })) }));
+    assert.deepEqual(checkTableDrift(t, renumbered), []);
+  });
+
+  it('a leaf retyped at any depth names the nested path and both types', () => {
+    const qty = retype('items', (l) => {
+      struct(list(l).element).fields[1]!.type = 'long';
+      return l;
+    });
+    assert.deepEqual(checkTableDrift(t, qty), [
+      'table demo.orders: column "items" field "items.element.qty" is long in the table but int in the config',
+    ]);
+    const value = retype('counts', (m) => ({ ...map(m), value: 'int' }));
+    assert.deepEqual(checkTableDrift(t, value), [
+      'table demo.orders: column "counts" field "counts.value" is int in the table but long in the config',
+    ]);
+    const key = retype('counts', (m) => ({ ...map(m), key: 'int' }));
+    assert.deepEqual(checkTableDrift(t, key), [
+      'table demo.orders: column "counts" field "counts.key" is int in the table but string in the config',
+    ]);
+    const kind = retype('customer', (c) => {
+      struct(c).fields[1]!.type = { type: 'list', 'element-id': 99, element: 'string', 'element-required': false };
+      return c;
+    });
+    assert.deepEqual(checkTableDrift(t, kind), [
+      'table demo.orders: column "customer" field "customer.name" is list<string> in the table but string in the config',
+    ]);
+    const whole = retype('items', () => 'string');
+    assert.deepEqual(checkTableDrift(t, whole), [
+      'table demo.orders: column "items" is string in the table but list<struct<sku: string not null, qty: int not null, price: decimal(10,2)>> in the config',
+    ]);
+  });
+
+  it('a field, element or value required in the table but optional in the config would fail writes; the other way round is fine', () => {
+    const name = retype('customer', (c) => {
+      struct(c).fields[1]!.required = true;
+      return c;
+    });
+    assert.deepEqual(checkTableDrift(t, name), [
+      'table demo.orders: column "customer" field "customer.name" is required string in the table but optional string in the config: a null would fail the write (make it required with required: true or not null; nulls then go to the dead-letter table)',
+    ]);
+    const element = retype('items', (l) => ({ ...list(l), 'element-required': true }));
+    assert.deepEqual(checkTableDrift(t, element), [
+      'table demo.orders: column "items" field "items.element" is required struct<sku: string not null, qty: int not null, price: decimal(10,2)> in the table but optional struct<sku: string not null, qty: int not null, price: decimal(10,2)> in the config: a null would fail the write (make the elements required with elementRequired: true or not null; nulls then go to the dead-letter table)',
+    ]);
+    const value = retype('counts', (m) => ({ ...map(m), 'value-required': true }));
+    assert.match(
+      checkTableDrift(t, value)[0]!,
+      /column "counts" field "counts.value" is required long in the table but optional long .*make the values required/,
+    );
+    const relaxed = retype('customer', (c) => {
+      struct(c).fields[0]!.required = false;
+      return c;
+    });
+    assert.deepEqual(checkTableDrift(t, relaxed), []);
+  });
+
+  it('a struct field renamed or dropped by another engine is found through the older schema', () => {
+    const renamed = retype('customer', (c) => {
+      struct(c).fields[1]!.name = 'full_name';
+      return c;
+    });
+    assert.deepEqual(checkTableDrift(t, renamed), [
+      'table demo.orders: column "customer" field "customer.name" (string in the config) was renamed to "customer.full_name" in the table',
+    ]);
+    const dropped = retype('items', (l) => {
+      struct(list(l).element).fields.pop();
+      return l;
+    });
+    assert.deepEqual(checkTableDrift(t, dropped), [
+      'table demo.orders: column "items" field "items.element.price" (decimal(10,2) in the config) was dropped from the table (it was decimal(10,2))',
+    ]);
+  });
+
+  it('a new optional field is not drift (the next cycle adds it); a new required one is; a required table field the config lacks is', () => {
+    const columns = t.columns.map((c) => ({ ...c }));
+    columns[2] = { ...columns[2]!, type: parseColumnType('struct<id: long not null, name: string, email: string>', 'k') };
+    assert.deepEqual(checkTableDrift({ ...t, columns }, base), []);
+    columns[2] = { ...columns[2], type: parseColumnType('struct<id: long not null, name: string, email: string not null>', 'k') };
+    assert.deepEqual(checkTableDrift({ ...t, columns }, base), [
+      'table demo.orders: column "customer" field "customer.email" (required string in the config) is not in the table (struct<id: long not null, name: string>); floe adds optional fields to a struct, not required ones (rows already written have no value): make it optional',
+    ]);
+    const extra = (required: boolean) =>
+      retype('items', (l) => {
+        struct(list(l).element).fields.push({ id: 50, name: 'note', required, type: 'string' });
+        return l;
+      });
+    assert.deepEqual(checkTableDrift(t, extra(false)), []);
+    assert.deepEqual(checkTableDrift(t, extra(true)), [
+      'table demo.orders: column "items" field "items.element.note" is required string in the table but not in the config: every write would leave it null',
+    ]);
   });
 });
