@@ -888,6 +888,12 @@ export function parseConfig(raw: unknown): FloeConfig {
   const home = env.FLOE_HOME ?? `${env.HOME}/.cache/floe`;
   const kafka = root.child('kafka', KEYS.kafka);
   const temporal = root.child('temporal', KEYS.temporal);
+  for (const secret of ['password', 'token'])
+    if (root.childHas('schemaRegistry', secret))
+      throw ConfigError.problem(
+        `schemaRegistry.${secret}`,
+        `a ${secret} is never written in the config: name an environment variable (${secret}Env) or a file (${secret}File)`,
+      );
   const schemaRegistry = root.has('schemaRegistry') ? readSchemaRegistry(root.child('schemaRegistry', KEYS.schemaRegistry)) : undefined;
   const tables = root.list('tables', KEYS.table, false).map((t, i) => readTable(t, i, schemaRegistry !== undefined));
   checkDistinctTables(tables);

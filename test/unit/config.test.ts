@@ -476,3 +476,89 @@ describe('config', () => {
     });
   }
 });
+
+describe('value and key formats, schemaRegistry', () => {
+  const sr = { url: 'http://127.0.0.1:8081/apis/ccompat/v7' };
+  const meta = [{ name: 'kafka_offset', type: 'long', source: 'offset', required: true }];
+  const fails = (raw: unknown, re: RegExp) =>
+    assert.throws(
+      () => parseConfig(raw),
+      (e: Error) => re.test(e.message),
+    );
+
+  it('a registry format takes its columns from the schema: only Kafka columns in the config, partitions on schema fields', () => {
+    const t = parseConfig({
+      schemaRegistry: sr,
+      tables: [table({ value: { format: 'avro' }, columns: meta, partitionBy: [{ column: 'at', transform: 'day' }] })],
+    }).tables[0]!;
+    assert.deepEqual(t.value, { format: 'avro', registry: true, onIncompatibleSchema: 'fail' });
+    assert.deepEqual(
+      parseConfig({ schemaRegistry: sr, tables: [table({ value: { format: 'protobuf' }, columns: undefined })] }).tables[0]!.columns,
+      [],
+    );
+    fails(
+      { schemaRegistry: sr, tables: [table({ value: { format: 'avro' } })] },
+      /tables\[0\]\.columns: column id: with format avro the value's columns come from its schema/,
+    );
+  });
+
+  it('refuses a registry format without schemaRegistry, unknown formats and options, and misplaced keys', () => {
+    fails({ tables: [table({ value: { format: 'avro' }, columns: meta })] }, /tables\[0\]\.value\.format: .*configure schemaRegistry\.url/);
+    fails({ tables: [table({ value: { format: 'xml' } })] }, /tables\[0\]\.value\.format: expected json, avro, protobuf, json-schema/);
+    fails(
+      { schemaRegistry: sr, tables: [table({ value: { format: 'avro', onIncompatibleSchema: 'ignore' }, columns: meta })] },
+      /onIncompatibleSchema: expected fail or dead-letter/,
+    );
+    fails({ tables: [table({ value: { format: 'protobuf', schema: '{}' }, columns: meta })] }, /a schema in the config is for format avro/);
+    fails(
+      { tables: [table({ value: { format: 'avro', schema: 'not json' }, columns: meta })] },
+      /value\.schema: not an Avro schema in JSON/,
+    );
+    fails({ tables: [table({ value: { fields: ['a'] } })] }, /value\.fields: fields and rename shape a schema format/);
+    fails(
+      { schemaRegistry: sr, tables: [table({ value: { format: 'avro', rename: { a: 'bad-name' } }, columns: meta })] },
+      /value\.rename\.a: expected a column name/,
+    );
+    fails({ schemaRegistry: { url: 'ftp://x' }, tables: [] }, /schemaRegistry\.url: expected an http\(s\):\/\/host\[:port\] URL/);
+    fails({ schemaRegistry: { url: 'http://x', username: 'u' }, tables: [] }, /basic auth needs a username and a password/);
+    fails(
+      { schemaRegistry: { url: 'http://x', password: 'p' }, tables: [] },
+      /schemaRegistry\.password: a password is never written in the config: name an environment variable \(passwordEnv\)/,
+    );
+    fails(
+      { schemaRegistry: { url: 'http://x', username: 'u', passwordEnv: 'P', tokenEnv: 'T' }, tables: [] },
+      /one way to authenticate: basic .* or a bearer token, not both/,
+    );
+    fails(
+      { schemaRegistry: sr, tables: [table({ key: { format: 'avro' } })] },
+      /a key in a schema format goes with a value in a schema format/,
+    );
+  });
+
+  it('plain Avro needs no registry; keys, fields and rename are read; secrets stay references', () => {
+    const schema = JSON.stringify({ type: 'record', name: 'R', fields: [{ name: 'a', type: 'int' }] });
+    const cfg = parseConfig({
+      schemaRegistry: { url: 'https://sr.example.com', username: 'floe', passwordEnv: 'SR_PASSWORD' },
+      tables: [
+        table({ value: { format: 'avro', schema }, columns: meta }),
+        table({
+          table: 'demo.other',
+          value: { format: 'json-schema', fields: ['a', 'b'], rename: { b: 'bee' } },
+          key: { format: 'avro', column: 'k' },
+          columns: meta,
+        }),
+      ],
+    });
+    assert.deepEqual(cfg.schemaRegistry, {
+      url: 'https://sr.example.com',
+      basic: { username: { value: 'floe' }, password: { env: 'SR_PASSWORD' } },
+    });
+    assert.equal(cfg.tables[0]!.value.registry, false);
+    assert.equal(cfg.tables[0]!.value.schema, schema);
+    const t = cfg.tables[1]!;
+    assert.deepEqual(
+      [t.value.fields, t.value.rename, t.key?.column, t.key?.format, t.key?.registry],
+      [['a', 'b'], { b: 'bee' }, 'k', 'avro', true],
+    );
+  });
+});
