@@ -5,8 +5,9 @@
  * Mapping (Iceberg's own AvroSchemaUtil, less its union-as-struct): record -> struct, array ->
  * list, map -> map<string, V>, enum -> string, fixed(n) -> fixed[n], bytes -> binary, and the
  * logical types decimal(P,S) -> decimal(P, S), uuid -> uuid, date -> date, time-millis/-micros ->
- * time, timestamp-millis/-micros -> timestamptz (an instant), local-timestamp-millis/-micros ->
- * timestamp. A union of null and one type is that type, optional; any other union is refused
+ * time, timestamp-millis/-micros/-nanos -> timestamptz (an instant), local-timestamp-* ->
+ * timestamp (nanos: floe's format-v2 tables hold microseconds, so a value with sub-microsecond
+ * digits is a dead letter). A union of null and one type is that type, optional; any other union is refused
  * (Iceberg has no union type), naming the field.
  *
  * Decoding goes through avsc with longs as bigint (a 64-bit id never passes through a number);
@@ -167,10 +168,12 @@ function toIceberg(node: AvroNode, where: string, names: Names, ns: string | und
         break;
       case 'timestamp-millis':
       case 'timestamp-micros':
+      case 'timestamp-nanos':
         if (base === 'long') return { type: 'timestamptz', optional: false };
         break;
       case 'local-timestamp-millis':
       case 'local-timestamp-micros':
+      case 'local-timestamp-nanos':
         if (base === 'long') return { type: 'timestamp', optional: false };
         break;
     }
@@ -266,6 +269,18 @@ function compileAvro(node: AvroNode, target: IcebergType, where: string, names: 
       if (base === 'long') {
         const leaf = compileTo(logical === 'timestamp-millis' ? 'timestamptz' : 'timestamp', target, where);
         return (v, path) => leaf((v as bigint) * 1000n, path);
+      }
+      break;
+    case 'timestamp-nanos':
+    case 'local-timestamp-nanos':
+      if (base === 'long') {
+        // floe's tables are format v2 (microseconds): a value with sub-microsecond digits is a dead letter, never rounded
+        const leaf = compileTo(logical === 'timestamp-nanos' ? 'timestamptz' : 'timestamp', target, where);
+        return (v, path) => {
+          const ns = v as bigint;
+          if (ns % 1000n !== 0n) throw new DecodeError(`${path}: ${ns} ns has sub-microsecond digits; the column holds microseconds`);
+          return leaf(ns / 1000n, path);
+        };
       }
       break;
     case 'uuid':

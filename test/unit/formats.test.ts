@@ -324,3 +324,17 @@ test('planUnion: new optional fields and promotions evolve; other changes are pr
   );
   assert.deepEqual(first.problems, []);
 });
+
+test('Avro timestamp-nanos: whole microseconds land, sub-microsecond digits are a dead letter', () => {
+  const schema = { type: 'record', name: 'N', fields: [{ name: 't', type: { type: 'long', logicalType: 'timestamp-nanos' } }] };
+  const w = writerSchema('9', 'avro', JSON.stringify(schema));
+  assert.ok(!(w.derived instanceof Error));
+  assert.equal(w.derived[0]!.type, 'timestamptz');
+  const convert = w.converter({ type: 'struct', fields: [{ id: 1, name: 't', required: false, type: 'timestamptz' }] });
+  const type = avroType(schema);
+  assert.deepEqual(convert(w.decode(type.toBuffer({ t: 1_700_000_000_123_456_000n })), 'value'), { t: 1_700_000_000_123_456n });
+  assert.throws(
+    () => convert(w.decode(type.toBuffer({ t: 1_700_000_000_123_456_789n })), 'value'),
+    /value\.t: 1700000000123456789 ns has sub-microsecond digits/,
+  );
+});
