@@ -15,6 +15,7 @@ import type {
   KafkaSslConfig,
   MaintenanceConfig,
   PartitionFieldConfig,
+  RouteConfig,
   S3Config,
   SchemaRegistryConfig,
   SecretRef,
@@ -100,7 +101,9 @@ const KEYS = {
     'properties',
     'maintenance',
     'value',
+    'route',
   ],
+  route: ['by', 'field', 'tables', 'dynamic', 'unmatched'],
   value: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema'],
   schemaRegistry: ['url', 'username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile', 'tokenEnv', 'tokenFile'],
   column: ['name', 'type', 'required', 'path', 'source', 'header', 'doc'],
@@ -608,7 +611,41 @@ function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
     properties: r.stringMap('properties'),
     maintenance: readMaintenance(r.child('maintenance', KEYS.maintenance)),
     value,
+    ...(r.has('route') ? { route: readRoute(r.child('route', KEYS.route), table, value.format) } : {}),
   };
+}
+
+/** The placeholder of a route's dynamic table template. */
+export const ROUTE_VALUE_PLACEHOLDER = '{value}';
+
+function readRoute(r: Reader, base: string, format: ValueFormat): RouteConfig {
+  const by = r.str('by', 'field');
+  if (by !== 'field' && by !== 'topic') throw new ConfigError(r.key('by'), 'field or topic', by);
+  // Routing reads the JSON value itself; a schema format's rows are shaped per table by its reader.
+  if (format !== 'json') throw ConfigError.problem(r.key('by'), `a route reads JSON values; value.format is ${format}`);
+  if (by === 'field' && !r.has('field')) throw ConfigError.problem(r.key('field'), 'by field needs the (dotted) path of the field');
+  if (by === 'topic' && r.has('field')) throw ConfigError.problem(r.key('field'), 'only with by: field');
+  const field = by === 'field' ? r.match('field', /^[^.]+(\.[^.]+)*$/, 'a dotted path like type or meta.kind') : undefined;
+  const tables = r.stringMap('tables');
+  for (const [v, t] of Object.entries(tables)) {
+    if (!IDENT.test(t)) throw new ConfigError(r.key(`tables.${v}`), 'an identifier "namespace.table"', t);
+  }
+  const dynamic = r.optStr('dynamic');
+  if (dynamic !== undefined) {
+    const parts = dynamic.split(ROUTE_VALUE_PLACEHOLDER);
+    if (parts.length !== 2 || !IDENT.test(parts.join('x')) || parts[0]!.split('.').length !== parts.join('x').split('.').length)
+      throw new ConfigError(
+        r.key('dynamic'),
+        `a table identifier template with ${ROUTE_VALUE_PLACEHOLDER} once in its table name, like ${base}_${ROUTE_VALUE_PLACEHOLDER}`,
+        dynamic,
+      );
+  }
+  if (Object.keys(tables).length === 0 && dynamic === undefined)
+    throw ConfigError.problem(r.key('tables'), 'a route needs static tables, a dynamic template, or both');
+  const unmatched = r.str('unmatched', 'dead-letter');
+  if (unmatched !== 'dead-letter' && unmatched !== 'skip' && unmatched !== 'base')
+    throw new ConfigError(r.key('unmatched'), 'dead-letter, skip or base', unmatched);
+  return { by, ...(field !== undefined ? { field } : {}), tables, ...(dynamic !== undefined ? { dynamic } : {}), unmatched };
 }
 
 /**
@@ -625,6 +662,14 @@ function checkDistinctTables(tables: TableConfig[]): void {
     owner.set(id, key);
   };
   tables.forEach((t, i) => claim(t.table, `tables[${i}].table`, 'one entry per table'));
+  // A route's static tables are written by its entry alone (several values may share one table).
+  tables.forEach((t, i) => {
+    for (const [v, id] of Object.entries(t.route?.tables ?? {})) {
+      const prev = owner.get(id);
+      if (prev === `tables[${i}].table` || prev?.startsWith(`tables[${i}].route.`)) continue;
+      claim(id, `tables[${i}].route.tables.${v}`, 'a routed table belongs to one entry');
+    }
+  });
   tables.forEach((t, i) => {
     const prev = owner.get(t.deadLetterTable);
     const key = `tables[${i}].deadLetterTable`;
@@ -722,6 +767,11 @@ export function loadConfig(path: string): FloeConfig {
     throw new Error(`config file ${path} is not valid YAML/JSON: ${(e as Error).message}`);
   }
   return parseConfig(raw);
+}
+
+/** Every table an entry writes that the config names: its own and its route's static tables. */
+export function entryTables(t: TableConfig): string[] {
+  return [...new Set([t.table, ...Object.values(t.route?.tables ?? {})])];
 }
 
 export function findTable(cfg: FloeConfig, table: string): TableConfig {

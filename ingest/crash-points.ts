@@ -7,7 +7,14 @@
 import { existsSync, writeFileSync } from 'node:fs';
 
 export type CrashPoint =
-  'poll' | 'after-write' | 'after-cas' | 'after-evolve' | 'compact-rewrite' | 'compact-before-commit' | 'expire-delete';
+  | 'poll'
+  | 'after-write'
+  | 'after-cas'
+  | 'after-evolve'
+  | 'between-table-commits'
+  | 'compact-rewrite'
+  | 'compact-before-commit'
+  | 'expire-delete';
 
 export function crashPoint(point: CrashPoint): void {
   if (process.env.FLOE_TEST_KILL_AT !== point) return;

@@ -1,0 +1,120 @@
+/**
+ * The writing side of a routed poll (ingest/route.ts decides, poll-write.ts polls): one row writer
+ * per table a record goes to, each table written only at or past its own cursor, and a dynamic
+ * table created (from the entry's template) and listed on the base table before its first row.
+ * No Temporal here.
+ */
+import type { TableConfig } from '../config';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import type { PartitionedRowWriter } from '../iceberg/parquet';
+import type { DataFile } from '../iceberg/spec/types';
+import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
+import { formatOffsets, readCursor, type Offsets } from './cursor';
+import { DecodeError, decodeRecord, type KafkaRecord } from './decode';
+import type { Deps } from './deps';
+import { ROUTE_TABLE_PROPERTY_PREFIX, compileRouter, routeStart, routeStartPropertyKey, type RouteDecision } from './route';
+import type { PollInput } from './types';
+
+interface Target {
+  writer: PartitionedRowWriter;
+  /** Next offset this table still needs per partition: records below it are already the table's. */
+  floor: Offsets;
+}
+
+/** What one table got from the poll. */
+export interface RoutedTableFiles {
+  table: string;
+  files: DataFile[];
+  rows: number;
+}
+
+/**
+ * Creates dynamic table `name` of entry `t` (the entry's columns, partitioning and properties) if
+ * missing, starting its ingest id at `start`, then lists it on the base table so every later
+ * plan knows it. Both steps are idempotent and run on every poll that first meets the table, so
+ * a poll killed between them (a table created, not listed) is completed by its retry; the commit
+ * that would make the table's rows count comes only after.
+ * Concurrency: creation races are AlreadyExists (ignored); the listing is one property per table
+ * (concurrent listings of different tables do not overwrite each other), committed by CAS.
+ */
+export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<void> {
+  await deps.tables.ensureIngestTables({
+    ...t,
+    table: name,
+    properties: { ...t.properties, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
+  });
+  const key = `${ROUTE_TABLE_PROPERTY_PREFIX}${name}`;
+  await new Transaction(parseIdentifier(t.table))
+    .setProperties({ [key]: ingestId })
+    .commit(deps.tables.catalog, deps.tables.io, {
+      validate: (m) => (m.metadata.properties[key] !== undefined ? ALREADY_COMMITTED : undefined),
+    });
+}
+
+export class RoutedWriters {
+  private readonly route: (rec: KafkaRecord) => RouteDecision;
+  private readonly targets = new Map<string, Target>();
+  private readonly opening = new Map<string, Promise<Target>>();
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly t: TableConfig,
+    private readonly input: PollInput & { route: NonNullable<PollInput['route']> },
+    private readonly open: (table: string) => Promise<PartitionedRowWriter>,
+  ) {
+    this.route = compileRouter(deps.cfg, t);
+  }
+
+  private async target(name: string): Promise<Target> {
+    let floor = this.input.route.tables[name];
+    if (floor === undefined) {
+      // Not planned: a dynamic table met for the first time (or created by a killed attempt).
+      await ensureRouteTable(this.deps, this.t, name, this.input.ingestId, this.input.route.start);
+      const m = (await this.deps.tables.load(name)).metadata;
+      floor = {
+        ...this.input.route.start,
+        ...routeStart(m.properties, this.input.ingestId),
+        ...readCursor(m, this.input.ingestId).offsets,
+      };
+    }
+    const target = { writer: await this.open(name), floor };
+    this.targets.set(name, target);
+    return target;
+  }
+
+  /** Routes and writes one record; `deadLetter` takes a record no table gets, with its reason. */
+  add(rec: KafkaRecord, deadLetter: (rec: KafkaRecord, e: unknown) => void): void | Promise<void> {
+    const d = this.route(rec);
+    if ('skip' in d) return;
+    if ('deadLetter' in d) return deadLetter(rec, new DecodeError(d.deadLetter));
+    const target = this.targets.get(d.table);
+    if (target === undefined) {
+      let p = this.opening.get(d.table);
+      if (p === undefined) this.opening.set(d.table, (p = this.target(d.table)));
+      return p.then(() => this.add(rec, deadLetter));
+    }
+    const floor = target.floor[String(rec.partition)];
+    // Already in the table (it committed past this record before a crash stopped the other tables).
+    if (floor !== undefined && BigInt(rec.offset) < BigInt(floor)) return;
+    let row;
+    try {
+      row = decodeRecord(this.t, rec);
+    } catch (e) {
+      return deadLetter(rec, e);
+    }
+    target.writer.add(row);
+  }
+
+  async close(): Promise<RoutedTableFiles[]> {
+    const out: RoutedTableFiles[] = [];
+    for (const [table, { writer }] of [...this.targets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const rows = writer.rows;
+      out.push({ table, files: await writer.close(), rows });
+    }
+    return out;
+  }
+
+  abort(): void {
+    for (const { writer } of this.targets.values()) writer.abort();
+  }
+}
