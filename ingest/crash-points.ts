@@ -1,7 +1,8 @@
 /**
  * Crash points for chaos tests. When FLOE_TEST_KILL_AT names a point, the worker SIGKILLs itself
  * the first time it gets there (a marker file makes it once per test, across restarts), so tests
- * can place a kill exactly: during poll, after files are written, after the catalog CAS.
+ * can place a kill exactly: during poll, after files are written, after the catalog CAS, between
+ * the commits of a route's tables (before the last one).
  * Without the variable this is a no-op.
  */
 import { existsSync, writeFileSync } from 'node:fs';

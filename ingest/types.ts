@@ -132,8 +132,10 @@ export interface CommitInput extends TableRef {
   range?: OffsetRange;
   /** A route: the table of the route this commit appends to (default: the entry's table). */
   routeTable?: string;
-  /** A route: this commit's place among the cycle's commits (0: the first). */
+  /** A route: this commit's place among the cycle's commits (0: the first)... */
   routeIndex?: number;
+  /** ...and how many commits the cycle makes. */
+  routeCount?: number;
 }
 
 export interface CommitResult {

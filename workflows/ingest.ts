@@ -118,6 +118,7 @@ async function commitRoute(
       deadLetters: i === 0 ? cycle.deadLetters : 0,
       routeTable: c.table,
       routeIndex: i,
+      routeCount: commits.length,
     });
     recordRouteCommit(status, c, last);
   }
