@@ -44,11 +44,9 @@ export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string,
     properties: { ...t.properties, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
   });
   const key = `${ROUTE_TABLE_PROPERTY_PREFIX}${name}`;
-  await new Transaction(parseIdentifier(t.table))
-    .setProperties({ [key]: ingestId })
-    .commit(deps.tables.catalog, deps.tables.io, {
-      validate: (m) => (m.metadata.properties[key] !== undefined ? ALREADY_COMMITTED : undefined),
-    });
+  await new Transaction(parseIdentifier(t.table)).setProperties({ [key]: ingestId }).commit(deps.tables.catalog, deps.tables.io, {
+    validate: (m) => (m.metadata.properties[key] !== undefined ? ALREADY_COMMITTED : undefined),
+  });
 }
 
 export class RoutedWriters {
