@@ -16,7 +16,7 @@ import { initialDerived } from './formats/reader';
 import { topicWatermarks } from './kafka';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { deadLetterColumns } from './tables';
-import { listedRouteTables, routeStart, staticRouteTables } from './route';
+import { listedRouteTables, minimumOffsets, routeStart, staticRouteTables } from './route';
 import type { CyclePlan, RouteTablePlan, TableRef } from './types';
 
 /** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */

@@ -100,3 +100,18 @@ export function compileRouter(cfg: FloeConfig, t: TableConfig): (rec: KafkaRecor
     return { table: name };
   };
 }
+
+/**
+ * Where a route's one poll starts: per partition, the lowest cursor of its tables (a table behind
+ * the others, after a crash between their commits, is caught up; the others skip what they have).
+ */
+export function minimumOffsets(cursors: readonly Offsets[], partitions: readonly string[]): Offsets {
+  const out: Offsets = {};
+  for (const p of partitions) {
+    for (const c of cursors) {
+      const o = c[p];
+      if (o !== undefined && (out[p] === undefined || BigInt(o) < BigInt(out[p]!))) out[p] = o;
+    }
+  }
+  return out;
+}
