@@ -168,10 +168,10 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
       startOffsets: cursorStart(t, name, cursor, ref, wm, partitions, run, routeStart(m.properties, ref.ingestId)),
     });
   }
-  const startOffsets: Offsets = {};
-  for (const p of partitions.map(String)) {
-    startOffsets[p] = routeTables.map((r) => r.startOffsets[p]!).reduce((a, b) => (BigInt(b) < BigInt(a) ? b : a));
-  }
+  const startOffsets = minimumOffsets(
+    routeTables.map((r) => r.startOffsets),
+    partitions.map(String),
+  );
   return {
     ...cyclePlan(
       t,

@@ -14,7 +14,7 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import type { DataFile } from '../iceberg/spec/types';
 import { Transaction } from '../iceberg/transaction';
 import { DecoderConfigError, deadLetterRow, decodeRecord, type KafkaRecord, type Row } from './decode';
-import { RoutedWriters } from './route-write';
+import { RoutedWriters, routedFileLists } from './route-write';
 import type { Derived } from './formats/convert';
 import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
 import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
@@ -169,35 +169,16 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   // `<prefix>.avro` (marked pending above) and history carries the reference (maintenance/staged-files.ts).
   const budget = Math.floor(INLINE_FILE_LIST_BUDGET_BYTES / Math.max(1, Math.min(t.parallelism, allPartitions.length)));
   const stage = (table: string) => ({ metadata: async () => (await deps.tables.load(table)).metadata, baseName: prefix });
-  if (routed) {
-    // A route's groups share one inline budget over all their tables.
-    const share = Math.max(1, Math.floor(budget / Math.max(1, routed.length)));
-    return {
-      groupIndex: input.groupIndex,
-      files: [],
-      deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
-      endOffsets: outcome.next,
-      highWatermarks,
-      records: routed.reduce((n, r) => n + r.rows, 0),
-      deadLetters: freshDeadRows.length,
-      bytes: outcome.bytes,
-      routed: await Promise.all(
-        routed.map(async (r) => ({
-          table: r.table,
-          files: await fileListForHistory(deps.tables.io, r.files, share, stage(r.table)),
-          records: r.rows,
-        })),
-      ),
-    };
-  }
   return {
     groupIndex: input.groupIndex,
-    files: await fileListForHistory(deps.tables.io, files, budget, stage(t.table)),
+    // A route's own tables' lists share the group's inline budget (`files` stays empty).
+    files: routed ? [] : await fileListForHistory(deps.tables.io, files, budget, stage(t.table)),
     deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
     endOffsets: outcome.next,
     highWatermarks,
-    records: closedRows + table.rows,
+    records: routed ? routed.reduce((n, r) => n + r.rows, 0) : closedRows + table.rows,
     deadLetters: freshDeadRows.length,
     bytes: outcome.bytes,
+    ...(routed ? { routed: await routedFileLists(deps.tables.io, routed, budget, stage) } : {}),
   };
 }

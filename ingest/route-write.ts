@@ -7,13 +7,15 @@
 import type { TableConfig } from '../config';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import type { PartitionedRowWriter } from '../iceberg/parquet';
-import type { DataFile } from '../iceberg/spec/types';
+import type { DataFile, TableMetadata } from '../iceberg/spec/types';
 import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
 import { formatOffsets, readCursor, type Offsets } from './cursor';
 import { DecodeError, decodeRecord, type KafkaRecord } from './decode';
 import type { Deps } from './deps';
 import { ROUTE_TABLE_PROPERTY_PREFIX, compileRouter, routeStart, routeStartPropertyKey, type RouteDecision } from './route';
-import type { PollInput } from './types';
+import type { PollInput, RoutedFiles } from './types';
+import type { FileIO } from '../iceberg/io/file-io';
+import { fileListForHistory } from '../maintenance/staged-files';
 
 interface Target {
   writer: PartitionedRowWriter;
@@ -115,4 +117,17 @@ export class RoutedWriters {
   abort(): void {
     for (const { writer } of this.targets.values()) writer.abort();
   }
+}
+
+/** The history form of a routed poll's files: each table's list, staged past its share of `budget`. */
+export function routedFileLists(
+  io: FileIO,
+  routed: RoutedTableFiles[],
+  budget: number,
+  stage: (table: string) => { metadata: () => Promise<TableMetadata>; baseName: string },
+): Promise<RoutedFiles[]> {
+  const share = Math.max(1, Math.floor(budget / Math.max(1, routed.length)));
+  return Promise.all(
+    routed.map(async (r) => ({ table: r.table, files: await fileListForHistory(io, r.files, share, stage(r.table)), records: r.rows })),
+  );
 }

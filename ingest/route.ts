@@ -6,7 +6,7 @@
  * The decision is a function of the config and the record alone, so a record read twice (a
  * table behind the others after a crash between their commits) goes to the same table both times.
  */
-import { ROUTE_VALUE_PLACEHOLDER, type FloeConfig, type TableConfig } from '../config';
+import { ROUTE_VALUE_PLACEHOLDER, entryTables, type FloeConfig, type TableConfig } from '../config';
 import type { KafkaRecord } from './decode';
 import { parseOffsets, type Offsets } from './cursor';
 
@@ -47,9 +47,7 @@ export function sanitizeRouteValue(v: string): string {
 }
 
 /** The route's tables the config names: the base table, then the static tables in config order. */
-export function staticRouteTables(t: TableConfig): string[] {
-  return [...new Set([t.table, ...Object.values(t.route?.tables ?? {})])];
-}
+export const staticRouteTables = (t: TableConfig): string[] => entryTables(t);
 
 /**
  * The decision function of entry `t`. A dynamic name that is a table some entry of `cfg` owns
