@@ -21,7 +21,9 @@ import { floeHome } from '../../stack/paths';
 import { runPythonJson } from '../../stack/python';
 import { scenarioConfig } from '../../demo/scenario';
 import { loadConfig, type FloeConfig } from '../../config';
-import { connectClient, signalIngest, startIngest, waitForIngest } from '../../client';
+import { connectClient, ingestStatus, signalIngest, startIngest, waitForIngest } from '../../client';
+import { tableIngestStatus } from '../../client/tables';
+import { ingestStatusLines } from '../../cli/format';
 import { openTables } from '../../ingest/tables';
 import { readCursor, readDeadLetterCursor, type Cursor } from '../../ingest/cursor';
 import { listedRouteTables } from '../../ingest/route';
@@ -166,6 +168,23 @@ describe('routing: one topic into several tables, each with its own cursor (real
     const end = await topicEnd(cfg, c.topic);
     const final = await cursors(cfg, Object.keys(expected));
     for (const [t, cur] of Object.entries(final)) assert.deepEqual(cur.offsets, end, `${t}: cursor at the topic's end`);
+
+    // `floe ingest status`: a row per table, from the finished run and from the tables alone.
+    fc = await connectClient(cfg);
+    try {
+      const view = (await ingestStatus(fc, table))!;
+      assert.deepEqual(
+        ingestStatusLines(view, Date.now()).tables.map((r) => [r.table, r.cursor]),
+        Object.keys(expected)
+          .sort()
+          .map((t) => [t, `0:${end['0']} 1:${end['1']}`]),
+      );
+    } finally {
+      await fc.close();
+    }
+    const held = await tableIngestStatus(cfg, table, 'main');
+    assert.deepEqual(held.cursor, end);
+    assert.deepEqual(Object.keys(held.tables ?? {}).sort(), Object.keys(expected).sort());
 
     // Dead letters: events without a type and values that are not JSON, once each, with their reasons.
     const dead = await deadLetters(cfg, cfg.tables[0]!.deadLetterTable);
