@@ -5,6 +5,7 @@
  * No Temporal here.
  */
 import type { TableConfig } from '../config';
+import { FailureType, nonRetryable } from '../contract';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import type { PartitionedRowWriter } from '../iceberg/parquet';
 import type { DataFile, TableMetadata } from '../iceberg/spec/types';
@@ -12,7 +13,14 @@ import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transacti
 import { formatOffsets, readCursor, type Offsets } from './cursor';
 import { DecodeError, decodeRecord, type KafkaRecord } from './decode';
 import type { Deps } from './deps';
-import { ROUTE_TABLE_PROPERTY_PREFIX, compileRouter, routeStart, routeStartPropertyKey, type RouteDecision } from './route';
+import {
+  ROUTE_BASE_PROPERTY,
+  ROUTE_TABLE_PROPERTY_PREFIX,
+  compileRouter,
+  routeStart,
+  routeStartPropertyKey,
+  type RouteDecision,
+} from './route';
 import type { PollInput, RoutedFiles } from './types';
 import type { FileIO } from '../iceberg/io/file-io';
 import { fileListForHistory } from '../maintenance/staged-files';
@@ -39,16 +47,26 @@ export interface RoutedTableFiles {
  * Concurrency: creation races are AlreadyExists (ignored); the listing is one property per table
  * (concurrent listings of different tables do not overwrite each other), committed by CAS.
  */
-export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<void> {
+export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<TableMetadata> {
   await deps.tables.ensureIngestTables({
     ...t,
     table: name,
-    properties: { ...t.properties, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
+    properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
   });
+  // One writer per table: a table of that name that this route did not create (another route's
+  // template made the same name, or it was there before) is a config problem, not a record's.
+  const { metadata } = await deps.tables.load(name);
+  const owner = metadata.properties[ROUTE_BASE_PROPERTY];
+  if (owner !== t.table)
+    throw nonRetryable(
+      FailureType.ConfigError,
+      `route of ${t.table}: its template ${t.route?.dynamic} names table ${name}, which ${owner === undefined ? 'it did not create' : `belongs to the route of ${owner}`}; change the template`,
+    );
   const key = `${ROUTE_TABLE_PROPERTY_PREFIX}${name}`;
   await new Transaction(parseIdentifier(t.table)).setProperties({ [key]: ingestId }).commit(deps.tables.catalog, deps.tables.io, {
     validate: (m) => (m.metadata.properties[key] !== undefined ? ALREADY_COMMITTED : undefined),
   });
+  return metadata;
 }
 
 export class RoutedWriters {
@@ -69,8 +87,7 @@ export class RoutedWriters {
     let floor = this.input.route.tables[name];
     if (floor === undefined) {
       // Not planned: a dynamic table met for the first time (or created by a killed attempt).
-      await ensureRouteTable(this.deps, this.t, name, this.input.ingestId, this.input.route.start);
-      const m = (await this.deps.tables.load(name)).metadata;
+      const m = await ensureRouteTable(this.deps, this.t, name, this.input.ingestId, this.input.route.start);
       floor = {
         ...this.input.route.start,
         ...routeStart(m.properties, this.input.ingestId),

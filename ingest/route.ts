@@ -23,6 +23,8 @@ export const ROUTE_TABLE_PROPERTY_PREFIX = 'floe.route.table.';
  * cycle's start), `floe.route.start.<ingest id>`. Used only while the table has no cursor.
  */
 export const routeStartPropertyKey = (ingestId: string): string => `floe.route.start.${ingestId}`;
+/** Property a dynamic table is created with: the base table of the route that owns it. */
+export const ROUTE_BASE_PROPERTY = 'floe.route.base';
 
 /** Dynamic tables the base table's properties list. */
 export function listedRouteTables(properties: Record<string, string>): string[] {

@@ -9,8 +9,17 @@ import assert from 'node:assert/strict';
 import { parseConfig, type FloeConfig, type TableConfig } from '../../config';
 import type { KafkaRecord, Row } from '../../ingest/decode';
 import type { Deps } from '../../ingest/deps';
-import { compileRouter, listedRouteTables, minimumOffsets, sanitizeRouteValue, staticRouteTables } from '../../ingest/route';
-import { RoutedWriters } from '../../ingest/route-write';
+import {
+  ROUTE_BASE_PROPERTY,
+  compileRouter,
+  listedRouteTables,
+  minimumOffsets,
+  routeStart,
+  sanitizeRouteValue,
+  staticRouteTables,
+} from '../../ingest/route';
+import { RoutedWriters, ensureRouteTable } from '../../ingest/route-write';
+import { openTables } from '../../ingest/tables';
 import type { CyclePlan, PollInput } from '../../ingest/types';
 import { mergeCycle, pollInputs, routeCommits } from '../../workflows/ingest-state';
 
@@ -276,5 +285,37 @@ describe('the commits of a routed cycle', () => {
         ['shop.new', null, { 0: '18', 1: '14' }, 1, 1],
       ],
     );
+  });
+});
+
+describe('dynamic tables of a route (SQLite catalog in memory)', () => {
+  it('created with the route and its start, listed on the base table, idempotently; a foreign table of that name stops the ingest', async () => {
+    const cfg = parseConfig({
+      catalog: { uri: 'sqlite:///:memory:', warehouse: 'memory://wh' },
+      tables: [entry({ field: 'type', dynamic: 'shop.events_{value}' }), entry(undefined, { table: 'shop.other', topic: 'other' })],
+    });
+    const tables = await openTables(cfg);
+    try {
+      const t = cfg.tables[0]!;
+      await tables.ensureIngestTables(t);
+      const deps = { cfg, tables } as unknown as Deps;
+      const m = await ensureRouteTable(deps, t, 'shop.events_a', 'main', { 0: '7' });
+      assert.equal(m.properties[ROUTE_BASE_PROPERTY], 'shop.events');
+      assert.deepEqual(routeStart(m.properties, 'main'), { 0: '7' });
+      // a retry (a poll killed after the create, or between create and listing) changes nothing
+      const again = await ensureRouteTable(deps, t, 'shop.events_a', 'main', { 0: '9' });
+      assert.deepEqual(routeStart(again.properties, 'main'), { 0: '7' }, 'the first start stays');
+      const base = (await tables.load('shop.events')).metadata;
+      assert.deepEqual(listedRouteTables(base.properties), ['shop.events_a']);
+      // shop.events_b exists already, not created by the route: never written to
+      await tables.ensureIngestTables({ ...cfg.tables[1]!, table: 'shop.events_b', deadLetterTable: 'shop.x_dead_letters' });
+      await assert.rejects(
+        ensureRouteTable(deps, t, 'shop.events_b', 'main', { 0: '7' }),
+        /names table shop\.events_b, which it did not create/,
+      );
+      assert.deepEqual(listedRouteTables((await tables.load('shop.events')).metadata.properties), ['shop.events_a']);
+    } finally {
+      await tables.close();
+    }
   });
 });
