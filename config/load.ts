@@ -776,6 +776,9 @@ export function entryTables(t: TableConfig): string[] {
 
 export function findTable(cfg: FloeConfig, table: string): TableConfig {
   const t = cfg.tables.find((x) => x.table === table);
+  const routedBy = cfg.tables.find((x) => x.route && entryTables(x).includes(table));
+  if (!t && routedBy)
+    throw new Error(`table ${table} is a routed table of ${routedBy.table}: its ingest is the route's, run it as ${routedBy.table}`);
   if (!t) throw new Error(`table ${table} is not in the config (known: ${cfg.tables.map((x) => x.table).join(', ') || 'none'})`);
   return t;
 }

@@ -291,7 +291,7 @@ export function recordCommit(status: IngestStatus, cycle: MergedCycle, commitId:
   status.lastCommitTimeMs = res.committedAtMs;
   status.totalRows += cycle.records;
   status.totalDeadLetters += cycle.deadLetters;
-  status.filesPerCommit = cycle.files.length;
+  status.filesPerCommit = cycle.routed ? cycle.routed.reduce((n, r) => n + r.files.length, 0) : cycle.files.length;
   const recent = (status.recentCommits ??= []);
   recent.push([res.committedAtMs, status.totalRows]);
   if (recent.length > RECENT_COMMITS) recent.splice(0, recent.length - RECENT_COMMITS);
