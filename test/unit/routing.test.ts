@@ -20,6 +20,8 @@ import {
 } from '../../ingest/route';
 import { RoutedWriters, ensureRouteTable } from '../../ingest/route-write';
 import { openTables } from '../../ingest/tables';
+import { resetCursor } from '../../ingest/reset';
+import { readCursor } from '../../ingest/cursor';
 import type { CyclePlan, PollInput } from '../../ingest/types';
 import { mergeCycle, pollInputs, routeCommits } from '../../workflows/ingest-state';
 
@@ -314,6 +316,12 @@ describe('dynamic tables of a route (SQLite catalog in memory)', () => {
         /names table shop\.events_b, which it did not create/,
       );
       assert.deepEqual(listedRouteTables((await tables.load('shop.events')).metadata.properties), ['shop.events_a']);
+      // `floe ingest reset` of a route moves every table of it, the listed dynamic ones too
+      const r = await resetCursor(tables, t, 'main', { 0: '3' });
+      assert.equal(r.changed, true);
+      for (const n of ['shop.events', 'shop.events_a'])
+        assert.deepEqual(readCursor((await tables.load(n)).metadata, 'main').offsets, { 0: '3' }, n);
+      assert.equal(readCursor((await tables.load('shop.events_b')).metadata, 'main').snapshotId, null, 'not the foreign table');
     } finally {
       await tables.close();
     }
