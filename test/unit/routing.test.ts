@@ -21,7 +21,9 @@ import {
 import { RoutedWriters, ensureRouteTable } from '../../ingest/route-write';
 import { openTables } from '../../ingest/tables';
 import { resetCursor } from '../../ingest/reset';
-import { readCursor } from '../../ingest/cursor';
+import { cursorProperty, readCursor } from '../../ingest/cursor';
+import { planCycle } from '../../ingest/plan-cycle';
+import { DETACHED_RUN } from '../../contract';
 import type { CyclePlan, PollInput } from '../../ingest/types';
 import { mergeCycle, pollInputs, routeCommits } from '../../workflows/ingest-state';
 
@@ -322,6 +324,66 @@ describe('dynamic tables of a route (SQLite catalog in memory)', () => {
       for (const n of ['shop.events', 'shop.events_a'])
         assert.deepEqual(readCursor((await tables.load(n)).metadata, 'main').offsets, { 0: '3' }, n);
       assert.equal(readCursor((await tables.load('shop.events_b')).metadata, 'main').snapshotId, null, 'not the foreign table');
+    } finally {
+      await tables.close();
+    }
+  });
+});
+
+describe('planning a route (SQLite catalog in memory, a fake topic)', () => {
+  it("reads every table's cursor (a listed dynamic table without one starts at its recorded start) and polls from their minimum", async () => {
+    const cfg = parseConfig({
+      catalog: { uri: 'sqlite:///:memory:', warehouse: 'memory://wh' },
+      tables: [entry({ field: 'type', tables: { a: 'shop.a', b: 'shop.b' }, dynamic: 'shop.events_{value}' }, { parallelism: 2 })],
+    });
+    const tables = await openTables(cfg);
+    const admin = {
+      fetchTopicOffsets: async () => [
+        { partition: 0, low: '2', high: '50' },
+        { partition: 1, low: '0', high: '40' },
+      ],
+    };
+    try {
+      const t = cfg.tables[0]!;
+      const deps = { cfg, tables, admin } as unknown as Deps;
+      const first = await planCycle(deps, { table: t.table, ingestId: 'main' }, DETACHED_RUN);
+      assert.deepEqual(
+        first.routeTables!.map((r) => [r.table, r.baseSnapshotId, r.startOffsets]),
+        [
+          ['shop.events', null, { 0: '2', 1: '0' }],
+          ['shop.a', null, { 0: '2', 1: '0' }],
+          ['shop.b', null, { 0: '2', 1: '0' }],
+        ],
+        'a new route: every table created, from the earliest offsets',
+      );
+      const commitCursor = (table: string, offsets: Record<string, string>) =>
+        tables.appendOnce(table, {
+          files: [],
+          summary: {},
+          properties: (id) => cursorProperty('main', { snapshotId: id.toString(), commitId: `c-${table}`, offsets, topic: 'events' }),
+          validate: () => undefined,
+        });
+      await commitCursor('shop.events', { 0: '30', 1: '20' });
+      await commitCursor('shop.a', { 0: '30', 1: '20' });
+      await commitCursor('shop.b', { 0: '10', 1: '25' }); // behind on partition 0 (a crash between commits)
+      await ensureRouteTable(deps, t, 'shop.events_x', 'main', { 0: '12', 1: '5' }); // created and listed, never committed
+      const plan = await planCycle(deps, { table: t.table, ingestId: 'main' }, DETACHED_RUN);
+      assert.deepEqual(
+        plan.routeTables!.map((r) => [r.table, r.startOffsets]),
+        [
+          ['shop.events', { 0: '30', 1: '20' }],
+          ['shop.a', { 0: '30', 1: '20' }],
+          ['shop.b', { 0: '10', 1: '25' }],
+          ['shop.events_x', { 0: '12', 1: '5' }],
+        ],
+      );
+      assert.deepEqual(plan.startOffsets, { 0: '10', 1: '5' }, 'the poll starts at the minimum per partition');
+      assert.equal(plan.baseSnapshotId, plan.routeTables![0]!.baseSnapshotId);
+      assert.deepEqual(plan.groups, [[0], [1]]);
+      await assert.rejects(
+        planCycle(deps, { table: t.table, ingestId: 'main', range: { from: { 0: '0' }, to: { 0: '5' } } }, DETACHED_RUN),
+        /a backfill of a route is not supported/,
+      );
     } finally {
       await tables.close();
     }
