@@ -16,7 +16,7 @@ import { initialDerived } from './formats/reader';
 import { topicWatermarks } from './kafka';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { deadLetterColumns } from './tables';
-import { listedRouteTables, minimumOffsets, routeStart, staticRouteTables } from './route';
+import { ROUTE_BASE_PROPERTY, listedRouteTables, minimumOffsets, routeStart, staticRouteTables } from './route';
 import type { CyclePlan, RouteTablePlan, TableRef } from './types';
 
 /** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */
@@ -146,7 +146,8 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
   await deps.tables.ensureIngestTables(t);
   const base = await deps.tables.load(t.table);
   const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
-  const names = [...new Set([...staticRouteTables(t), ...listedRouteTables(base.metadata.properties)])];
+  const statics = staticRouteTables(t);
+  const names = [...new Set([...statics, ...listedRouteTables(base.metadata.properties)])];
   const wm = await topicWatermarks(deps.admin, t.topic);
   const partitions = Object.keys(wm.high)
     .map(Number)
@@ -154,7 +155,11 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
   const routeTables: RouteTablePlan[] = [];
   for (const name of names) {
     const rt: TableConfig = { ...t, table: name };
-    if (name !== t.table) await deps.tables.ensureIngestTables(rt);
+    // A listed dynamic table dropped since is created again (owned by the route), and reloads its
+    // records from the earliest offset, as a new table does.
+    const dynamic = !statics.includes(name);
+    if (name !== t.table)
+      await deps.tables.ensureIngestTables(dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt);
     const evolved = await addConfiguredColumns(deps.tables, rt, name === t.table ? base : await deps.tables.load(name));
     if (evolved.added.length > 0) crashPoint('after-evolve');
     const m = evolved.table.metadata;
