@@ -83,7 +83,7 @@ export function exitCodeOf(err: unknown): ExitCode {
     if (e instanceof ConfigError || USAGE_ERRORS.has(name ?? '')) return EXIT.usage;
     if (NOT_FOUND_ERRORS.has(name ?? '') || (name === 'IcebergError' && kind === 'NotFound')) return EXIT.notFound;
     // config/load.ts findTable (test/unit/cli-exit.test.ts pins this message).
-    if (/^table \S+ is not in the config \(known: /.test((e as Error)?.message ?? '')) return EXIT.notFound;
+    if (/^table \S+ (is not in the config \(known: |is a routed table of )/.test((e as Error)?.message ?? '')) return EXIT.notFound;
   }
   if (chain.some(isUnavailable)) return EXIT.unavailable;
   return EXIT.failure;

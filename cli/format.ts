@@ -37,7 +37,10 @@ export function totalLag(lag: Record<string, string>): bigint {
 }
 
 /** `floe ingest status` / `ingest stop --wait` in text: a summary, the last commit, then one row per partition. */
-export function ingestStatusLines(s: IngestStatusView, nowMs: number): { lines: string[]; partitions: Record<string, string>[] } {
+export function ingestStatusLines(
+  s: IngestStatusView,
+  nowMs: number,
+): { lines: string[]; partitions: Record<string, string>[]; tables: Record<string, string>[] } {
   const age = s.lastCommitTimeMs ? ` (${formatAge(nowMs - s.lastCommitTimeMs)} ago)` : '';
   const lines = [
     `ingest ${s.table}/${s.ingestId}: ${s.state}; ${s.commits} commits, ${s.totalRows} rows, ${s.totalDeadLetters} dead letters, ${s.fencedCommits} fenced`,
@@ -49,7 +52,20 @@ export function ingestStatusLines(s: IngestStatusView, nowMs: number): { lines: 
   const partitions = Object.keys(s.cursor)
     .sort((a, b) => Number(a) - Number(b))
     .map((p) => ({ partition: p, next_offset: s.cursor[p]!, lag: s.lag[p] ?? '' }));
-  return { lines, partitions };
+  // A route: one row per table, each with its own cursor (the partitions above are their minimum).
+  const tables = Object.entries(s.tables ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([table, t]) => ({
+      table,
+      rows: String(t.rows),
+      commits: String(t.commits),
+      cursor: Object.keys(t.cursor)
+        .sort((a, b) => Number(a) - Number(b))
+        .map((p) => `${p}:${t.cursor[p]}`)
+        .join(' '),
+      last_snapshot: t.lastSnapshotId ?? '-',
+    }));
+  return { lines, partitions, tables };
 }
 
 /** When a maintenance run was or will be, relative to now: `5m ago`, `in 55m`. */

@@ -104,9 +104,13 @@ function registerIngestStatus(ingest: Command): void {
 }
 
 function printIngestStatus(s: IngestStatusView): void {
-  const { lines, partitions } = ingestStatusLines(s, Date.now());
+  const { lines, partitions, tables } = ingestStatusLines(s, Date.now());
   for (const l of lines) console.log(l);
   printTable(partitions);
+  if (tables.length > 0) {
+    console.log('');
+    printTable(tables);
+  }
 }
 
 /** `--timeout 90s|5m|120` (bare numbers are seconds). */

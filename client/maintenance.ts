@@ -18,7 +18,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
-import { findTable } from '../config';
+import { entryTables, findTable } from '../config';
 import { openTables } from '../ingest/tables';
 import {
   fileStats,
@@ -233,7 +233,9 @@ function scheduleParts(
  * going when the next is due makes the next one skip), catch-up window 1 day, paused as configured.
  */
 export async function applySchedules(fc: FloeClient, tables?: string[]): Promise<AppliedSchedule[]> {
-  const chosen = tables?.length ? tables.map((n) => findTable(fc.cfg, n)) : fc.cfg.tables;
+  const entries = tables?.length ? tables.map((n) => findTable(fc.cfg, n)) : fc.cfg.tables;
+  // A route's static tables are maintained like its base table (its dynamic ones: by hand for now).
+  const chosen = entries.flatMap((e) => entryTables(e).map((table) => ({ ...e, table })));
   const out: AppliedSchedule[] = [];
   for (const t of chosen) {
     for (const kind of SCHEDULE_KINDS) {

@@ -2,7 +2,8 @@
  * Table inspection for the CLI and programmatic users: commit history and column reads, straight
  * from the catalog and object store (no Temporal involved).
  */
-import type { FloeConfig } from '../config';
+import { entryTables, type FloeConfig } from '../config';
+import { listedRouteTables, minimumOffsets } from '../ingest/route';
 import { openTables, type Tables } from '../ingest/tables';
 import { ancestors } from '../iceberg/spec/metadata';
 import { readCursor } from '../ingest/cursor';
@@ -53,11 +54,36 @@ export async function tableIngestStatus(cfg: FloeConfig, table: string, ingestId
     const { metadata } = await tables.load(table).catch(() => ({ metadata: undefined }));
     const c = metadata ? readCursor(metadata, ingestId) : undefined;
     const snap = c?.snapshotId ? metadata!.snapshots.find((s) => s['snapshot-id'].toString() === c.snapshotId) : undefined;
+    // A route: every table's own cursor (the entry's is their minimum, where its next poll starts).
+    const entry = cfg.tables.find((t) => t.table === table);
+    let routed: IngestStatus['tables'];
+    if (entry?.route && metadata) {
+      const names = [...entryTables(entry), ...listedRouteTables(metadata.properties)];
+      const cursors = await Promise.all(
+        names.map(async (n) => {
+          const m = n === table ? metadata : (await tables.load(n).catch(() => undefined))?.metadata;
+          return m ? readCursor(m, ingestId) : undefined;
+        }),
+      );
+      routed = Object.fromEntries(
+        names.map((n, i) => [
+          n,
+          { cursor: cursors[i]?.offsets ?? {}, rows: 0, commits: 0, lastSnapshotId: cursors[i]?.snapshotId ?? null },
+        ]),
+      );
+    }
+    const cursor = routed
+      ? minimumOffsets(
+          Object.values(routed).map((r) => r.cursor),
+          [...new Set(Object.values(routed).flatMap((r) => Object.keys(r.cursor)))],
+        )
+      : (c?.offsets ?? {});
     return {
       table,
       ingestId,
       state: 'stopped',
-      cursor: c?.offsets ?? {},
+      cursor,
+      ...(routed ? { tables: routed } : {}),
       lag: {},
       lastCommitId: c?.commitId ?? null,
       lastSnapshotId: c?.snapshotId ?? null,

@@ -16,6 +16,7 @@ import type {
   KafkaSslConfig,
   MaintenanceConfig,
   PartitionFieldConfig,
+  RouteConfig,
   S3Config,
   SchemaRegistryConfig,
   SecretRef,
@@ -103,7 +104,9 @@ const KEYS = {
     'maintenance',
     'value',
     'key',
+    'route',
   ],
+  route: ['by', 'field', 'tables', 'dynamic', 'unmatched'],
   value: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema', 'fields', 'rename'],
   key: ['format', 'subject', 'schema', 'schemaFile', 'onIncompatibleSchema', 'column'],
   schemaRegistry: ['url', 'username', 'usernameEnv', 'usernameFile', 'passwordEnv', 'passwordFile', 'tokenEnv', 'tokenFile'],
@@ -814,7 +817,41 @@ function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
     maintenance: readMaintenance(r.child('maintenance', KEYS.maintenance)),
     value,
     ...(key ? { key } : {}),
+    ...(r.has('route') ? { route: readRoute(r.child('route', KEYS.route), table, value.format) } : {}),
   };
+}
+
+/** The placeholder of a route's dynamic table template. */
+export const ROUTE_VALUE_PLACEHOLDER = '{value}';
+
+function readRoute(r: Reader, base: string, format: ValueFormat): RouteConfig {
+  const by = r.str('by', 'field');
+  if (by !== 'field' && by !== 'topic') throw new ConfigError(r.key('by'), 'field or topic', by);
+  // Routing reads the JSON value itself; a schema format's rows are shaped per table by its reader.
+  if (format !== 'json') throw ConfigError.problem(r.key('by'), `a route reads JSON values; value.format is ${format}`);
+  if (by === 'field' && !r.has('field')) throw ConfigError.problem(r.key('field'), 'by field needs the (dotted) path of the field');
+  if (by === 'topic' && r.has('field')) throw ConfigError.problem(r.key('field'), 'only with by: field');
+  const field = by === 'field' ? r.match('field', /^[^.]+(\.[^.]+)*$/, 'a dotted path like type or meta.kind') : undefined;
+  const tables = r.stringMap('tables');
+  for (const [v, t] of Object.entries(tables)) {
+    if (!IDENT.test(t)) throw new ConfigError(r.key(`tables.${v}`), 'an identifier "namespace.table"', t);
+  }
+  const dynamic = r.optStr('dynamic');
+  if (dynamic !== undefined) {
+    const parts = dynamic.split(ROUTE_VALUE_PLACEHOLDER);
+    if (parts.length !== 2 || !IDENT.test(parts.join('x')) || parts[0]!.split('.').length !== parts.join('x').split('.').length)
+      throw new ConfigError(
+        r.key('dynamic'),
+        `a table identifier template with ${ROUTE_VALUE_PLACEHOLDER} once in its table name, like ${base}_${ROUTE_VALUE_PLACEHOLDER}`,
+        dynamic,
+      );
+  }
+  if (Object.keys(tables).length === 0 && dynamic === undefined)
+    throw ConfigError.problem(r.key('tables'), 'a route needs static tables, a dynamic template, or both');
+  const unmatched = r.str('unmatched', 'dead-letter');
+  if (unmatched !== 'dead-letter' && unmatched !== 'skip' && unmatched !== 'base')
+    throw new ConfigError(r.key('unmatched'), 'dead-letter, skip or base', unmatched);
+  return { by, ...(field !== undefined ? { field } : {}), tables, ...(dynamic !== undefined ? { dynamic } : {}), unmatched };
 }
 
 /**
@@ -831,6 +868,14 @@ function checkDistinctTables(tables: TableConfig[]): void {
     owner.set(id, key);
   };
   tables.forEach((t, i) => claim(t.table, `tables[${i}].table`, 'one entry per table'));
+  // A route's static tables are written by its entry alone (several values may share one table).
+  tables.forEach((t, i) => {
+    for (const [v, id] of Object.entries(t.route?.tables ?? {})) {
+      const prev = owner.get(id);
+      if (prev === `tables[${i}].table` || prev?.startsWith(`tables[${i}].route.`)) continue;
+      claim(id, `tables[${i}].route.tables.${v}`, 'a routed table belongs to one entry');
+    }
+  });
   tables.forEach((t, i) => {
     const prev = owner.get(t.deadLetterTable);
     const key = `tables[${i}].deadLetterTable`;
@@ -936,8 +981,16 @@ export function loadConfig(path: string): FloeConfig {
   return parseConfig(raw);
 }
 
+/** Every table an entry writes that the config names: its own and its route's static tables. */
+export function entryTables(t: TableConfig): string[] {
+  return [...new Set([t.table, ...Object.values(t.route?.tables ?? {})])];
+}
+
 export function findTable(cfg: FloeConfig, table: string): TableConfig {
   const t = cfg.tables.find((x) => x.table === table);
+  const routedBy = cfg.tables.find((x) => x.route && entryTables(x).includes(table));
+  if (!t && routedBy)
+    throw new Error(`table ${table} is a routed table of ${routedBy.table}: its ingest is the route's, run it as ${routedBy.table}`);
   if (!t) throw new Error(`table ${table} is not in the config (known: ${cfg.tables.map((x) => x.table).join(', ') || 'none'})`);
   return t;
 }

@@ -187,6 +187,27 @@ export interface TableConfig {
   value: ValueFormatConfig;
   /** How record keys are read when they are in a schema format (with a schema value format). */
   key?: KeyFormatConfig;
+  /**
+   * Routing: the entry's records are split over several tables, each with the entry's columns,
+   * partitioning and properties (the template) and its own exactly-once cursor. `table` is the
+   * route's base table. README, "Routing".
+   */
+  route?: RouteConfig;
+}
+
+/** Where an unmatched record of a route goes: the dead-letter table, nowhere (covered, not written), or the base table. */
+export type RouteUnmatched = 'dead-letter' | 'skip' | 'base';
+
+export interface RouteConfig {
+  /** What picks a record's table: a string field of its JSON value, or its topic. */
+  by: 'field' | 'topic';
+  /** by field: a dotted path into the JSON value. */
+  field?: string;
+  /** Static routes: value -> table identifier. */
+  tables: Record<string, string>;
+  /** Tables for other values, created on first use from this template: `ns.prefix_{value}`. */
+  dynamic?: string;
+  unmatched: RouteUnmatched;
 }
 
 export type ValueFormat = 'json' | 'avro' | 'protobuf' | 'json-schema';

@@ -31,6 +31,12 @@ const BAD_BACKFILL = FailureType.BadBackfillRange;
 /** Resolves times to offsets, validates the range against the topic and the table. Read-only. */
 export async function prepareBackfill(deps: Deps, input: PrepareBackfillInput): Promise<PreparedBackfill> {
   const t = ingestTableConfig(deps.cfg, input.table);
+  // A backfill's range cursor would have to live in every table of the route, created or not yet.
+  if (t.route)
+    throw nonRetryable(
+      FailureType.ConfigError,
+      `table ${t.table} routes its records over several tables: a backfill of a route is not supported`,
+    );
   await deps.tables.ensureIngestTables(t);
   const wm = await topicWatermarks(deps.admin, t.topic);
   const resolve = async (b: BackfillBound, what: string): Promise<Offsets> => {

@@ -57,8 +57,13 @@ async function requireFilesExist(deps: Deps, paths: string[], what: string): Pro
 
 export async function commitCycle(deps: Deps, input: CommitInput): Promise<CommitResult> {
   const t = ingestTableConfig(deps.cfg, input.table);
+  // A route commits each of its tables in turn, all with the cycle's commit id and end offsets.
+  const table = input.routeTable ?? t.table;
+  // Chaos tests: every table of the cycle but the last has committed (the widest gap between cursors).
+  if (input.routeCount !== undefined && input.routeCount > 1 && input.routeIndex === input.routeCount - 1)
+    crashPoint('between-table-commits');
   const staged = [...stagedLocations(input.files), ...stagedLocations(input.deadLetterFiles)];
-  const before = await deps.tables.load(t.table);
+  const before = await deps.tables.load(table);
   const landed = landedCommit(before.metadata, input.ingestId, input.commitId);
   if (landed !== null) {
     await deleteStaged(deps.tables.io, staged);
@@ -76,7 +81,7 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     if (!isIcebergError(e, 'NotFound')) throw e;
     throw nonRetryable(
       FailureType.FilesMissing,
-      `${t.table} commit ${input.commitId}: a staged file list written for it no longer exists (${(e as Error).message}); the cycle will re-read its offsets`,
+      `${table} commit ${input.commitId}: a staged file list written for it no longer exists (${(e as Error).message}); the cycle will re-read its offsets`,
     );
   }
 
@@ -85,7 +90,7 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
   await requireFilesExist(
     deps,
     [...files, ...deadLetterFiles].map((f) => f.filePath),
-    `${t.table} commit ${input.commitId}`,
+    `${table} commit ${input.commitId}`,
   );
 
   const fence = (m: TableMetadata) => {
@@ -93,7 +98,7 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     if (cur.snapshotId !== input.baseSnapshotId) {
       throw nonRetryable(
         FailureType.StaleCursor,
-        `stale cursor for ${t.table}/${input.ingestId}: expected cursor snapshot ${input.baseSnapshotId ?? 'none'}, found ${cur.snapshotId ?? 'none'} (${formatOffsets(cur.offsets)})`,
+        `stale cursor for ${table}/${input.ingestId}: expected cursor snapshot ${input.baseSnapshotId ?? 'none'}, found ${cur.snapshotId ?? 'none'} (${formatOffsets(cur.offsets)})`,
       );
     }
   };
@@ -129,7 +134,7 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     [SUMMARY_DEAD_LETTERS]: String(input.deadLetters),
     ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
   };
-  const res = await deps.tables.appendOnce(t.table, {
+  const res = await deps.tables.appendOnce(table, {
     files,
     summary,
     base: before,
@@ -151,15 +156,16 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
   // Every earlier cycle of this ingest is now either committed or abandoned (fenced): its files
   // are referenced or true orphans, so none needs protecting any more.
   await Promise.all(
-    [t.table, t.deadLetterTable].map(async (n) =>
+    [table, t.deadLetterTable].map(async (n) =>
       clearPending(deps.tables.io, await tableLocation(deps.tables, n), pendingOwner(input.ingestId)),
     ),
   );
   await deleteStaged(deps.tables.io, staged); // read, committed: not needed any more (best effort)
   const snapshotId = res.snapshotId ?? landedCommit(res.metadata, input.ingestId, input.commitId);
-  if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${t.table} reported landed but the table does not name it`);
-  if (!res.alreadyCommitted) {
-    // For lag tooling only, and never on the commit path's critical result: best effort.
+  if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${table} reported landed but the table does not name it`);
+  if (!res.alreadyCommitted && table === t.table) {
+    // For lag tooling only, and never on the commit path's critical result: best effort. (A
+    // route mirrors its base table's cursor, committed first: the others follow within the cycle.)
     mirrorOffsets(deps.admin, t, input.endOffsets);
   }
   return commitResult(res.metadata, snapshotId, res.alreadyCommitted);

@@ -7,7 +7,7 @@
 import type { TableConfig } from '../config';
 import { FailureType, nonRetryable, type StepRun } from '../contract';
 import type { TableMetadata } from '../iceberg/spec/types';
-import { allCursors, formatOffsets, readCursor, readDeadLetterCursor, type Offsets } from './cursor';
+import { allCursors, formatOffsets, readCursor, readDeadLetterCursor, type Cursor, type DeadLetterCursor, type Offsets } from './cursor';
 import { ingestTableConfig, type Deps } from './deps';
 import { crashPoint } from './crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
@@ -16,7 +16,8 @@ import { initialDerived } from './formats/reader';
 import { topicWatermarks } from './kafka';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { deadLetterColumns } from './tables';
-import type { CyclePlan, TableRef } from './types';
+import { ROUTE_BASE_PROPERTY, listedRouteTables, minimumOffsets, routeStart, staticRouteTables } from './route';
+import type { CyclePlan, RouteTablePlan, TableRef } from './types';
 
 /** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */
 function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetadata): void {
@@ -31,6 +32,7 @@ function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetada
 
 export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
   const t = ingestTableConfig(deps.cfg, ref.table);
+  if (t.route) return planRoute(deps, t, ref, run);
   // A schema format's new table takes its value columns from the schema (the subject's latest
   // version, or plain Avro's); without one yet, the first record's schema evolves it.
   let derived;
@@ -46,48 +48,30 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   const drift = checkIngestTablesDrift(t, loaded.metadata, deadLetterMetadata, deadLetterColumns);
   if (drift.length > 0) throw nonRetryable(FailureType.TableDrift, tableDriftMessage(drift));
   const cursor = readCursor(loaded.metadata, ref.ingestId);
-  // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
-  // a failover cluster) would silently skip or re-read records.
-  if (cursor.topic !== null && cursor.topic !== t.topic) {
-    throw nonRetryable(
-      FailureType.CursorTopicMismatch,
-      `table ${t.table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
-    );
-  }
   if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
   const wm = await topicWatermarks(deps.admin, t.topic);
-  for (const [p, o] of Object.entries(cursor.offsets)) {
-    const high = wm.high[p];
-    if (high === undefined || BigInt(o) > BigInt(high)) {
-      throw nonRetryable(
-        FailureType.CursorAheadOfTopic,
-        `table ${t.table}: the cursor of ingest id "${ref.ingestId}" is at ${p}:${o} but topic ${t.topic} ${high === undefined ? `has no partition ${p}` : `partition ${p} ends at ${high}`}; the topic was recreated or failed over; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
-      );
-    }
-  }
   // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
   const partitions = Object.keys(ref.range?.to ?? wm.high)
     .map(Number)
     .sort((a, b) => a - b);
-  const startOffsets: Offsets = {};
-  for (const p of partitions) {
-    const k = String(p);
-    // A partition the cursor lacks starts at the range start, or else the earliest retained offset.
-    startOffsets[k] = cursor.offsets[k] ?? ref.range?.from[k] ?? wm.low[k] ?? '0';
-    if (BigInt(startOffsets[k]!) < BigInt(wm.low[k] ?? '0')) {
-      // Retention deleted records the table never got: that is data loss upstream, not ours to hide.
-      run.warn(
-        `partition ${k}: cursor ${startOffsets[k]} is below the earliest retained offset ${wm.low[k]}; records were lost to retention`,
-      );
-      startOffsets[k] = wm.low[k]!;
-    }
-  }
-  const deadLetters = readDeadLetterCursor(deadLetterMetadata, ref.ingestId);
-  const highWatermarks = ref.range ? ref.range.to : wm.high;
+  const startOffsets = cursorStart(t, t.table, cursor, ref, wm, partitions, run);
+  return cyclePlan(t, ref, cursor.snapshotId, startOffsets, partitions, wm.high, readDeadLetterCursor(deadLetterMetadata, ref.ingestId));
+}
+
+function cyclePlan(
+  t: TableConfig,
+  ref: TableRef,
+  baseSnapshotId: string | null,
+  startOffsets: Offsets,
+  partitions: number[],
+  high: Offsets,
+  deadLetters: DeadLetterCursor,
+): CyclePlan {
+  const highWatermarks = ref.range ? ref.range.to : high;
   const groups: number[][] = Array.from({ length: Math.min(t.parallelism, partitions.length) || 1 }, () => []);
   partitions.forEach((p, i) => groups[i % groups.length]!.push(p));
   return {
-    baseSnapshotId: cursor.snapshotId,
+    baseSnapshotId,
     startOffsets,
     highWatermarks,
     groups,
@@ -97,5 +81,112 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
     maxRecordsPerCycle: t.maxRecordsPerCycle,
     maxBytesPerCycle: t.maxBytesPerCycle,
     cyclesPerRun: t.cyclesPerRun,
+  };
+}
+
+/**
+ * Where `table`'s ingest id starts on every partition: its cursor, bound to its topic and checked
+ * against the topic's watermarks; for a partition the cursor lacks, `noCursor` (a routed table
+ * created mid-stream), the range start, else the earliest retained offset.
+ */
+function cursorStart(
+  t: TableConfig,
+  table: string,
+  cursor: Cursor,
+  ref: TableRef,
+  wm: { low: Offsets; high: Offsets },
+  partitions: number[],
+  run: StepRun,
+  noCursor: Offsets = {},
+): Offsets {
+  // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
+  // a failover cluster) would silently skip or re-read records.
+  if (cursor.topic !== null && cursor.topic !== t.topic) {
+    throw nonRetryable(
+      FailureType.CursorTopicMismatch,
+      `table ${table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
+    );
+  }
+  for (const [p, o] of Object.entries(cursor.offsets)) {
+    const high = wm.high[p];
+    if (high === undefined || BigInt(o) > BigInt(high)) {
+      throw nonRetryable(
+        FailureType.CursorAheadOfTopic,
+        `table ${table}: the cursor of ingest id "${ref.ingestId}" is at ${p}:${o} but topic ${t.topic} ${high === undefined ? `has no partition ${p}` : `partition ${p} ends at ${high}`}; the topic was recreated or failed over; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
+      );
+    }
+  }
+  const startOffsets: Offsets = {};
+  for (const p of partitions) {
+    const k = String(p);
+    // A partition the cursor lacks starts at the range start, or else the earliest retained offset.
+    startOffsets[k] = cursor.offsets[k] ?? noCursor[k] ?? ref.range?.from[k] ?? wm.low[k] ?? '0';
+    if (BigInt(startOffsets[k]!) < BigInt(wm.low[k] ?? '0')) {
+      // Retention deleted records the table never got: that is data loss upstream, not ours to hide.
+      run.warn(
+        `${table} partition ${k}: cursor ${startOffsets[k]} is below the earliest retained offset ${wm.low[k]}; records were lost to retention`,
+      );
+      startOffsets[k] = wm.low[k]!;
+    }
+  }
+  return startOffsets;
+}
+
+/**
+ * A route's cycle: every table of it (the base table, the static routes, the dynamic tables the
+ * base table lists) with its own cursor; the one poll starts at their per-partition minimum.
+ * Tables the config names are created here, dynamic ones by the poll that first needs them.
+ */
+async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun): Promise<CyclePlan> {
+  if (ref.range)
+    throw nonRetryable(
+      FailureType.ConfigError,
+      `table ${t.table} routes its records over several tables: a backfill of a route is not supported`,
+    );
+  await deps.tables.ensureIngestTables(t);
+  const base = await deps.tables.load(t.table);
+  const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
+  const statics = staticRouteTables(t);
+  const names = [...new Set([...statics, ...listedRouteTables(base.metadata.properties)])];
+  const wm = await topicWatermarks(deps.admin, t.topic);
+  const partitions = Object.keys(wm.high)
+    .map(Number)
+    .sort((a, b) => a - b);
+  const routeTables: RouteTablePlan[] = [];
+  for (const name of names) {
+    const rt: TableConfig = { ...t, table: name };
+    // A listed dynamic table dropped since is created again (owned by the route), and reloads its
+    // records from the earliest offset, as a new table does.
+    const dynamic = !statics.includes(name);
+    if (name !== t.table)
+      await deps.tables.ensureIngestTables(dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt);
+    const evolved = await addConfiguredColumns(deps.tables, rt, name === t.table ? base : await deps.tables.load(name));
+    if (evolved.added.length > 0) crashPoint('after-evolve');
+    const m = evolved.table.metadata;
+    const drift = checkIngestTablesDrift(rt, m, name === t.table ? deadLetterMetadata : null, deadLetterColumns);
+    if (drift.length > 0) throw nonRetryable(FailureType.TableDrift, tableDriftMessage(drift));
+    const cursor = readCursor(m, ref.ingestId);
+    if (name === t.table && cursor.snapshotId === null && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, m);
+    routeTables.push({
+      table: name,
+      baseSnapshotId: cursor.snapshotId,
+      startOffsets: cursorStart(t, name, cursor, ref, wm, partitions, run, routeStart(m.properties, ref.ingestId)),
+    });
+  }
+  const startOffsets = minimumOffsets(
+    routeTables.map((r) => r.startOffsets),
+    partitions.map(String),
+  );
+  return {
+    ...cyclePlan(
+      t,
+      ref,
+      routeTables[0]!.baseSnapshotId,
+      startOffsets,
+      partitions,
+      wm.high,
+      readDeadLetterCursor(deadLetterMetadata, ref.ingestId),
+    ),
+    routeTables,
   };
 }

@@ -14,6 +14,7 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import type { DataFile } from '../iceberg/spec/types';
 import { Transaction } from '../iceberg/transaction';
 import { DecoderConfigError, deadLetterRow, decodeRecord, type KafkaRecord, type Row } from './decode';
+import { RoutedWriters, routedFileLists } from './route-write';
 import type { Derived } from './formats/convert';
 import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
 import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
@@ -32,13 +33,18 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   // Until this cycle commits, its files are unreachable: a marker written before the first of them
   // keeps the orphan sweep off them however long the cycle takes (another group stuck, a paused
   // worker). The commit clears it.
-  const openWriter = (p: string) =>
-    deps.tables.openRowWriter(t.table, p, {
+  const openTableWriter = (name: string, p: string) =>
+    deps.tables.openRowWriter(name, p, {
       targetFileSizeBytes: t.targetFileSizeBytes,
       ...(deps.encoders ? { encoder: deps.encoders.open } : {}),
       beforeFirstFile: async () =>
-        markPending(deps.tables.io, await tableLocation(deps.tables, t.table), pendingOwner(input.ingestId), `${input.commitId}-`),
+        markPending(deps.tables.io, await tableLocation(deps.tables, name), pendingOwner(input.ingestId), `${input.commitId}-`),
     });
+  const openWriter = (p: string) => openTableWriter(t.table, p);
+  // A route writes the tables its records go to, each from its own cursor (ingest/route.ts).
+  const router = input.route
+    ? new RoutedWriters(deps, t, { ...input, route: input.route }, (name) => openTableWriter(name, prefix))
+    : undefined;
   let table = await openWriter(prefix);
   // A schema format's rows (ingest/formats): a record whose schema needs columns the table lacks
   // evolves the table first; the writer then starts new files under the new schema, and the
@@ -65,6 +71,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     format!.setTable(r.table.metadata);
   };
   const add = (rec: KafkaRecord): void | Promise<void> => {
+    if (router) return router.add(rec, deadLetter);
     let row: Row;
     try {
       if (format) {
@@ -86,6 +93,11 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
       return;
     }
     table.add(row); // a failure here is the batch's (encoding, storage), not the record's
+  };
+  // A routed record that cannot be written (no route, a value that does not decode) is a dead letter.
+  const deadLetter = (rec: KafkaRecord, e: unknown): void => {
+    if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
+    deadRows.push(deadLetterRow(t.topic, rec, e));
   };
   let outcome,
     seen = 0;
@@ -116,11 +128,13 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     );
   } catch (e) {
     table.abort();
+    router?.abort();
     throw e;
   }
   // Cancelled (workflow cancelled or timed out): stop here; nothing to undo (written files are orphans).
   if (run.signal?.aborted) {
     table.abort();
+    router?.abort();
     throw new StepCancelled('pollAndWrite cancelled');
   }
   // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
@@ -138,15 +152,16 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     );
   // Finishing a large cycle's files takes a while: keep heartbeating so only a dead worker times out.
   const beat = setInterval(() => run.heartbeat({ phase: 'write', records: outcome.records, bytes: outcome.bytes }), 2000);
-  let files, deadLetterFiles;
+  let files, deadLetterFiles, routed;
   try {
     files = [...closedFiles, ...(await table.close())];
+    routed = await router?.close();
     deadLetterFiles =
       freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
   } finally {
     clearInterval(beat);
   }
-  if (files.length > 0) crashPoint('after-write');
+  if (files.length > 0 || routed?.some((r) => r.files.length > 0)) crashPoint('after-write');
   const highWatermarks: Offsets = {};
   for (const p of input.partitions) highWatermarks[String(p)] = wm.high[String(p)] ?? '0';
   // A list past its group's share of the inline budget (thousands of files: a wide partition
@@ -156,12 +171,14 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const stage = (table: string) => ({ metadata: async () => (await deps.tables.load(table)).metadata, baseName: prefix });
   return {
     groupIndex: input.groupIndex,
-    files: await fileListForHistory(deps.tables.io, files, budget, stage(t.table)),
+    // A route's own tables' lists share the group's inline budget (`files` stays empty).
+    files: routed ? [] : await fileListForHistory(deps.tables.io, files, budget, stage(t.table)),
     deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
     endOffsets: outcome.next,
     highWatermarks,
-    records: closedRows + table.rows,
+    records: routed ? routed.reduce((n, r) => n + r.rows, 0) : closedRows + table.rows,
     deadLetters: freshDeadRows.length,
     bytes: outcome.bytes,
+    ...(routed ? { routed: await routedFileLists(deps.tables.io, routed, budget, stage) } : {}),
   };
 }

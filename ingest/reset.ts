@@ -14,6 +14,7 @@ import type { TableConfig } from '../config';
 import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
 import type { Tables } from './tables';
 import { topicWatermarks } from './kafka';
+import { listedRouteTables, staticRouteTables } from './route';
 import {
   SUMMARY_COMMIT_ID,
   SUMMARY_INGEST_ID,
@@ -80,7 +81,6 @@ export interface ResetOutcome {
 export async function resetCursor(tables: Tables, t: TableConfig, ingestId: string, offsets: Offsets): Promise<ResetOutcome> {
   const before = readCursor((await tables.load(t.table)).metadata, ingestId);
   const commitId = `reset-${randomUUID()}`;
-  const isTarget = (c: Cursor) => c.topic === t.topic && sameOffsets(c.offsets, offsets);
 
   await tables.appendOnce(t.deadLetterTable, {
     files: [],
@@ -88,7 +88,18 @@ export async function resetCursor(tables: Tables, t: TableConfig, ingestId: stri
     properties: () => deadLetterCursorProperty(ingestId, t.topic, { offsets, commitId }),
     validate: (m) => (sameOffsets(readDeadLetterCursor(m, ingestId).offsets, offsets) ? ALREADY_COMMITTED : undefined),
   });
-  const res = await tables.appendOnce(t.table, {
+  // A route: every table of it moves (its base table last: its outcome is the one reported).
+  if (t.route) {
+    const names = [...staticRouteTables(t), ...listedRouteTables((await tables.load(t.table)).metadata.properties)];
+    for (const name of names.filter((n) => n !== t.table)) await resetTableCursor(tables, t, name, ingestId, offsets, commitId);
+  }
+  const res = await resetTableCursor(tables, t, t.table, ingestId, offsets, commitId);
+  return { before, after: offsets, changed: !res.alreadyCommitted, snapshotId: res.snapshotId };
+}
+
+function resetTableCursor(tables: Tables, t: TableConfig, table: string, ingestId: string, offsets: Offsets, commitId: string) {
+  const isTarget = (c: Cursor) => c.topic === t.topic && sameOffsets(c.offsets, offsets);
+  return tables.appendOnce(table, {
     files: [],
     summary: {
       [SUMMARY_INGEST_ID]: ingestId,
@@ -100,5 +111,4 @@ export async function resetCursor(tables: Tables, t: TableConfig, ingestId: stri
     properties: (snapshotId) => cursorProperty(ingestId, { snapshotId: snapshotId.toString(), commitId, offsets, topic: t.topic }),
     validate: (m) => (isTarget(readCursor(m, ingestId)) ? ALREADY_COMMITTED : undefined),
   });
-  return { before, after: offsets, changed: !res.alreadyCommitted, snapshotId: res.snapshotId };
 }

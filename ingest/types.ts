@@ -55,6 +55,27 @@ export interface CyclePlan {
   maxRecordsPerCycle: number;
   maxBytesPerCycle: number;
   cyclesPerRun: number;
+  /**
+   * A route (config `route`): every table of it with its own cursor, the base table first. Then
+   * `startOffsets` is their per-partition minimum (where the one poll starts) and `baseSnapshotId`
+   * the base table's.
+   */
+  routeTables?: RouteTablePlan[];
+}
+
+export interface RouteTablePlan {
+  table: string;
+  /** Snapshot carrying this table's cursor of the ingest id (its fencing token); null: never committed. */
+  baseSnapshotId: string | null;
+  /** This table's cursor: records below it on a partition are already in the table (or covered). */
+  startOffsets: Offsets;
+}
+
+/** One table's share of a routed poll. */
+export interface RoutedFiles {
+  table: string;
+  files: FileListEntry[];
+  records: number;
 }
 
 export interface PollInput extends TableRef {
@@ -74,6 +95,11 @@ export interface PollInput extends TableRef {
   limit?: Offsets;
   /** Dead letters below these offsets are already recorded: not written again. */
   deadLetterFloor?: Offsets;
+  /**
+   * A route: each planned table's cursor (a record routed to a table is written only at or past
+   * it), and the cycle's start (a table created by this poll starts there).
+   */
+  route?: { tables: Record<string, Offsets>; start: Offsets };
 }
 
 export interface PollResult {
@@ -87,6 +113,8 @@ export interface PollResult {
   records: number;
   deadLetters: number;
   bytes: number;
+  /** A route: the files of each table written to (`files` is then empty; `records` counts them all). */
+  routed?: RoutedFiles[];
 }
 
 export interface CommitInput extends TableRef {
@@ -102,6 +130,12 @@ export interface CommitInput extends TableRef {
   records: number;
   deadLetters: number;
   range?: OffsetRange;
+  /** A route: the table of the route this commit appends to (default: the entry's table). */
+  routeTable?: string;
+  /** A route: this commit's place among the cycle's commits (0: the first)... */
+  routeIndex?: number;
+  /** ...and how many commits the cycle makes. */
+  routeCount?: number;
 }
 
 export interface CommitResult {

@@ -41,6 +41,7 @@ import {
   createWorkflowEnv,
   fakeIngest,
   fakeMaintenance,
+  fakeRoute,
   historyToJson,
   testWorkflowBundle,
   uniqueId,
@@ -108,6 +109,39 @@ const SCENARIOS: Record<string, Scenario> = {
       return client.workflow.getHandle(handle.workflowId, handle.signaledRunId);
     });
     return { 'ingest-continue-as-new': first };
+  },
+
+  /**
+   * A route (three tables and its base): one poll from the minimum of the tables' cursors (one
+   * table behind), one commit per table, the last one's first attempt lost (a worker dying
+   * between two tables' commits), then a drain cycle that reads nothing.
+   */
+  async 'ingest-route'(env, client) {
+    const fake = fakeRoute({
+      tables: ['db.events', 'db.orders', 'db.refunds', 'db.events_shipment'],
+      high: { 0: '9', 1: '6' },
+      cursors: { 'db.events': { 0: '3', 1: '3' }, 'db.orders': { 0: '3', 1: '3' } },
+      beforeCommit: (input) => {
+        if (
+          input.routeIndex === input.routeCount! - 1 &&
+          fake.calls.commit.filter((c) => c.input.routeTable === input.routeTable).length === 1
+        )
+          throw ApplicationFailure.retryable('worker lost', 'WorkerLost');
+      },
+    });
+    const table = 'db.events';
+    const handle = await withWorker(env, fake.activities, async (taskQueue) => {
+      const handle = await client.workflow.signalWithStart(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, uniqueId('live')),
+        args: [{ table, ingestId: 'live' }],
+        signal: drainAndStopSignal,
+        signalArgs: [],
+      });
+      await handle.result();
+      return client.workflow.getHandle(handle.workflowId, handle.signaledRunId);
+    });
+    return { 'ingest-route': handle };
   },
 
   /** prepareBackfill, then the ingest child that loads [from, to) in chunks and stops at the range's end. */

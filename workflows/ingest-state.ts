@@ -5,7 +5,7 @@
  * Temporal: unit-tested with plain node:test (test/unit/ingest-state.test.ts).
  */
 import type { Offsets } from '../ingest/cursor';
-import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult } from '../ingest/types';
+import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult, RoutedFiles } from '../ingest/types';
 
 export interface IngestInput {
   table: string;
@@ -46,6 +46,17 @@ export interface IngestStatus {
   filesPerCommit: number;
   /** failed runs: the innermost failure, `Type: message` */
   error?: string;
+  /** A route: each of its tables, by identifier (the entry's `cursor` is then their minimum). */
+  tables?: Record<string, RouteTableStatus>;
+}
+
+export interface RouteTableStatus {
+  /** This table's own cursor (as of the last plan or commit). */
+  cursor: Offsets;
+  /** Rows committed to it by this ingest (since it started, carried across continueAsNew). */
+  rows: number;
+  commits: number;
+  lastSnapshotId: string | null;
 }
 
 export function initialStatus(input: IngestInput): IngestStatus {
@@ -157,6 +168,9 @@ export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string
     maxRecords: shares[groupIndex]!,
     maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
     deadLetterFloor: plan.deadLetterFloor,
+    ...(plan.routeTables
+      ? { route: { tables: Object.fromEntries(plan.routeTables.map((r) => [r.table, r.startOffsets])), start: plan.startOffsets } }
+      : {}),
   }));
 }
 
@@ -170,6 +184,8 @@ export interface MergedCycle {
   deadLetters: number;
   /** Some partition moved: there is something to commit (records, dead letters or skipped markers). */
   advanced: boolean;
+  /** A route: each table's files and rows, in the order tables were first met (merged over groups). */
+  routed?: RoutedFiles[];
 }
 
 export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle {
@@ -183,7 +199,7 @@ export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle 
     records += r.records;
     deadLetters += r.deadLetters;
   }
-  return {
+  const merged: MergedCycle = {
     endOffsets,
     highWatermarks,
     records,
@@ -192,6 +208,79 @@ export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle 
     deadLetterFiles: results.flatMap((r) => r.deadLetterFiles),
     advanced: Object.keys(endOffsets).some((p) => endOffsets[p] !== plan.startOffsets[p]),
   };
+  if (plan.routeTables) {
+    const byTable = new Map<string, RoutedFiles>();
+    for (const r of results.flatMap((x) => x.routed ?? [])) {
+      const m = byTable.get(r.table);
+      if (m) byTable.set(r.table, { table: r.table, files: [...m.files, ...r.files], records: m.records + r.records });
+      else byTable.set(r.table, r);
+    }
+    merged.routed = [...byTable.values()];
+  }
+  return merged;
+}
+
+/** One table's commit of a routed cycle. */
+export interface RouteCommit {
+  table: string;
+  baseSnapshotId: string | null;
+  startOffsets: Offsets;
+  endOffsets: Offsets;
+  files: FileListEntry[];
+  records: number;
+}
+
+/** Per-partition maximum (the workflow's own copy: ingest/cursor.ts is not workflow code). */
+function maxOffsets(a: Offsets, b: Offsets): Offsets {
+  const out: Offsets = { ...a };
+  for (const [p, o] of Object.entries(b)) if (out[p] === undefined || BigInt(o) > BigInt(out[p]!)) out[p] = o;
+  return out;
+}
+
+/**
+ * The commits of a routed cycle, one per table, in a fixed order: the planned tables (base first),
+ * then tables the poll created, by name. Every table's cursor moves to the cycle's end offsets (a
+ * table with no rows too: the records routed elsewhere are covered for it), never backwards (a
+ * table already past them, after a crash between two tables' commits, keeps its cursor); a table
+ * the cycle neither moves nor writes is not committed.
+ */
+export function routeCommits(plan: CyclePlan, cycle: MergedCycle): RouteCommit[] {
+  const planned = plan.routeTables ?? [];
+  const routed = new Map((cycle.routed ?? []).map((r) => [r.table, r]));
+  const created = [...routed.keys()].filter((n) => !planned.some((r) => r.table === n)).sort();
+  return [...planned, ...created.map((table) => ({ table, baseSnapshotId: null, startOffsets: plan.startOffsets }))]
+    .map((r) => {
+      const endOffsets = maxOffsets(r.startOffsets, cycle.endOffsets);
+      const got = routed.get(r.table);
+      return {
+        table: r.table,
+        baseSnapshotId: r.baseSnapshotId,
+        startOffsets: r.startOffsets,
+        endOffsets,
+        files: got?.files ?? [],
+        records: got?.records ?? 0,
+      };
+    })
+    .filter((c) => c.files.length > 0 || Object.keys(c.endOffsets).some((p) => c.endOffsets[p] !== c.startOffsets[p]));
+}
+
+/** The per-table status as a cycle is planned. */
+export function recordRoutePlan(status: IngestStatus, plan: CyclePlan): void {
+  if (!plan.routeTables) return;
+  const tables = (status.tables ??= {});
+  for (const r of plan.routeTables) {
+    const s = (tables[r.table] ??= { cursor: {}, rows: 0, commits: 0, lastSnapshotId: null });
+    s.cursor = r.startOffsets;
+  }
+}
+
+/** The per-table status after one table's commit of a routed cycle landed. */
+export function recordRouteCommit(status: IngestStatus, c: RouteCommit, res: CommitResult): void {
+  const s = ((status.tables ??= {})[c.table] ??= { cursor: {}, rows: 0, commits: 0, lastSnapshotId: null });
+  s.cursor = c.endOffsets;
+  s.rows += c.records;
+  s.commits++;
+  s.lastSnapshotId = res.snapshotId;
 }
 
 /** The status after a cycle's commit landed. */
@@ -202,7 +291,7 @@ export function recordCommit(status: IngestStatus, cycle: MergedCycle, commitId:
   status.lastCommitTimeMs = res.committedAtMs;
   status.totalRows += cycle.records;
   status.totalDeadLetters += cycle.deadLetters;
-  status.filesPerCommit = cycle.files.length;
+  status.filesPerCommit = cycle.routed ? cycle.routed.reduce((n, r) => n + r.files.length, 0) : cycle.files.length;
   const recent = (status.recentCommits ??= []);
   recent.push([res.committedAtMs, status.totalRows]);
   if (recent.length > RECENT_COMMITS) recent.splice(0, recent.length - RECENT_COMMITS);
@@ -269,5 +358,6 @@ export function currentDetails(status: IngestStatus, state: IngestState = status
     `- lag: ${lag} records (${offsetsText(status.lag)})`,
     `- last commit: ${last}`,
     `- ${status.commits} commits, ${status.totalRows} rows, ${status.totalDeadLetters} dead letters, ${status.rowsPerSecond} rows/s`,
+    ...Object.entries(status.tables ?? {}).map(([t, s]) => `- ${t}: cursor ${offsetsText(s.cursor)}, ${s.rows} rows`),
   ].join('\n');
 }

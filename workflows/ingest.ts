@@ -19,7 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { CyclePlan, PollResult } from '../ingest/types';
+import type { CommitResult, CyclePlan, PollResult } from '../ingest/types';
 import { INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
 import {
   currentDetails,
@@ -30,7 +30,10 @@ import {
   leftBehind,
   rangeDone,
   recordCommit,
+  recordRouteCommit,
+  recordRoutePlan,
   reportedState,
+  routeCommits,
   type IngestInput,
   type IngestStatus,
   type MergedCycle,
@@ -84,6 +87,45 @@ function logCommit(input: IngestInput, commitId: string, res: { snapshotId: stri
   });
 }
 
+/**
+ * The commits of a routed cycle (routeCommits), one per table, in order: each is the existing
+ * idempotent, fenced commit on that table with the cycle's commit id and end offsets; the dead
+ * letters go with the first. A refusal stops the rest: the tables not committed stay behind and
+ * the next plan starts the poll from their cursors (nothing lost, nothing written twice).
+ */
+async function commitRoute(
+  input: IngestInput,
+  plan: CyclePlan,
+  cycle: MergedCycle,
+  commitId: string,
+  status: IngestStatus,
+): Promise<CommitResult> {
+  const commits = routeCommits(plan, cycle);
+  let last: CommitResult | undefined;
+  for (const [i, c] of commits.entries()) {
+    last = await commit({
+      table: input.table,
+      ingestId: input.ingestId,
+      commitId,
+      baseSnapshotId: c.baseSnapshotId,
+      deadLetterFloor: plan.deadLetterFloor,
+      deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+      startOffsets: c.startOffsets,
+      endOffsets: c.endOffsets,
+      files: c.files,
+      deadLetterFiles: i === 0 ? cycle.deadLetterFiles : [],
+      records: c.records,
+      deadLetters: i === 0 ? cycle.deadLetters : 0,
+      routeTable: c.table,
+      routeIndex: i,
+      routeCount: commits.length,
+    });
+    recordRouteCommit(status, c, last);
+  }
+  if (!last) throw ApplicationFailure.nonRetryable(`route ${input.table}: a cycle that moved has no table to commit`, 'RouteEmptyCycle');
+  return last;
+}
+
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
   const status = initialStatus(input);
   let paused = status.state === 'paused';
@@ -111,6 +153,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
 
     const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId, range: input.range, force: input.force });
     status.cursor = plan.startOffsets;
+    recordRoutePlan(status, plan);
     status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
     // The UI's current details (no command, nothing in history: replay-safe).
     setCurrentDetails(currentDetails(status, reportedState(status, paused, draining)));
@@ -131,21 +174,25 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     let refused = false;
     if (cycle.advanced) {
       try {
-        const res = await commit({
-          table: input.table,
-          ingestId: input.ingestId,
-          commitId,
-          baseSnapshotId: plan.baseSnapshotId,
-          deadLetterFloor: plan.deadLetterFloor,
-          deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-          startOffsets: plan.startOffsets,
-          endOffsets: cycle.endOffsets,
-          files: cycle.files,
-          deadLetterFiles: cycle.deadLetterFiles,
-          records: cycle.records,
-          deadLetters: cycle.deadLetters,
-          range: input.range,
-        });
+        // A route (the plan lists its tables) commits each table in turn; plans of a plain table,
+        // and every history recorded before routes existed, take the one commit below.
+        const res = plan.routeTables
+          ? await commitRoute(input, plan, cycle, commitId, status)
+          : await commit({
+              table: input.table,
+              ingestId: input.ingestId,
+              commitId,
+              baseSnapshotId: plan.baseSnapshotId,
+              deadLetterFloor: plan.deadLetterFloor,
+              deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+              startOffsets: plan.startOffsets,
+              endOffsets: cycle.endOffsets,
+              files: cycle.files,
+              deadLetterFiles: cycle.deadLetterFiles,
+              records: cycle.records,
+              deadLetters: cycle.deadLetters,
+              range: input.range,
+            });
         recordCommit(status, cycle, commitId, res, Date.now() - started);
         logCommit(input, commitId, res, cycle);
       } catch (err) {

@@ -456,3 +456,115 @@ export function fakeMaintenance(opts: FakeMaintenanceOptions = {}) {
   } satisfies MockActivities;
   return { activities, calls, groups };
 }
+
+export interface FakeRouteOptions {
+  /** The route's tables, its base table first. */
+  tables: string[];
+  /** High watermark per partition. */
+  high: Offsets;
+  /** Each table's cursor at the start (none: offset 0). */
+  cursors?: Record<string, Offsets>;
+  /** Called before a commit lands (n counts calls from 1); throw to fail it. */
+  beforeCommit?: (input: CommitInput, n: number) => void;
+}
+
+/**
+ * The ingest activities of a route over a fake topic: offset o of a partition goes to the route's
+ * table 1 + o % (tables - 1) (the base table gets none); each table has its own fenced cursor; a
+ * poll writes a record to its table only at or past that table's cursor (as ingest/route-write.ts).
+ */
+export function fakeRoute(opts: FakeRouteOptions) {
+  const state = {
+    cursors: Object.fromEntries(opts.tables.map((t) => [t, { ...(opts.cursors?.[t] ?? {}) }])) as Record<string, Offsets>,
+    snapshots: Object.fromEntries(opts.tables.map((t) => [t, opts.cursors?.[t] ? '0' : null])) as Record<string, string | null>,
+    /** Offsets written to each table, by commit (a duplicate shows as a repeat). */
+    written: Object.fromEntries(opts.tables.map((t) => [t, [] as string[]])),
+  };
+  let n = 0;
+  const calls = {
+    loadCursor: [] as ActivityCall<TableRef>[],
+    pollAndWrite: [] as ActivityCall<PollInput>[],
+    commit: [] as ActivityCall<CommitInput>[],
+  };
+  const call = <I>(input: I): ActivityCall<I> => {
+    const info = Context.current().info;
+    return { input, attempt: info.attempt, runId: info.workflowExecution?.runId ?? '' };
+  };
+  const tableOf = (o: bigint) => opts.tables[1 + Number(o % BigInt(opts.tables.length - 1))]!;
+  const activities = {
+    async loadCursor(ref: TableRef): Promise<CyclePlan> {
+      calls.loadCursor.push(call(ref));
+      const partitions = Object.keys(opts.high);
+      const routeTables = opts.tables.map((table) => ({
+        table,
+        baseSnapshotId: state.snapshots[table]!,
+        startOffsets: Object.fromEntries(partitions.map((p) => [p, state.cursors[table]![p] ?? '0'])),
+      }));
+      const startOffsets = Object.fromEntries(
+        partitions.map((p) => [
+          p,
+          routeTables
+            .map((r) => BigInt(r.startOffsets[p]!))
+            .reduce((a, b) => (b < a ? b : a))
+            .toString(),
+        ]),
+      );
+      return {
+        baseSnapshotId: state.snapshots[opts.tables[0]!]!,
+        startOffsets,
+        highWatermarks: { ...opts.high },
+        deadLetterFloor: {},
+        deadLetterBaseCommitId: null,
+        groups: [partitions.map(Number)],
+        commitIntervalMs: 1000,
+        maxRecordsPerCycle: 10_000,
+        maxBytesPerCycle: 1 << 20,
+        cyclesPerRun: 1000,
+        routeTables,
+      };
+    },
+    async pollAndWrite(input: PollInput): Promise<PollResult> {
+      calls.pollAndWrite.push(call(input));
+      const byTable = new Map<string, string[]>();
+      const endOffsets: Offsets = {};
+      for (const p of input.partitions.map(String)) {
+        const end = BigInt(opts.high[p] ?? '0');
+        for (let o = BigInt(input.startOffsets[p] ?? '0'); o < end; o++) {
+          const table = tableOf(o);
+          const floor = input.route?.tables[table]?.[p] ?? input.route?.start[p] ?? '0';
+          if (o < BigInt(floor)) continue;
+          byTable.set(table, [...(byTable.get(table) ?? []), `${p}:${o}`]);
+        }
+        endOffsets[p] = end > BigInt(input.startOffsets[p] ?? '0') ? end.toString() : (input.startOffsets[p] ?? '0');
+      }
+      const routed = [...byTable].map(([table, offsets]) => ({
+        table,
+        files: [{ 'file-path': `${table}/${input.commitId}`, offsets }],
+        records: offsets.length,
+      }));
+      return {
+        groupIndex: input.groupIndex,
+        files: [],
+        deadLetterFiles: [],
+        endOffsets,
+        highWatermarks: { ...opts.high },
+        records: routed.reduce((s, r) => s + r.records, 0),
+        deadLetters: 0,
+        bytes: 0,
+        routed,
+      };
+    },
+    async commit(input: CommitInput): Promise<CommitResult> {
+      calls.commit.push(call(input));
+      opts.beforeCommit?.(input, calls.commit.length);
+      const table = input.routeTable!;
+      if (state.snapshots[table] !== input.baseSnapshotId)
+        throw ApplicationFailure.nonRetryable(`stale cursor for ${table}`, 'StaleCursor');
+      for (const f of input.files) state.written[table]!.push(...((f as { offsets: string[] }).offsets ?? []));
+      state.cursors[table] = { ...input.endOffsets };
+      state.snapshots[table] = String(++n);
+      return { snapshotId: String(n), alreadyCommitted: false, committedAtMs: Date.now(), totalRecords: '0' };
+    },
+  } satisfies MockActivities;
+  return { activities, state, calls };
+}

@@ -52,6 +52,17 @@ describe('exit codes', () => {
     }
     throw new Error('findTable accepted a table the config does not name');
   })();
+  const routedTable = (() => {
+    try {
+      findTable(
+        { tables: [{ table: 'shop.events', route: { tables: { order: 'shop.orders' } } }] } as unknown as FloeConfig,
+        'shop.orders',
+      );
+    } catch (e) {
+      return e;
+    }
+    throw new Error('findTable accepted a routed table');
+  })();
 
   const cases: [string, unknown, number][] = [
     ['CliError keeps its code', new CliError('x', EXIT.notFound), 3],
@@ -61,6 +72,7 @@ describe('exit codes', () => {
     ['bad window', new InvalidWindowError('--window: expected an ISO 8601 time'), 2],
     ['usage() wraps a parser error', (() => { try { usage(() => { throw new Error('bad'); }); } catch (e) { return e; } })(), 2], // prettier-ignore
     ['table not in the config (findTable)', tableNotInConfig, 3],
+    ['a routed table, not an entry (findTable)', routedTable, 3],
     ['table not in the catalog', new IcebergError('NotFound', 'table demo.x does not exist'), 3],
     ['no such workflow', new WorkflowNotFoundError('not found', 'wf', undefined), 3],
     ['no such schedule', new ScheduleNotFoundError('not found', 'sched'), 3],

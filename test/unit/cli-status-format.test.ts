@@ -119,6 +119,24 @@ test('ingestStatusLines: state, last commit age, windowed rows/s, total lag, the
   );
 });
 
+test('ingestStatusLines of a route: one row per table with its own cursor; none for a plain table', () => {
+  const s = {
+    ...initialStatus({ table: 'shop.events', ingestId: 'main' }),
+    cursor: { '0': '4', '1': '9' },
+    tables: {
+      'shop.orders': { cursor: { '1': '9', '0': '12' }, rows: 7, commits: 2, lastSnapshotId: '42' },
+      'shop.events': { cursor: { '0': '12', '1': '9' }, rows: 0, commits: 2, lastSnapshotId: '41' },
+      'shop.events_shipment': { cursor: { '0': '4', '1': '9' }, rows: 3, commits: 0, lastSnapshotId: null },
+    },
+  };
+  assert.deepEqual(ingestStatusLines(s, 0).tables, [
+    { table: 'shop.events', rows: '0', commits: '2', cursor: '0:12 1:9', last_snapshot: '41' },
+    { table: 'shop.events_shipment', rows: '3', commits: '0', cursor: '0:4 1:9', last_snapshot: '-' },
+    { table: 'shop.orders', rows: '7', commits: '2', cursor: '0:12 1:9', last_snapshot: '42' },
+  ]);
+  assert.deepEqual(ingestStatusLines(initialStatus({ table: 'db.t', ingestId: 'main' }), 0).tables, []);
+});
+
 test('statusScreen: one row per table, the latest and the next maintenance run, failures listed', () => {
   const now = Date.parse('2026-07-01T12:00:00Z');
   const o: Overview = {

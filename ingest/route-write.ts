@@ -1,0 +1,150 @@
+/**
+ * The writing side of a routed poll (ingest/route.ts decides, poll-write.ts polls): one row writer
+ * per table a record goes to, each table written only at or past its own cursor, and a dynamic
+ * table created (from the entry's template) and listed on the base table before its first row.
+ * No Temporal here.
+ */
+import type { TableConfig } from '../config';
+import { FailureType, nonRetryable } from '../contract';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import type { PartitionedRowWriter } from '../iceberg/parquet';
+import type { DataFile, TableMetadata } from '../iceberg/spec/types';
+import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
+import { formatOffsets, readCursor, type Offsets } from './cursor';
+import { DecodeError, decodeRecord, type KafkaRecord } from './decode';
+import type { Deps } from './deps';
+import {
+  ROUTE_BASE_PROPERTY,
+  ROUTE_TABLE_PROPERTY_PREFIX,
+  compileRouter,
+  routeStart,
+  routeStartPropertyKey,
+  type RouteDecision,
+} from './route';
+import type { PollInput, RoutedFiles } from './types';
+import type { FileIO } from '../iceberg/io/file-io';
+import { fileListForHistory } from '../maintenance/staged-files';
+
+interface Target {
+  writer: PartitionedRowWriter;
+  /** Next offset this table still needs per partition: records below it are already the table's. */
+  floor: Offsets;
+}
+
+/** What one table got from the poll. */
+export interface RoutedTableFiles {
+  table: string;
+  files: DataFile[];
+  rows: number;
+}
+
+/**
+ * Creates dynamic table `name` of entry `t` (the entry's columns, partitioning and properties) if
+ * missing, starting its ingest id at `start`, then lists it on the base table so every later
+ * plan knows it. Both steps are idempotent and run on every poll that first meets the table, so
+ * a poll killed between them (a table created, not listed) is completed by its retry; the commit
+ * that would make the table's rows count comes only after.
+ * Concurrency: creation races are AlreadyExists (ignored); the listing is one property per table
+ * (concurrent listings of different tables do not overwrite each other), committed by CAS.
+ */
+export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<TableMetadata> {
+  await deps.tables.ensureIngestTables({
+    ...t,
+    table: name,
+    properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
+  });
+  // One writer per table: a table of that name that this route did not create (another route's
+  // template made the same name, or it was there before) is a config problem, not a record's.
+  const { metadata } = await deps.tables.load(name);
+  const owner = metadata.properties[ROUTE_BASE_PROPERTY];
+  if (owner !== t.table)
+    throw nonRetryable(
+      FailureType.ConfigError,
+      `route of ${t.table}: its template ${t.route?.dynamic} names table ${name}, which ${owner === undefined ? 'it did not create' : `belongs to the route of ${owner}`}; change the template`,
+    );
+  const key = `${ROUTE_TABLE_PROPERTY_PREFIX}${name}`;
+  await new Transaction(parseIdentifier(t.table)).setProperties({ [key]: ingestId }).commit(deps.tables.catalog, deps.tables.io, {
+    validate: (m) => (m.metadata.properties[key] !== undefined ? ALREADY_COMMITTED : undefined),
+  });
+  return metadata;
+}
+
+export class RoutedWriters {
+  private readonly route: (rec: KafkaRecord) => RouteDecision;
+  private readonly targets = new Map<string, Target>();
+  private readonly opening = new Map<string, Promise<Target>>();
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly t: TableConfig,
+    private readonly input: PollInput & { route: NonNullable<PollInput['route']> },
+    private readonly open: (table: string) => Promise<PartitionedRowWriter>,
+  ) {
+    this.route = compileRouter(deps.cfg, t);
+  }
+
+  private async target(name: string): Promise<Target> {
+    let floor = this.input.route.tables[name];
+    if (floor === undefined) {
+      // Not planned: a dynamic table met for the first time (or created by a killed attempt).
+      const m = await ensureRouteTable(this.deps, this.t, name, this.input.ingestId, this.input.route.start);
+      floor = {
+        ...this.input.route.start,
+        ...routeStart(m.properties, this.input.ingestId),
+        ...readCursor(m, this.input.ingestId).offsets,
+      };
+    }
+    const target = { writer: await this.open(name), floor };
+    this.targets.set(name, target);
+    return target;
+  }
+
+  /** Routes and writes one record; `deadLetter` takes a record no table gets, with its reason. */
+  add(rec: KafkaRecord, deadLetter: (rec: KafkaRecord, e: unknown) => void): void | Promise<void> {
+    const d = this.route(rec);
+    if ('skip' in d) return;
+    if ('deadLetter' in d) return deadLetter(rec, new DecodeError(d.deadLetter));
+    const target = this.targets.get(d.table);
+    if (target === undefined) {
+      let p = this.opening.get(d.table);
+      if (p === undefined) this.opening.set(d.table, (p = this.target(d.table)));
+      return p.then(() => this.add(rec, deadLetter));
+    }
+    const floor = target.floor[String(rec.partition)];
+    // Already in the table (it committed past this record before a crash stopped the other tables).
+    if (floor !== undefined && BigInt(rec.offset) < BigInt(floor)) return;
+    let row;
+    try {
+      row = decodeRecord(this.t, rec);
+    } catch (e) {
+      return deadLetter(rec, e);
+    }
+    target.writer.add(row);
+  }
+
+  async close(): Promise<RoutedTableFiles[]> {
+    const out: RoutedTableFiles[] = [];
+    for (const [table, { writer }] of [...this.targets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const rows = writer.rows;
+      out.push({ table, files: await writer.close(), rows });
+    }
+    return out;
+  }
+
+  abort(): void {
+    for (const { writer } of this.targets.values()) writer.abort();
+  }
+}
+
+/** The history form of a routed poll's files: each table's list, staged past its share of `budget`. */
+export function routedFileLists(
+  io: FileIO,
+  routed: RoutedTableFiles[],
+  budget: number,
+  stage: (table: string) => { metadata: () => Promise<TableMetadata>; baseName: string },
+): Promise<RoutedFiles[]> {
+  const share = Math.max(1, Math.floor(budget / Math.max(1, routed.length)));
+  return Promise.all(
+    routed.map(async (r) => ({ table: r.table, files: await fileListForHistory(io, r.files, share, stage(r.table)), records: r.rows })),
+  );
+}
