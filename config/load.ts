@@ -817,18 +817,16 @@ function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
     maintenance: readMaintenance(r.child('maintenance', KEYS.maintenance)),
     value,
     ...(key ? { key } : {}),
-    ...(r.has('route') ? { route: readRoute(r.child('route', KEYS.route), table, value.format) } : {}),
+    ...(r.has('route') ? { route: readRoute(r.child('route', KEYS.route), table) } : {}),
   };
 }
 
 /** The placeholder of a route's dynamic table template. */
 export const ROUTE_VALUE_PLACEHOLDER = '{value}';
 
-function readRoute(r: Reader, base: string, format: ValueFormat): RouteConfig {
+function readRoute(r: Reader, base: string): RouteConfig {
   const by = r.str('by', 'field');
   if (by !== 'field' && by !== 'topic') throw new ConfigError(r.key('by'), 'field or topic', by);
-  // Routing reads the JSON value itself; a schema format's rows are shaped per table by its reader.
-  if (format !== 'json') throw ConfigError.problem(r.key('by'), `a route reads JSON values; value.format is ${format}`);
   if (by === 'field' && !r.has('field')) throw ConfigError.problem(r.key('field'), 'by field needs the (dotted) path of the field');
   if (by === 'topic' && r.has('field')) throw ConfigError.problem(r.key('field'), 'only with by: field');
   const field = by === 'field' ? r.match('field', /^[^.]+(\.[^.]+)*$/, 'a dotted path like type or meta.kind') : undefined;

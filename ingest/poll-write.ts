@@ -43,14 +43,23 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const openWriter = (p: string) => openTableWriter(t.table, p);
   // A route writes the tables its records go to, each from its own cursor (ingest/route.ts).
   const router = input.route
-    ? new RoutedWriters(deps, t, { ...input, route: input.route }, (name) => openTableWriter(name, prefix))
+    ? new RoutedWriters(
+        deps,
+        t,
+        { ...input, route: input.route },
+        (name, suffix = '') => openTableWriter(name, `${prefix}${suffix}`),
+        t.value.format === 'json' ? undefined : (await deps.tables.load(t.table)).metadata,
+        (msg) => run.warn(msg),
+      )
     : undefined;
   let table = await openWriter(prefix);
   // A schema format's rows (ingest/formats): a record whose schema needs columns the table lacks
   // evolves the table first; the writer then starts new files under the new schema, and the
   // files written so far (the old schema) stay in this cycle's commit.
   const format =
-    t.value.format === 'json' ? undefined : new FormatReader(t, (await deps.tables.load(t.table)).metadata, deps.cfg.schemaRegistry);
+    t.value.format === 'json' || router
+      ? undefined
+      : new FormatReader(t, (await deps.tables.load(t.table)).metadata, deps.cfg.schemaRegistry);
   const closedFiles: DataFile[] = [];
   let closedRows = 0,
     evolutions = 0;

@@ -13,6 +13,11 @@ import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transacti
 import { formatOffsets, readCursor, type Offsets } from './cursor';
 import { DecodeError, decodeRecord, type KafkaRecord } from './decode';
 import type { Deps } from './deps';
+import { crashPoint } from './crash-points';
+import type { Derived } from './formats/convert';
+import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
+import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
+import { ensureTables } from './plan-cycle';
 import {
   ROUTE_BASE_PROPERTY,
   ROUTE_TABLE_PROPERTY_PREFIX,
@@ -29,6 +34,12 @@ interface Target {
   writer: PartitionedRowWriter;
   /** Next offset this table still needs per partition: records below it are already the table's. */
   floor: Offsets;
+  /** A schema format's reader of this table (its own schema and evolution); none for JSON. */
+  reader?: FormatReader;
+  /** Files and rows of writers closed by a schema evolution of this table in this poll. */
+  closed: DataFile[];
+  closedRows: number;
+  evolutions: number;
 }
 
 /** What one table got from the poll. */
@@ -48,7 +59,7 @@ export interface RoutedTableFiles {
  * (concurrent listings of different tables do not overwrite each other), committed by CAS.
  */
 export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<TableMetadata> {
-  await deps.tables.ensureIngestTables({
+  await ensureTables(deps, {
     ...t,
     table: name,
     properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
@@ -70,7 +81,9 @@ export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string,
 }
 
 export class RoutedWriters {
-  private readonly route: (rec: KafkaRecord) => RouteDecision;
+  private readonly route: (rec: KafkaRecord, decoded?: { doc: unknown }) => RouteDecision;
+  /** A schema format's reader of the values, for the route's field (the base table's view). */
+  private readonly values: FormatReader | undefined;
   private readonly targets = new Map<string, Target>();
   private readonly opening = new Map<string, Promise<Target>>();
 
@@ -78,9 +91,12 @@ export class RoutedWriters {
     private readonly deps: Deps,
     private readonly t: TableConfig,
     private readonly input: PollInput & { route: NonNullable<PollInput['route']> },
-    private readonly open: (table: string) => Promise<PartitionedRowWriter>,
+    private readonly open: (table: string, suffix?: string) => Promise<PartitionedRowWriter>,
+    baseMetadata?: TableMetadata,
+    private readonly warn: (msg: string) => void = () => undefined,
   ) {
     this.route = compileRouter(deps.cfg, t);
+    this.values = t.value.format === 'json' || !baseMetadata ? undefined : new FormatReader(t, baseMetadata, deps.cfg.schemaRegistry);
   }
 
   private async target(name: string): Promise<Target> {
@@ -94,14 +110,57 @@ export class RoutedWriters {
         ...readCursor(m, this.input.ingestId).offsets,
       };
     }
-    const target = { writer: await this.open(name), floor };
+    const reader =
+      this.t.value.format === 'json'
+        ? undefined
+        : new FormatReader({ ...this.t, table: name }, (await this.deps.tables.load(name)).metadata, this.deps.cfg.schemaRegistry);
+    const target: Target = {
+      writer: await this.open(name),
+      floor,
+      ...(reader ? { reader } : {}),
+      closed: [],
+      closedRows: 0,
+      evolutions: 0,
+    };
     this.targets.set(name, target);
     return target;
   }
 
+  /**
+   * Evolves table `name` to a record schema's columns before any row of it is written (as a
+   * single table's poll does, poll-write.ts), then writes on under the new schema.
+   */
+  private async evolve(name: string, target: Target, derived: Derived[]): Promise<void> {
+    const action = new EvolveToSchema(derived, new Set(this.t.columns.map((c) => c.name)));
+    let r;
+    try {
+      r = await new Transaction(parseIdentifier(name)).add(action).commit(this.deps.tables.catalog, this.deps.tables.io, {});
+    } catch (e) {
+      if (e instanceof SchemaIncompatibleError) throw nonRetryable(FailureType.SchemaIncompatible, `table ${name}: ${e.message}`);
+      throw e;
+    }
+    if (action.changes.length > 0) this.warn(`table ${name}: schema evolved from the record schema: ${action.changes.join(', ')}`);
+    crashPoint('after-evolve');
+    target.closedRows += target.writer.rows;
+    target.closed.push(...(await target.writer.close()));
+    target.writer = await this.open(name, `-e${++target.evolutions}`);
+    target.reader!.setTable(r.table.metadata);
+  }
+
   /** Routes and writes one record; `deadLetter` takes a record no table gets, with its reason. */
   add(rec: KafkaRecord, deadLetter: (rec: KafkaRecord, e: unknown) => void): void | Promise<void> {
-    const d = this.route(rec);
+    let decoded: { doc: unknown } | undefined;
+    if (this.values && this.t.route?.by !== 'topic') {
+      let got;
+      try {
+        got = this.values.document(rec);
+      } catch (e) {
+        return deadLetter(rec, e);
+      }
+      if ('wait' in got) return got.wait.then(() => this.add(rec, deadLetter));
+      decoded = got;
+    }
+    const d = this.route(rec, decoded);
     if ('skip' in d) return;
     if ('deadLetter' in d) return deadLetter(rec, new DecodeError(d.deadLetter));
     const target = this.targets.get(d.table);
@@ -115,8 +174,14 @@ export class RoutedWriters {
     if (floor !== undefined && BigInt(rec.offset) < BigInt(floor)) return;
     let row;
     try {
-      row = decodeRecord(this.t, rec);
+      if (target.reader) {
+        const out = target.reader.read(rec);
+        if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter));
+        if ('evolve' in out) return this.evolve(d.table, target, out.evolve).then(() => this.add(rec, deadLetter));
+        row = out.row;
+      } else row = decodeRecord(this.t, rec);
     } catch (e) {
+      if (e instanceof SchemaIncompatibleStop) throw nonRetryable(FailureType.SchemaIncompatible, e.message);
       return deadLetter(rec, e);
     }
     target.writer.add(row);
@@ -124,9 +189,9 @@ export class RoutedWriters {
 
   async close(): Promise<RoutedTableFiles[]> {
     const out: RoutedTableFiles[] = [];
-    for (const [table, { writer }] of [...this.targets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const rows = writer.rows;
-      out.push({ table, files: await writer.close(), rows });
+    for (const [table, target] of [...this.targets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const rows = target.closedRows + target.writer.rows;
+      out.push({ table, files: [...target.closed, ...(await target.writer.close())], rows });
     }
     return out;
   }

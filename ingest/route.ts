@@ -55,7 +55,7 @@ export const staticRouteTables = (t: TableConfig): string[] => entryTables(t);
  * The decision function of entry `t`. A dynamic name that is a table some entry of `cfg` owns
  * otherwise (a dead-letter table, another entry's table) is refused: one writer per table.
  */
-export function compileRouter(cfg: FloeConfig, t: TableConfig): (rec: KafkaRecord) => RouteDecision {
+export function compileRouter(cfg: FloeConfig, t: TableConfig): (rec: KafkaRecord, decoded?: { doc: unknown }) => RouteDecision {
   const route = t.route;
   if (!route) return () => ({ table: t.table });
   const own = new Set(staticRouteTables(t));
@@ -69,17 +69,20 @@ export function compileRouter(cfg: FloeConfig, t: TableConfig): (rec: KafkaRecor
   const unmatched = (why: string): RouteDecision =>
     route.unmatched === 'skip' ? { skip: true } : route.unmatched === 'base' ? { table: t.table } : { deadLetter: why };
   const what = route.by === 'topic' ? 'topic' : `field ${route.field}`;
-  return (rec) => {
+  return (rec, decoded) => {
     let value: unknown;
     if (route.by === 'topic') value = rec.topic ?? t.topic;
     else {
       let cur: unknown;
-      try {
-        cur = rec.value === null ? null : JSON.parse(rec.value.toString('utf8'));
-      } catch (e) {
-        // Not JSON: no table could decode it either.
-        return { deadLetter: `route ${what}: the value is not JSON (${(e as Error).message})` };
-      }
+      // A schema format's value comes decoded (by its writer schema); JSON is parsed here.
+      if (decoded) cur = decoded.doc;
+      else
+        try {
+          cur = rec.value === null ? null : JSON.parse(rec.value.toString('utf8'));
+        } catch (e) {
+          // Not JSON: no table could decode it either.
+          return { deadLetter: `route ${what}: the value is not JSON (${(e as Error).message})` };
+        }
       for (const p of parts) {
         if (cur === null || typeof cur !== 'object' || Array.isArray(cur) || !hasOwn.call(cur, p)) {
           cur = undefined;

@@ -141,6 +141,13 @@ export class FormatReader {
     return { w: got, payload: framed.payload };
   }
 
+  /** The record's value decoded by its writer schema (a route's field reads it), or a promise to await first. */
+  document(rec: KafkaRecord): { doc: unknown } | { wait: Promise<unknown> } {
+    const v = this.side(rec.value, this.t.value, this.plainValue, 'value');
+    if ('wait' in v) return v;
+    return { doc: decodeDoc(v.w, v.payload, 'value') };
+  }
+
   read(rec: KafkaRecord): ReadOutcome {
     const v = this.side(rec.value, this.t.value, this.plainValue, 'value');
     if ('wait' in v) return v;

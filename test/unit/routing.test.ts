@@ -89,11 +89,6 @@ describe('route config', () => {
       /route\.unmatched: expected dead-letter, skip or base/,
     ],
     [
-      'a schema format',
-      [entry({ field: 'type', tables: { a: 'shop.a' } }, { columns: [], value: { format: 'avro', schema: '"string"' } })],
-      /tables\[0\]\.route\.by: a route reads JSON values; value\.format is avro/,
-    ],
-    [
       'a routed table another entry owns',
       [entry({ field: 'type', tables: { a: 'shop.other' } }), entry(undefined, { table: 'shop.other', topic: 'other' })],
       /tables\[0\]\.route\.tables\.a: "shop\.other" is already tables\[1\]\.table/,
