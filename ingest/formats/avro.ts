@@ -33,11 +33,18 @@ const LongAsBigInt = avro.types.LongType.__with({
 });
 
 /** The avsc type decoding a schema's records (longs as bigint, logical types left to us). */
-export function avroType(schema: unknown): avro.Type {
-  return avro.Type.forSchema(primitivesByName(schema) as avro.Schema, {
-    registry: { long: LongAsBigInt as unknown as avro.Type },
-    wrapUnions: 'auto',
-  });
+export function avroType(schema: unknown, refs: readonly unknown[] = []): avro.Type {
+  // Referenced schemas (registry schema references) define their named types in the same registry first.
+  const registry: Record<string, avro.Type> = { long: LongAsBigInt as unknown as avro.Type };
+  for (const r of refs) avro.Type.forSchema(primitivesByName(r) as avro.Schema, { registry, wrapUnions: 'auto' });
+  return avro.Type.forSchema(primitivesByName(schema) as avro.Schema, { registry, wrapUnions: 'auto' });
+}
+
+/** Names with the named types of `refs` (referenced schemas) defined. */
+function namesWith(refs: readonly unknown[]): Names {
+  const names = new Names();
+  for (const r of refs) toIceberg(r as AvroNode, 'reference', names, undefined);
+  return names;
 }
 
 const PRIMITIVE_NAMES = new Set(['null', 'boolean', 'int', 'long', 'float', 'double', 'bytes', 'string']);
@@ -100,13 +107,13 @@ function unwrapUnion(node: AvroNode[], where: string): { node: AvroNode; optiona
  * column and nested field is optional in the table; `required` records what the schema says
  * (a field with no default that null cannot fill), which evolution checks.
  */
-export function deriveAvroType(schema: unknown): { type: IcebergType; fields?: Derived[] } {
-  const m = toIceberg(schema as AvroNode, 'key', new Names(), undefined);
+export function deriveAvroType(schema: unknown, refs: readonly unknown[] = []): { type: IcebergType; fields?: Derived[] } {
+  const m = toIceberg(schema as AvroNode, 'key', namesWith(refs), undefined);
   return { type: m.type, ...(m.fields ? { fields: m.fields } : {}) };
 }
 
-export function deriveAvro(schema: unknown): Derived[] {
-  const names = new Names();
+export function deriveAvro(schema: unknown, refs: readonly unknown[] = []): Derived[] {
+  const names = namesWith(refs);
   const top = schema as AvroNode;
   const t = toIceberg(top, 'value', names, undefined);
   if (!isStruct(t.type))
@@ -231,8 +238,8 @@ const toNested = (d: Derived) => ({ id: 0, name: d.name, required: false, type: 
  * The converter of avsc-decoded values of `node` into `target` (the table's type, which may be
  * wider: int -> long, float -> double, a decimal of more precision, a struct with more fields).
  */
-export function avroConverter(schema: unknown, target: IcebergType): ValueConverter {
-  const names = new Names();
+export function avroConverter(schema: unknown, target: IcebergType, refs: readonly unknown[] = []): ValueConverter {
+  const names = namesWith(refs);
   return compileAvro(schema as AvroNode, target, 'value', names, undefined);
 }
 

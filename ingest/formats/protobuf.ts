@@ -24,31 +24,43 @@ export class ProtoFile {
    * `text`: the schema as a registry returns it, .proto text, or (as Confluent's serializers
    * register it and Apicurio keeps it) a base64 FileDescriptorProto.
    */
-  constructor(text: string) {
+  constructor(text: string, refs: readonly string[] = []) {
     let root: protobuf.Root, pkg: string | undefined, imports: string[];
-    if (/^[A-Za-z0-9+/=\s]+$/.test(text) && !/\b(syntax|message)\b/.test(text)) {
-      const file = descriptor.FileDescriptorProto.decode(Buffer.from(text, 'base64')) as unknown as {
-        package?: string;
-        dependency?: string[];
-      };
-      imports = file.dependency ?? [];
+    /** The top-level messages this file declares, in order (message indexes count only them, not its imports'). */
+    let own: string[];
+    const isDescriptor = (t: string) => /^[A-Za-z0-9+/=\s]+$/.test(t) && !/\b(syntax|message)\b/.test(t);
+    if (isDescriptor(text)) {
+      type File = { package?: string; dependency?: string[]; messageType?: Array<{ name?: string }> };
+      const decode = (t: string) => descriptor.FileDescriptorProto.decode(Buffer.from(t, 'base64')) as unknown as File;
+      const file = decode(text);
+      // Imported files (registry schema references) join the same descriptor set.
+      const imported = refs.filter(isDescriptor).map(decode);
+      imports = [...(file.dependency ?? []), ...imported.flatMap((f) => f.dependency ?? [])];
       // The well-known types it imports go into the same descriptor set, so everything resolves.
       const common = new protobuf.Root();
       addCommon(common, imports);
       const set = (common as unknown as { toDescriptor(s: string): { file: unknown[] } }).toDescriptor('proto3');
       const fromDescriptor = (protobuf.Root as unknown as { fromDescriptor(d: unknown): protobuf.Root }).fromDescriptor;
-      root = fromDescriptor(descriptor.FileDescriptorSet.create({ file: [...set.file, file] }));
+      root = fromDescriptor(descriptor.FileDescriptorSet.create({ file: [...set.file, ...imported, file] }));
       pkg = file.package || undefined;
+      own = (file.messageType ?? []).map((m) => m.name ?? '');
     } else {
-      const parsed = protobuf.parse(text, { keepCase: true });
-      root = parsed.root;
-      imports = parsed.imports ?? [];
+      // Imported files (registry schema references) are parsed into the same root first.
+      root = new protobuf.Root();
+      imports = [];
+      for (const r of refs) imports.push(...(protobuf.parse(r, root, { keepCase: true }).imports ?? []));
+      const alone = protobuf.parse(text, { keepCase: true });
+      const aloneNs = alone.package ? (alone.root.lookup(alone.package) as protobuf.Namespace | null) : alone.root;
+      own = aloneNs ? messagesOf(aloneNs).map((m) => m.name) : [];
+      const parsed = protobuf.parse(text, root, { keepCase: true });
+      imports.push(...(parsed.imports ?? []));
       addCommon(root, imports);
       pkg = parsed.package;
     }
     root.resolveAll();
     const ns = pkg ? (root.lookup(pkg) as protobuf.Namespace) : root;
-    this.top = messagesOf(ns);
+    const byName = new Map(messagesOf(ns).map((m) => [m.name, m]));
+    this.top = own.map((n) => byName.get(n)).filter((m): m is protobuf.Type => m !== undefined);
     if (this.top.length === 0) throw new SchemaMappingError('value: the Protobuf schema defines no message');
   }
 

@@ -76,16 +76,47 @@ export function unframe(value: Buffer | null, format: ValueFormat): Framed {
   return { id, indexes, payload: value.subarray(pos) };
 }
 
+interface Reference {
+  name: string;
+  subject: string;
+  version: number;
+}
+
 interface RegisteredSchema {
   schema: string;
   schemaType?: string;
-  references?: unknown[];
+  references?: Reference[];
+  /** The referenced schemas' texts, every level, dependencies first (resolved by the client). */
+  resolved?: string[];
+  /** A reference the registry does not have (the schema maps to nothing: its records are refused). */
+  missing?: string;
+}
+
+/** A writer schema that maps to nothing: every use says why. */
+function broken(key: string, format: ValueFormat, why: string): WriterSchema {
+  const e = new SchemaMappingError(why);
+  return {
+    key,
+    format,
+    derived: e,
+    whole: e,
+    decode: () => undefined,
+    converter: () => {
+      throw e;
+    },
+  };
 }
 
 const TYPE_OF: Record<ValueFormat, string> = { json: 'JSON', 'json-schema': 'JSON', avro: 'AVRO', protobuf: 'PROTOBUF' };
 
 /** The writer schema of a schema text in `format` (Protobuf: the message at `indexes`). */
-export function writerSchema(key: string, format: ValueFormat, text: string, indexes: readonly number[] = []): WriterSchema {
+export function writerSchema(
+  key: string,
+  format: ValueFormat,
+  text: string,
+  indexes: readonly number[] = [],
+  refs: readonly string[] = [],
+): WriterSchema {
   const ctx = `schema ${key}`;
   const safe = <T>(f: () => T): T | SchemaMappingError => {
     try {
@@ -99,18 +130,19 @@ export function writerSchema(key: string, format: ValueFormat, text: string, ind
   switch (format) {
     case 'avro': {
       const raw = JSON.parse(text) as unknown;
-      const type = avroType(raw);
+      const rawRefs = refs.map((r) => JSON.parse(r) as unknown);
+      const type = avroType(raw, rawRefs);
       return {
         key,
         format,
-        derived: safe(() => deriveAvro(raw)),
-        whole: safe(() => deriveAvroType(raw)),
+        derived: safe(() => deriveAvro(raw, rawRefs)),
+        whole: safe(() => deriveAvroType(raw, rawRefs)),
         decode: (payload) => type.fromBuffer(payload),
-        converter: (target) => avroConverter(raw, target),
+        converter: (target) => avroConverter(raw, target, rawRefs),
       };
     }
     case 'protobuf': {
-      const file = new ProtoFile(text);
+      const file = new ProtoFile(text, refs);
       const message = file.message(indexes);
       if (message === undefined)
         return {
@@ -140,6 +172,8 @@ export function writerSchema(key: string, format: ValueFormat, text: string, ind
     }
     case 'json-schema':
     case 'json': {
+      if (refs.length > 0)
+        return broken(key, format, `schema ${key}: JSON Schema references to other subjects are not resolved; use local $refs`);
       const raw = JSON.parse(text) as unknown;
       const utf8 = new TextDecoder('utf-8', { fatal: true });
       return {
@@ -192,7 +226,7 @@ export class SchemaRegistryClient {
     let p = this.texts.get(id);
     if (p === undefined) {
       p = (this.api.Schema.find({ id }) as Promise<{ data(): RegisteredSchema }>).then(
-        (r) => r.data(),
+        async (r) => this.withReferences(r.data()),
         (e: { status?: number; message?: string }) => {
           this.texts.delete(id);
           if (e.status === 404) return 'unknown' as const;
@@ -203,6 +237,29 @@ export class SchemaRegistryClient {
       void p.then((s) => this.known.set(id, s)).catch(() => undefined);
     }
     return p;
+  }
+
+  /** `s` with its referenced schemas' texts (every level, dependencies first, each once). */
+  private async withReferences(s: RegisteredSchema, seen = new Set<string>()): Promise<RegisteredSchema> {
+    const resolved: string[] = [];
+    for (const ref of s.references ?? []) {
+      const key = `${ref.subject}/${ref.version}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      let got: RegisteredSchema;
+      try {
+        got = ((await this.api.Subject.version({ subject: ref.subject, version: ref.version })) as { data(): RegisteredSchema }).data();
+      } catch (e) {
+        if ((e as { status?: number }).status === 404) return { ...s, missing: `${ref.name} (${ref.subject} version ${ref.version})` };
+        throw new Error(
+          `schema registry: reading reference ${ref.name} (${ref.subject} version ${ref.version}) failed: ${(e as Error).message}`,
+        );
+      }
+      const inner = await this.withReferences(got, seen);
+      if (inner.missing) return { ...s, missing: inner.missing };
+      resolved.push(...(inner.resolved ?? []), got.schema);
+    }
+    return { ...s, resolved };
   }
 
   /**
@@ -231,21 +288,9 @@ export class SchemaRegistryClient {
       this.writers.set(key, mismatch);
       return mismatch;
     }
-    if (s.references && s.references.length > 0) {
-      const refs: WriterSchema = {
-        key,
-        format,
-        derived: new SchemaMappingError(`schema ${key} has schema references, which floe does not resolve yet`),
-        whole: new SchemaMappingError(`schema ${key} has schema references, which floe does not resolve yet`),
-        decode: () => undefined,
-        converter: () => {
-          throw new SchemaMappingError(`schema ${key} has schema references, which floe does not resolve yet`);
-        },
-      };
-      this.writers.set(key, refs);
-      return refs;
-    }
-    const ws = writerSchema(key, format, s.schema, f.indexes);
+    const ws = s.missing
+      ? broken(key, format, `schema ${key} references ${s.missing}, which the registry does not have`)
+      : writerSchema(key, format, s.schema, f.indexes, s.resolved ?? []);
     this.writers.set(key, ws);
     return ws;
   }
@@ -259,7 +304,7 @@ export class SchemaRegistryClient {
       if ((e as { status?: number }).status === 404) return undefined;
       throw new Error(`schema registry: reading subject ${subject} failed: ${(e as Error).message}`);
     }
-    this.known.set(r.id, r);
+    this.known.set(r.id, await this.withReferences(r));
     const w = this.writerOf({ id: r.id, indexes: [], payload: Buffer.alloc(0) }, format);
     return typeof w === 'object' && !(w instanceof Promise) ? w : undefined;
   }

@@ -338,3 +338,35 @@ test('Avro timestamp-nanos: whole microseconds land, sub-microsecond digits are 
     /value\.t: 1700000000123456789 ns has sub-microsecond digits/,
   );
 });
+
+test('a schema whose reference the registry does not have maps to nothing (its records refused), never a retry loop', async () => {
+  const { createServer } = await import('node:http');
+  const { SchemaRegistryClient } = await import('../../ingest/formats/registry');
+  const server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/vnd.schemaregistry.v1+json');
+    if (req.url === '/schemas/ids/5') {
+      res.end(
+        JSON.stringify({
+          schema: '{"type":"record","name":"R","fields":[{"name":"a","type":"shop.A"}]}',
+          references: [{ name: 'shop.A', subject: 'gone', version: 1 }],
+        }),
+      );
+      return;
+    }
+    res.statusCode = 404;
+    res.end(JSON.stringify({ error_code: 40401, message: 'Subject not found' }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const c = new SchemaRegistryClient({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` });
+    const f = { id: 5, indexes: [], payload: Buffer.alloc(0) };
+    const first = c.writerOf(f, 'avro');
+    assert.ok(first instanceof Promise);
+    await first;
+    const w = c.writerOf(f, 'avro');
+    assert.ok(typeof w === 'object' && !(w instanceof Promise) && w.derived instanceof Error);
+    assert.match((w.derived as Error).message, /schema 5 references shop\.A \(gone version 1\), which the registry does not have/);
+  } finally {
+    server.close();
+  }
+});
