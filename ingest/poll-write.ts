@@ -10,14 +10,9 @@ import { markPending } from '../maintenance/pending';
 import { INLINE_FILE_LIST_BUDGET_BYTES, fileListForHistory } from '../maintenance/staged-files';
 import type { Offsets } from './cursor';
 import { crashPoint } from './crash-points';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import type { DataFile } from '../iceberg/spec/types';
-import { Transaction } from '../iceberg/transaction';
-import { DecoderConfigError, deadLetterRow, decodeRecord, type KafkaRecord, type Row } from './decode';
+import { DecoderConfigError, deadLetterRow, type KafkaRecord, type Row } from './decode';
+import { TableSink } from './table-sink';
 import { RoutedWriters, routedFileLists } from './route-write';
-import type { Derived } from './formats/convert';
-import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
-import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { pollPartitions, topicWatermarks } from './kafka';
 import type { PollInput, PollResult } from './types';
@@ -40,7 +35,6 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
       beforeFirstFile: async () =>
         markPending(deps.tables.io, await tableLocation(deps.tables, name), pendingOwner(input.ingestId), `${input.commitId}-`),
     });
-  const openWriter = (p: string) => openTableWriter(t.table, p);
   // A route writes the tables its records go to, each from its own cursor (ingest/route.ts).
   const router = input.route
     ? new RoutedWriters(
@@ -52,58 +46,18 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
         (msg) => run.warn(msg),
       )
     : undefined;
-  let table = await openWriter(prefix);
-  // A schema format's rows (ingest/formats): a record whose schema needs columns the table lacks
-  // evolves the table first; the writer then starts new files under the new schema, and the
-  // files written so far (the old schema) stay in this cycle's commit.
-  const format =
-    t.value.format === 'json' || router
-      ? undefined
-      : new FormatReader(t, (await deps.tables.load(t.table)).metadata, deps.cfg.schemaRegistry);
-  const closedFiles: DataFile[] = [];
-  let closedRows = 0,
-    evolutions = 0;
-  const evolveFor = async (derived: Derived[]) => {
-    const action = new EvolveToSchema(derived, new Set(t.columns.map((c) => c.name)));
-    let r;
-    try {
-      r = await new Transaction(parseIdentifier(t.table)).add(action).commit(deps.tables.catalog, deps.tables.io, {});
-    } catch (e) {
-      if (e instanceof SchemaIncompatibleError) throw new SchemaIncompatibleStop(`table ${t.table}: ${e.message}`);
-      throw e;
-    }
-    if (action.changes.length > 0) run.warn(`table ${t.table}: schema evolved from the record schema: ${action.changes.join(', ')}`);
-    crashPoint('after-evolve');
-    closedRows += table.rows;
-    closedFiles.push(...(await table.close()));
-    table = await openWriter(`${prefix}-e${++evolutions}`);
-    format!.setTable(r.table.metadata);
-  };
-  const add = (rec: KafkaRecord): void | Promise<void> => {
-    if (router) return router.add(rec, deadLetter);
-    let row: Row;
-    try {
-      if (format) {
-        const out = format.read(rec);
-        if ('wait' in out) return out.wait.then(() => add(rec));
-        if ('evolve' in out) return evolveFor(out.evolve).then(() => add(rec));
-        row = out.row;
-      } else {
-        // compiled once per table config: every row it returns is writable under t's partition spec
-        row = decodeRecord(t, rec);
-      }
-    } catch (e) {
-      // A config no record can decode is not this record's fault: fail the cycle, visibly.
-      if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
-      // A record schema the table cannot take, with onIncompatibleSchema: fail: stop the table.
-      if (e instanceof SchemaIncompatibleStop) throw nonRetryable(FailureType.SchemaIncompatible, e.message);
-      // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
-      deadRows.push(deadLetterRow(t.topic, rec, e));
-      return;
-    }
-    table.add(row); // a failure here is the batch's (encoding, storage), not the record's
-  };
-  // A routed record that cannot be written (no route, a value that does not decode) is a dead letter.
+  // A table's own poll: one sink decodes (JSON or a schema format, evolving the table first
+  // when a record's schema needs it) and writes.
+  const sink = router
+    ? undefined
+    : await TableSink.open(
+        deps,
+        t,
+        (suffix) => openTableWriter(t.table, `${prefix}${suffix}`),
+        (msg) => run.warn(msg),
+      );
+  const add = (rec: KafkaRecord): void | Promise<void> => (router ? router.add(rec, deadLetter) : sink!.add(rec, deadLetter));
+  // A record that cannot be a row (no route, a value that does not decode) is a dead letter.
   const deadLetter = (rec: KafkaRecord, e: unknown): void => {
     if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);
     deadRows.push(deadLetterRow(t.topic, rec, e));
@@ -136,13 +90,13 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
       (o) => run.heartbeat({ phase: 'poll', records: o.records, bytes: o.bytes }),
     );
   } catch (e) {
-    table.abort();
+    sink?.abort();
     router?.abort();
     throw e;
   }
   // Cancelled (workflow cancelled or timed out): stop here; nothing to undo (written files are orphans).
   if (run.signal?.aborted) {
-    table.abort();
+    sink?.abort();
     router?.abort();
     throw new StepCancelled('pollAndWrite cancelled');
   }
@@ -163,7 +117,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const beat = setInterval(() => run.heartbeat({ phase: 'write', records: outcome.records, bytes: outcome.bytes }), 2000);
   let files, deadLetterFiles, routed;
   try {
-    files = [...closedFiles, ...(await table.close())];
+    files = sink ? await sink.close() : [];
     routed = await router?.close();
     deadLetterFiles =
       freshDeadRows.length === 0 ? [] : await deps.tables.writeDataFiles(t.deadLetterTable, freshDeadRows, prefix, t.targetFileSizeBytes);
@@ -185,7 +139,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     deadLetterFiles: await fileListForHistory(deps.tables.io, deadLetterFiles, budget, stage(t.deadLetterTable)),
     endOffsets: outcome.next,
     highWatermarks,
-    records: routed ? routed.reduce((n, r) => n + r.rows, 0) : closedRows + table.rows,
+    records: routed ? routed.reduce((n, r) => n + r.rows, 0) : sink!.rows,
     deadLetters: freshDeadRows.length,
     bytes: outcome.bytes,
     ...(routed ? { routed: await routedFileLists(deps.tables.io, routed, budget, stage) } : {}),

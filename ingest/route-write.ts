@@ -11,13 +11,11 @@ import type { PartitionedRowWriter } from '../iceberg/parquet';
 import type { DataFile, TableMetadata } from '../iceberg/spec/types';
 import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
 import { formatOffsets, readCursor, type Offsets } from './cursor';
-import { DecodeError, decodeRecord, type KafkaRecord } from './decode';
+import { DecodeError, type KafkaRecord } from './decode';
 import type { Deps } from './deps';
-import { crashPoint } from './crash-points';
-import type { Derived } from './formats/convert';
-import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
-import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
+import { FormatReader } from './formats/reader';
 import { ensureTables } from './plan-cycle';
+import { TableSink, type DeadLetter } from './table-sink';
 import {
   ROUTE_BASE_PROPERTY,
   ROUTE_TABLE_PROPERTY_PREFIX,
@@ -31,15 +29,10 @@ import type { FileIO } from '../iceberg/io/file-io';
 import { fileListForHistory } from '../maintenance/staged-files';
 
 interface Target {
-  writer: PartitionedRowWriter;
+  /** The table's decoding (JSON or its schema format, evolving it first when needed) and writing. */
+  sink: TableSink;
   /** Next offset this table still needs per partition: records below it are already the table's. */
   floor: Offsets;
-  /** A schema format's reader of this table (its own schema and evolution); none for JSON. */
-  reader?: FormatReader;
-  /** Files and rows of writers closed by a schema evolution of this table in this poll. */
-  closed: DataFile[];
-  closedRows: number;
-  evolutions: number;
 }
 
 /** What one table got from the poll. */
@@ -110,45 +103,14 @@ export class RoutedWriters {
         ...readCursor(m, this.input.ingestId).offsets,
       };
     }
-    const reader =
-      this.t.value.format === 'json'
-        ? undefined
-        : new FormatReader({ ...this.t, table: name }, (await this.deps.tables.load(name)).metadata, this.deps.cfg.schemaRegistry);
-    const target: Target = {
-      writer: await this.open(name),
-      floor,
-      ...(reader ? { reader } : {}),
-      closed: [],
-      closedRows: 0,
-      evolutions: 0,
-    };
+    const sink = await TableSink.open(this.deps, { ...this.t, table: name }, (suffix) => this.open(name, suffix), this.warn);
+    const target: Target = { sink, floor };
     this.targets.set(name, target);
     return target;
   }
 
-  /**
-   * Evolves table `name` to a record schema's columns before any row of it is written (as a
-   * single table's poll does, poll-write.ts), then writes on under the new schema.
-   */
-  private async evolve(name: string, target: Target, derived: Derived[]): Promise<void> {
-    const action = new EvolveToSchema(derived, new Set(this.t.columns.map((c) => c.name)));
-    let r;
-    try {
-      r = await new Transaction(parseIdentifier(name)).add(action).commit(this.deps.tables.catalog, this.deps.tables.io, {});
-    } catch (e) {
-      if (e instanceof SchemaIncompatibleError) throw nonRetryable(FailureType.SchemaIncompatible, `table ${name}: ${e.message}`);
-      throw e;
-    }
-    if (action.changes.length > 0) this.warn(`table ${name}: schema evolved from the record schema: ${action.changes.join(', ')}`);
-    crashPoint('after-evolve');
-    target.closedRows += target.writer.rows;
-    target.closed.push(...(await target.writer.close()));
-    target.writer = await this.open(name, `-e${++target.evolutions}`);
-    target.reader!.setTable(r.table.metadata);
-  }
-
   /** Routes and writes one record; `deadLetter` takes a record no table gets, with its reason. */
-  add(rec: KafkaRecord, deadLetter: (rec: KafkaRecord, e: unknown) => void): void | Promise<void> {
+  add(rec: KafkaRecord, deadLetter: DeadLetter): void | Promise<void> {
     let decoded: { doc: unknown } | undefined;
     if (this.values && this.t.route?.by !== 'topic') {
       let got;
@@ -172,32 +134,20 @@ export class RoutedWriters {
     const floor = target.floor[String(rec.partition)];
     // Already in the table (it committed past this record before a crash stopped the other tables).
     if (floor !== undefined && BigInt(rec.offset) < BigInt(floor)) return;
-    let row;
-    try {
-      if (target.reader) {
-        const out = target.reader.read(rec);
-        if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter));
-        if ('evolve' in out) return this.evolve(d.table, target, out.evolve).then(() => this.add(rec, deadLetter));
-        row = out.row;
-      } else row = decodeRecord(this.t, rec);
-    } catch (e) {
-      if (e instanceof SchemaIncompatibleStop) throw nonRetryable(FailureType.SchemaIncompatible, e.message);
-      return deadLetter(rec, e);
-    }
-    target.writer.add(row);
+    return target.sink.add(rec, deadLetter);
   }
 
   async close(): Promise<RoutedTableFiles[]> {
     const out: RoutedTableFiles[] = [];
-    for (const [table, target] of [...this.targets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const rows = target.closedRows + target.writer.rows;
-      out.push({ table, files: [...target.closed, ...(await target.writer.close())], rows });
+    for (const [table, { sink }] of [...this.targets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const rows = sink.rows;
+      out.push({ table, files: await sink.close(), rows });
     }
     return out;
   }
 
   abort(): void {
-    for (const { writer } of this.targets.values()) writer.abort();
+    for (const { sink } of this.targets.values()) sink.abort();
   }
 }
 

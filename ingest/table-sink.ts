@@ -1,0 +1,111 @@
+/**
+ * One table's side of a poll: each record decoded into a row (the configured JSON columns, or a
+ * schema format's reader, ingest/formats) and handed to the table's Parquet writer. A record whose
+ * schema needs columns the table lacks evolves the table first (ingest/formats/union.ts: one
+ * schema commit before any row that needs it), then the writer starts new files under the new
+ * schema; the files written before, in the old schema, stay in the cycle's commit (readers resolve
+ * columns by field id). Used by a table's own poll (poll-write.ts) and by every table of a route
+ * (route-write.ts). No Temporal here.
+ */
+import type { TableConfig } from '../config';
+import { FailureType, nonRetryable } from '../contract';
+import { parseIdentifier } from '../iceberg/catalog/catalog';
+import type { PartitionedRowWriter } from '../iceberg/parquet';
+import type { DataFile } from '../iceberg/spec/types';
+import { Transaction } from '../iceberg/transaction';
+import { crashPoint } from './crash-points';
+import { DecoderConfigError, decodeRecord, type KafkaRecord, type Row } from './decode';
+import type { Deps } from './deps';
+import type { Derived } from './formats/convert';
+import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
+import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
+
+/** Takes a record that cannot become a row, with the reason (the caller's dead letters). */
+export type DeadLetter = (rec: KafkaRecord, e: unknown) => void;
+
+export class TableSink {
+  private closed: DataFile[] = [];
+  private closedRows = 0;
+  private evolutions = 0;
+
+  private constructor(
+    private readonly deps: Deps,
+    private readonly t: TableConfig,
+    private writer: PartitionedRowWriter,
+    /** A writer of the table whose file names end with `suffix` (each evolution starts a new one). */
+    private readonly openWriter: (suffix: string) => Promise<PartitionedRowWriter>,
+    private readonly reader: FormatReader | undefined,
+    private readonly warn: (msg: string) => void,
+  ) {}
+
+  static async open(
+    deps: Deps,
+    t: TableConfig,
+    openWriter: (suffix: string) => Promise<PartitionedRowWriter>,
+    warn: (msg: string) => void,
+  ): Promise<TableSink> {
+    const reader =
+      t.value.format === 'json' ? undefined : new FormatReader(t, (await deps.tables.load(t.table)).metadata, deps.cfg.schemaRegistry);
+    return new TableSink(deps, t, await openWriter(''), openWriter, reader, warn);
+  }
+
+  /**
+   * Decodes and writes `rec`; a record that cannot be a row goes to `deadLetter` with its reason.
+   * A promise when the record had to wait first (its schema fetched, the table evolved).
+   */
+  add(rec: KafkaRecord, deadLetter: DeadLetter): void | Promise<void> {
+    let row: Row;
+    try {
+      if (this.reader) {
+        const out = this.reader.read(rec);
+        if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter));
+        if ('evolve' in out) return this.evolve(out.evolve).then(() => this.add(rec, deadLetter));
+        row = out.row;
+      } else {
+        // compiled once per table config: every row it returns is writable under t's partition spec
+        row = decodeRecord(this.t, rec);
+      }
+    } catch (e) {
+      // A config no record can decode is not this record's fault: fail the cycle, visibly.
+      if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${this.t.table}: ${e.message}`);
+      // A record schema the table cannot take, with onIncompatibleSchema: fail: stop the table.
+      if (e instanceof SchemaIncompatibleStop) throw nonRetryable(FailureType.SchemaIncompatible, e.message);
+      // Anything else thrown for this one record, even unforeseen, dead-letters it with its reason.
+      deadLetter(rec, e);
+      return;
+    }
+    this.writer.add(row); // a failure here is the batch's (encoding, storage), not the record's
+  }
+
+  private async evolve(derived: Derived[]): Promise<void> {
+    const table = this.t.table;
+    const action = new EvolveToSchema(derived, new Set(this.t.columns.map((c) => c.name)));
+    let r;
+    try {
+      r = await new Transaction(parseIdentifier(table)).add(action).commit(this.deps.tables.catalog, this.deps.tables.io, {});
+    } catch (e) {
+      if (e instanceof SchemaIncompatibleError) throw nonRetryable(FailureType.SchemaIncompatible, `table ${table}: ${e.message}`);
+      throw e;
+    }
+    if (action.changes.length > 0) this.warn(`table ${table}: schema evolved from the record schema: ${action.changes.join(', ')}`);
+    crashPoint('after-evolve');
+    this.closedRows += this.writer.rows;
+    this.closed.push(...(await this.writer.close()));
+    this.writer = await this.openWriter(`-e${++this.evolutions}`);
+    this.reader!.setTable(r.table.metadata);
+  }
+
+  /** Rows written so far, across evolutions. */
+  get rows(): number {
+    return this.closedRows + this.writer.rows;
+  }
+
+  /** Finishes the last writer: every file of this poll. */
+  async close(): Promise<DataFile[]> {
+    return [...this.closed, ...(await this.writer.close())];
+  }
+
+  abort(): void {
+    this.writer.abort();
+  }
+}
