@@ -112,7 +112,6 @@ export class AddColumns implements TableAction {
 
   async prepare(base: TableMetadata): Promise<PendingCommit> {
     const add = columnsToAdd(this.columns, base);
-    const cur = currentSchema(base);
     let last = base['last-column-id'];
     // new fields of existing struct columns first, then new columns, all after the last id
     const nested = withNestedFields(this.columns, base, () => ++last);
@@ -122,25 +121,29 @@ export class AddColumns implements TableAction {
       const id = ++last;
       return { id, name: c.name, required: false, type: columnType(c, () => ++last), ...(c.doc ? { doc: c.doc } : {}) };
     });
-    const schema: Schema = {
-      ...cur,
-      'schema-id': Math.max(...base.schemas.map((s) => s['schema-id'])) + 1,
-      fields: [...nested.fields, ...fields],
-    };
-    return {
-      updates: [
-        { action: 'add-schema', schema, 'last-column-id': last },
-        { action: 'set-current-schema', 'schema-id': -1 },
-      ],
-      requirements: [
-        { type: 'assert-table-uuid', uuid: base['table-uuid'] },
-        { type: 'assert-current-schema-id', 'current-schema-id': base['current-schema-id'] },
-        { type: 'assert-last-assigned-field-id', 'last-assigned-field-id': base['last-column-id'] },
-      ],
-      attemptFiles: [],
-      referencedFiles: [],
-    };
+    return newSchemaCommit(base, [...nested.fields, ...fields], last);
   }
+}
+
+/**
+ * The commit of a new current schema of `fields` (ids up to `lastColumnId`): it requires the
+ * schema id and last column id it was planned on, so a racing schema change re-plans it.
+ */
+export function newSchemaCommit(base: TableMetadata, fields: NestedField[], lastColumnId: number): PendingCommit {
+  const schema: Schema = { ...currentSchema(base), 'schema-id': Math.max(...base.schemas.map((s) => s['schema-id'])) + 1, fields };
+  return {
+    updates: [
+      { action: 'add-schema', schema, 'last-column-id': lastColumnId },
+      { action: 'set-current-schema', 'schema-id': -1 },
+    ],
+    requirements: [
+      { type: 'assert-table-uuid', uuid: base['table-uuid'] },
+      { type: 'assert-current-schema-id', 'current-schema-id': base['current-schema-id'] },
+      { type: 'assert-last-assigned-field-id', 'last-assigned-field-id': base['last-column-id'] },
+    ],
+    attemptFiles: [],
+    referencedFiles: [],
+  };
 }
 
 /**

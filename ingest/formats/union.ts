@@ -20,6 +20,7 @@ import type { IcebergType, NestedField, Schema, StructType, TableMetadata } from
 import type { PendingCommit, TableAction } from '../../iceberg/transaction';
 import { parseDecimalType } from '../../iceberg/spec/conversions';
 import type { Derived } from './convert';
+import { newSchemaCommit } from '../evolve';
 
 export interface UnionPlan {
   /** The united top-level fields (the table's, then the new ones), ids assigned. */
@@ -177,21 +178,7 @@ export class EvolveToSchema implements TableAction {
     this.changes = plan.changes;
     if (plan.problems.length > 0) throw new SchemaIncompatibleError(plan.problems);
     if (plan.changes.length === 0) return { updates: [], requirements: [], attemptFiles: [], referencedFiles: [] };
-    const cur = currentSchema(base);
-    const schema: Schema = { ...cur, 'schema-id': Math.max(...base.schemas.map((s) => s['schema-id'])) + 1, fields: plan.fields };
-    return {
-      updates: [
-        { action: 'add-schema', schema, 'last-column-id': plan.lastColumnId },
-        { action: 'set-current-schema', 'schema-id': -1 },
-      ],
-      requirements: [
-        { type: 'assert-table-uuid', uuid: base['table-uuid'] },
-        { type: 'assert-current-schema-id', 'current-schema-id': base['current-schema-id'] },
-        { type: 'assert-last-assigned-field-id', 'last-assigned-field-id': base['last-column-id'] },
-      ],
-      attemptFiles: [],
-      referencedFiles: [],
-    };
+    return newSchemaCommit(base, plan.fields, plan.lastColumnId);
   }
 }
 
