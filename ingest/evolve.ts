@@ -20,9 +20,10 @@
 import type { ColumnConfig, ColumnType, TableConfig } from '../config';
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { currentSchema } from '../iceberg/spec/metadata';
-import type { IcebergType, LoadedTable, NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
+import type { IcebergType, LoadedTable, NestedField, TableMetadata } from '../iceberg/spec/types';
 import { Transaction, type PendingCommit, type TableAction } from '../iceberg/transaction';
 import { olderField } from './drift';
+import { newSchemaCommit } from './schema-commit';
 import { columnType, icebergType, type Tables } from './tables';
 
 /** Optional config columns absent from the current schema and from every older one. */
@@ -123,27 +124,6 @@ export class AddColumns implements TableAction {
     });
     return newSchemaCommit(base, [...nested.fields, ...fields], last);
   }
-}
-
-/**
- * The commit of a new current schema of `fields` (ids up to `lastColumnId`): it requires the
- * schema id and last column id it was planned on, so a racing schema change re-plans it.
- */
-export function newSchemaCommit(base: TableMetadata, fields: NestedField[], lastColumnId: number): PendingCommit {
-  const schema: Schema = { ...currentSchema(base), 'schema-id': Math.max(...base.schemas.map((s) => s['schema-id'])) + 1, fields };
-  return {
-    updates: [
-      { action: 'add-schema', schema, 'last-column-id': lastColumnId },
-      { action: 'set-current-schema', 'schema-id': -1 },
-    ],
-    requirements: [
-      { type: 'assert-table-uuid', uuid: base['table-uuid'] },
-      { type: 'assert-current-schema-id', 'current-schema-id': base['current-schema-id'] },
-      { type: 'assert-last-assigned-field-id', 'last-assigned-field-id': base['last-column-id'] },
-    ],
-    attemptFiles: [],
-    referencedFiles: [],
-  };
 }
 
 /**

@@ -20,7 +20,7 @@ import type { IcebergType, NestedField, Schema, StructType, TableMetadata } from
 import type { PendingCommit, TableAction } from '../../iceberg/transaction';
 import { parseDecimalType } from '../../iceberg/spec/conversions';
 import type { Derived } from './convert';
-import { newSchemaCommit } from '../evolve';
+import { newSchemaCommit } from '../schema-commit';
 
 export interface UnionPlan {
   /** The united top-level fields (the table's, then the new ones), ids assigned. */
