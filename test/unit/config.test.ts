@@ -562,3 +562,25 @@ describe('value and key formats, schemaRegistry', () => {
     );
   });
 });
+
+describe("the README's per-format value examples", () => {
+  it('each loads as a table of a config with the stack registry', () => {
+    const readme = readFileSync(resolve(__dirname, '../../README.md'), 'utf8');
+    for (const heading of [
+      '**JSON** (default)',
+      '**Avro** (Confluent',
+      '**Protobuf** (Confluent',
+      '**JSON Schema** (Confluent',
+      '**Plain Avro**',
+    ]) {
+      const at = readme.indexOf(heading);
+      assert.ok(at > 0, heading);
+      const block = /```yaml\n([\s\S]*?)```/.exec(readme.slice(at))![1]!;
+      const cfg = parseConfig({
+        schemaRegistry: { url: 'http://127.0.0.1:8081/apis/ccompat/v7' },
+        ...(parseYaml(`tables:\n${block}`) as object),
+      });
+      assert.equal(cfg.tables.length, 1, heading);
+    }
+  });
+});
