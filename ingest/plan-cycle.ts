@@ -56,6 +56,7 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   if (drift.length > 0) throw nonRetryable(FailureType.TableDrift, tableDriftMessage(drift));
   const cursor = readCursor(loaded.metadata, ref.ingestId);
   if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
+  checkCursorTopic(t, t.table, cursor, ref);
   const wm = await topicWatermarks(deps.admin, t.topic);
   // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
   const partitions = Object.keys(ref.range?.to ?? wm.high)
@@ -96,6 +97,20 @@ function cyclePlan(
  * against the topic's watermarks; for a partition the cursor lacks, `noCursor` (a routed table
  * created mid-stream), the range start, else the earliest retained offset.
  */
+/**
+ * The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated, a
+ * failover cluster) would silently skip or re-read records. Checked before the topic is asked for
+ * its watermarks, so a config naming a topic that does not exist fails with this, at once.
+ */
+function checkCursorTopic(t: TableConfig, table: string, cursor: Cursor, ref: TableRef): void {
+  if (cursor.topic !== null && cursor.topic !== t.topic) {
+    throw nonRetryable(
+      FailureType.CursorTopicMismatch,
+      `table ${table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
+    );
+  }
+}
+
 function cursorStart(
   t: TableConfig,
   table: string,
@@ -106,14 +121,7 @@ function cursorStart(
   run: StepRun,
   noCursor: Offsets = {},
 ): Offsets {
-  // The cursor is bound to its topic: offsets of another topic (renamed in the config, recreated,
-  // a failover cluster) would silently skip or re-read records.
-  if (cursor.topic !== null && cursor.topic !== t.topic) {
-    throw nonRetryable(
-      FailureType.CursorTopicMismatch,
-      `table ${table}: the cursor of ingest id "${ref.ingestId}" belongs to topic "${cursor.topic}", the config says "${t.topic}"; move it explicitly with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
-    );
-  }
+  checkCursorTopic(t, table, cursor, ref);
   for (const [p, o] of Object.entries(cursor.offsets)) {
     const high = wm.high[p];
     if (high === undefined || BigInt(o) > BigInt(high)) {
@@ -155,6 +163,7 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
   const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
   const statics = staticRouteTables(t);
   const names = [...new Set([...statics, ...listedRouteTables(base.metadata.properties)])];
+  checkCursorTopic(t, t.table, readCursor(base.metadata, ref.ingestId), ref);
   const wm = await topicWatermarks(deps.admin, t.topic);
   const partitions = Object.keys(wm.high)
     .map(Number)
