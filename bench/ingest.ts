@@ -33,7 +33,6 @@ import { openTables } from '../ingest/tables';
 import { parseOffsets } from '../ingest/cursor';
 import { ancestors } from '../iceberg/spec/metadata';
 import { readColumnValues } from '../client/tables';
-import { initialDerived } from '../ingest/formats/reader';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
@@ -109,8 +108,7 @@ async function throughput(partitions: number, format: 'json' | 'avro' = 'json') 
   // The table exists before the clock starts: creating it checks every table of the catalog for an
   // overlapping location (seconds on a catalog of thousands of tables), which is not ingest speed.
   const tables = await openTables(cfg);
-  const derived = codec ? (await initialDerived(cfg.tables[0]!, cfg.schemaRegistry))?.derived : undefined;
-  await tables.ensureIngestTables(cfg.tables[0]!, derived).finally(() => tables.close());
+  await tables.ensureIngestTables(cfg.tables[0]!).finally(() => tables.close());
   const floeS = await withWorker(cfg, async () => {
     const t0 = Date.now();
     await startIngest(fc, table);

@@ -113,7 +113,7 @@ export type Decoder = (rec: KafkaRecord) => Row;
  */
 const MAYBE_UNSAFE_NUMBER = /\d[\d.]{15,}/;
 /** Tables with decimals also route 3-digit exponents: 1e-400 parses to 0 natively, 1e400 to Infinity. */
-const MAYBE_UNSAFE_DECIMAL = /\d[\d.]{15,}|\d[eE][+-]?\d{3}/;
+export const MAYBE_UNSAFE_DECIMAL = /\d[\d.]{15,}|\d[eE][+-]?\d{3}/;
 export function parseJsonExact(text: string, unsafe: RegExp = MAYBE_UNSAFE_NUMBER): unknown {
   return unsafe.test(text) ? parseLossless(text) : JSON.parse(text);
 }

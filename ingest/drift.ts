@@ -27,6 +27,9 @@ import type { ColumnConfig, PartitionFieldConfig, TableConfig } from '../config/
 import { currentSchema, defaultSpec } from '../iceberg/spec/metadata';
 import type { IcebergType, NestedField, StructType, TableMetadata } from '../iceberg/spec/types';
 import { columnType } from './tables';
+import { typeString } from '../iceberg/spec/schema';
+
+export { typeString };
 
 /** What a table must look like: a config entry, or the dead-letter table's fixed columns. */
 export interface TableShape {
@@ -38,24 +41,6 @@ export interface TableShape {
 }
 
 const norm = (t: string): string => t.replace(/\s+/g, '').toLowerCase();
-
-/**
- * An Iceberg type as one readable string in the config's grammar (`long`, `decimal(9,2)`,
- * `list<string>`, `struct<a: int not null>`): a required struct field, list element or map value
- * is marked `not null`.
- */
-export function typeString(t: IcebergType): string {
-  if (typeof t === 'string') return norm(t);
-  const notNull = (required: boolean) => (required ? ' not null' : '');
-  switch (t.type) {
-    case 'struct':
-      return `struct<${t.fields.map((f) => `${f.name}: ${typeString(f.type)}${notNull(f.required)}`).join(', ')}>`;
-    case 'list':
-      return `list<${typeString(t.element)}${notNull(t['element-required'])}>`;
-    case 'map':
-      return `map<${typeString(t.key)}, ${typeString(t.value)}${notNull(t['value-required'])}>`;
-  }
-}
 
 /**
  * Every struct field at any depth under its dotted nested path (`customer.id`,

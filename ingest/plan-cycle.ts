@@ -12,9 +12,7 @@ import { ingestTableConfig, type Deps } from './deps';
 import { crashPoint } from './crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
 import { addConfiguredColumns } from './evolve';
-import { initialDerived } from './formats/reader';
 import { topicWatermarks } from './kafka';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { deadLetterColumns } from './tables';
 import { ROUTE_BASE_PROPERTY, listedRouteTables, minimumOffsets, routeStart, staticRouteTables } from './route';
 import type { CyclePlan, RouteTablePlan, TableRef } from './types';
@@ -30,22 +28,10 @@ function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetada
   }
 }
 
-/**
- * Creates the entry's table and dead-letter table if missing. A schema format's new table takes
- * its value columns from the schema (the subject's latest version, or plain Avro's); without one
- * yet, the first record's schema evolves it. The registry is asked only when a table is missing.
- */
-export async function ensureTables(deps: Deps, t: TableConfig): Promise<void> {
-  let derived;
-  if (t.value.format !== 'json' && !(await deps.tables.catalog.tableExists(parseIdentifier(t.table))))
-    derived = (await initialDerived(t, deps.cfg.schemaRegistry))?.derived;
-  await deps.tables.ensureIngestTables(t, derived);
-}
-
 export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
   const t = ingestTableConfig(deps.cfg, ref.table);
   if (t.route) return planRoute(deps, t, ref, run);
-  await ensureTables(deps, t);
+  await deps.tables.ensureIngestTables(t);
   // Optional columns added to the config join the table's schema before anything is written.
   const evolved = await addConfiguredColumns(deps.tables, t, await deps.tables.load(t.table));
   if (evolved.added.length > 0) crashPoint('after-evolve');
@@ -158,7 +144,7 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
       FailureType.ConfigError,
       `table ${t.table} routes its records over several tables: a backfill of a route is not supported`,
     );
-  await ensureTables(deps, t);
+  await deps.tables.ensureIngestTables(t);
   const base = await deps.tables.load(t.table);
   const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
   const statics = staticRouteTables(t);
@@ -175,7 +161,7 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
     // records from the earliest offset, as a new table does.
     const dynamic = !statics.includes(name);
     if (name !== t.table)
-      await ensureTables(deps, dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt);
+      await deps.tables.ensureIngestTables(dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt);
     const evolved = await addConfiguredColumns(deps.tables, rt, name === t.table ? base : await deps.tables.load(name));
     if (evolved.added.length > 0) crashPoint('after-evolve');
     const m = evolved.table.metadata;

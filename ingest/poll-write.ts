@@ -42,7 +42,6 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
         t,
         { ...input, route: input.route },
         (name, suffix = '') => openTableWriter(name, `${prefix}${suffix}`),
-        t.value.format === 'json' ? undefined : (await deps.tables.load(t.table)).metadata,
         (msg) => run.warn(msg),
       )
     : undefined;

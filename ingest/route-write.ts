@@ -13,8 +13,7 @@ import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transacti
 import { formatOffsets, readCursor, type Offsets } from './cursor';
 import { DecodeError, type KafkaRecord } from './decode';
 import type { Deps } from './deps';
-import { FormatReader } from './formats/reader';
-import { ensureTables } from './plan-cycle';
+import { RecordSides, type Decoded } from './formats/reader';
 import { TableSink, type DeadLetter } from './table-sink';
 import {
   ROUTE_BASE_PROPERTY,
@@ -52,7 +51,7 @@ export interface RoutedTableFiles {
  * (concurrent listings of different tables do not overwrite each other), committed by CAS.
  */
 export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<TableMetadata> {
-  await ensureTables(deps, {
+  await deps.tables.ensureIngestTables({
     ...t,
     table: name,
     properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
@@ -75,8 +74,8 @@ export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string,
 
 export class RoutedWriters {
   private readonly route: (rec: KafkaRecord, decoded?: { doc: unknown }) => RouteDecision;
-  /** A schema format's reader of the values, for the route's field (the base table's view). */
-  private readonly values: FormatReader | undefined;
+  /** A schema format's writer schemas and decoding: each value decoded once, for the route's field and its table. */
+  private readonly values: RecordSides | undefined;
   private readonly targets = new Map<string, Target>();
   private readonly opening = new Map<string, Promise<Target>>();
 
@@ -85,11 +84,10 @@ export class RoutedWriters {
     private readonly t: TableConfig,
     private readonly input: PollInput & { route: NonNullable<PollInput['route']> },
     private readonly open: (table: string, suffix?: string) => Promise<PartitionedRowWriter>,
-    baseMetadata?: TableMetadata,
     private readonly warn: (msg: string) => void = () => undefined,
   ) {
     this.route = compileRouter(deps.cfg, t);
-    this.values = t.value.format === 'json' || !baseMetadata ? undefined : new FormatReader(t, baseMetadata, deps.cfg.schemaRegistry);
+    this.values = t.value.format === 'json' ? undefined : new RecordSides(t, deps.cfg.schemaRegistry);
   }
 
   private async target(name: string): Promise<Target> {
@@ -111,8 +109,8 @@ export class RoutedWriters {
 
   /** Routes and writes one record; `deadLetter` takes a record no table gets, with its reason. */
   add(rec: KafkaRecord, deadLetter: DeadLetter): void | Promise<void> {
-    let decoded: { doc: unknown } | undefined;
-    if (this.values && this.t.route?.by !== 'topic') {
+    let decoded: Decoded | undefined;
+    if (this.values) {
       let got;
       try {
         got = this.values.document(rec);
@@ -134,7 +132,7 @@ export class RoutedWriters {
     const floor = target.floor[String(rec.partition)];
     // Already in the table (it committed past this record before a crash stopped the other tables).
     if (floor !== undefined && BigInt(rec.offset) < BigInt(floor)) return;
-    return target.sink.add(rec, deadLetter);
+    return target.sink.add(rec, deadLetter, decoded);
   }
 
   async close(): Promise<RoutedTableFiles[]> {

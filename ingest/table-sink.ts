@@ -17,7 +17,7 @@ import { crashPoint } from './crash-points';
 import { DecoderConfigError, decodeRecord, type KafkaRecord, type Row } from './decode';
 import type { Deps } from './deps';
 import type { Derived } from './formats/convert';
-import { FormatReader, SchemaIncompatibleStop } from './formats/reader';
+import { FormatReader, SchemaIncompatibleStop, type Decoded } from './formats/reader';
 import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
 
 /** Takes a record that cannot become a row, with the reason (the caller's dead letters). */
@@ -52,14 +52,15 @@ export class TableSink {
   /**
    * Decodes and writes `rec`; a record that cannot be a row goes to `deadLetter` with its reason.
    * A promise when the record had to wait first (its schema fetched, the table evolved).
+   * `decoded`: a schema format's value already decoded (by a route), not decoded again.
    */
-  add(rec: KafkaRecord, deadLetter: DeadLetter): void | Promise<void> {
+  add(rec: KafkaRecord, deadLetter: DeadLetter, decoded?: Decoded): void | Promise<void> {
     let row: Row;
     try {
       if (this.reader) {
-        const out = this.reader.read(rec);
-        if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter));
-        if ('evolve' in out) return this.evolve(out.evolve).then(() => this.add(rec, deadLetter));
+        const out = this.reader.read(rec, decoded);
+        if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter, decoded));
+        if ('evolve' in out) return this.evolve(out.evolve).then(() => this.add(rec, deadLetter, decoded));
         row = out.row;
       } else {
         // compiled once per table config: every row it returns is writable under t's partition spec

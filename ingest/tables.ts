@@ -23,6 +23,7 @@ import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory } f
 import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
 import type { Row } from './decode';
 import type { Derived } from './formats/convert';
+import { initialDerived } from './formats/reader';
 import { withDerived } from './formats/union';
 import { s3Options } from './storage';
 import { readSecret } from '../config/secrets';
@@ -60,7 +61,7 @@ export interface Tables {
   io: FileIO;
   load(table: string): Promise<LoadedTable>;
   /** Creates the namespace, the table and its dead-letter table when missing. Safe to race. */
-  ensureIngestTables(t: TableConfig, derived?: readonly Derived[]): Promise<void>;
+  ensureIngestTables(t: TableConfig): Promise<void>;
   /** Writes rows as Parquet, one file per table partition (rolled at the target size). */
   writeDataFiles(table: string, rows: Row[], prefix: string, targetFileSizeBytes: number): Promise<DataFile[]>;
   /**
@@ -185,7 +186,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     columns: ColumnConfig[],
     partitionBy: TableConfig['partitionBy'],
     properties: Record<string, string>,
-    derived?: readonly Derived[],
+    derive?: () => Promise<readonly Derived[] | undefined>,
   ) => {
     const id = parseIdentifier(table);
     if (!(await catalog.namespaceExists(id.namespace))) {
@@ -194,6 +195,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       });
     }
     if (await catalog.tableExists(id)) return;
+    const derived = derive ? await derive() : undefined;
     // No base (a REST catalog whose warehouse is a name): the catalog places the table ('' asks it to).
     const location = base === undefined ? '' : `${base}/${id.namespace.join('/')}/${id.name}`;
     // A table owns everything under its location: orphan removal of the outer one of two nested
@@ -264,8 +266,12 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     io,
     load: (table) => catalog.loadTable(parseIdentifier(table)),
 
-    async ensureIngestTables(t, derived) {
-      await create(t.table, t.columns, t.partitionBy, t.properties, derived);
+    async ensureIngestTables(t) {
+      // A schema format's new table takes its value columns from the schema (the subject's latest
+      // version, or plain Avro's); without one yet, the first record's schema evolves it. The
+      // registry is asked only when the table is missing.
+      const derive = t.value.format === 'json' ? undefined : async () => (await initialDerived(t, cfg.schemaRegistry))?.derived;
+      await create(t.table, t.columns, t.partitionBy, t.properties, derive);
       await create(t.deadLetterTable, deadLetterColumns, [], {});
     },
 

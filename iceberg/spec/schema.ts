@@ -24,3 +24,21 @@ export function fieldById(schema: Schema, id: number): NestedField {
 }
 
 export const isPrimitive = (t: IcebergType): t is Extract<IcebergType, string> => typeof t === 'string';
+
+/**
+ * An Iceberg type as one readable string in the config's grammar (`long`, `decimal(9,2)`,
+ * `list<string>`, `struct<a: int not null>`): a required struct field, list element or map value
+ * is marked `not null`.
+ */
+export function typeString(t: IcebergType): string {
+  if (typeof t === 'string') return t.replace(/\s+/g, '').toLowerCase();
+  const notNull = (required: boolean) => (required ? ' not null' : '');
+  switch (t.type) {
+    case 'struct':
+      return `struct<${t.fields.map((f) => `${f.name}: ${typeString(f.type)}${notNull(f.required)}`).join(', ')}>`;
+    case 'list':
+      return `list<${typeString(t.element)}${notNull(t['element-required'])}>`;
+    case 'map':
+      return `map<${typeString(t.key)}, ${typeString(t.value)}${notNull(t['value-required'])}>`;
+  }
+}

@@ -16,6 +16,7 @@
 import avro from 'avsc';
 import type { IcebergType, PrimitiveType } from '../../iceberg/spec/types';
 import { DecodeError, type RowValue } from '../decode';
+import { typeString } from '../../iceberg/spec/schema';
 import { SchemaMappingError, type Derived, type ValueConverter, compileTo, decimalOf, isStruct } from './convert';
 
 /** avsc's long as a bigint: exact over the whole 64-bit range (avsc's default is a JS number). */
@@ -303,7 +304,7 @@ function compileAvro(node: AvroNode, target: IcebergType, where: string, names: 
   switch (type) {
     case 'record': {
       const space = names.define(node, ns);
-      if (!isStruct(target)) throw new SchemaMappingError(`${where}: an Avro record cannot fill ${JSON.stringify(target)}`);
+      if (!isStruct(target)) throw new SchemaMappingError(`${where}: an Avro record cannot fill ${typeString(target)}`);
       const fields = (node.fields as Array<Record<string, unknown>>) ?? [];
       const byName = new Map(fields.map((f) => [String(f.name), f]));
       const reads = target.fields.map((tf) => {
@@ -327,13 +328,13 @@ function compileAvro(node: AvroNode, target: IcebergType, where: string, names: 
       return compileTo(`fixed[${Number(node.size)}]`, target, where);
     case 'array': {
       if (typeof target === 'string' || target.type !== 'list')
-        throw new SchemaMappingError(`${where}: an Avro array cannot fill ${JSON.stringify(target)}`);
+        throw new SchemaMappingError(`${where}: an Avro array cannot fill ${typeString(target)}`);
       const el = compileAvro(node.items as AvroNode, target.element, `${where}[]`, names, ns);
       return (v, path) => (v as unknown[]).map((x, i) => (x === null ? null : el(x, `${path}[${i}]`)));
     }
     case 'map': {
       if (typeof target === 'string' || target.type !== 'map')
-        throw new SchemaMappingError(`${where}: an Avro map cannot fill ${JSON.stringify(target)}`);
+        throw new SchemaMappingError(`${where}: an Avro map cannot fill ${typeString(target)}`);
       const val = compileAvro(node.values as AvroNode, target.value, `${where}{}`, names, ns);
       return (v, path) => Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, x === null ? null : val(x, `${path}.${k}`)]);
     }

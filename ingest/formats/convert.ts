@@ -8,6 +8,7 @@
 import type { IcebergType, PrimitiveType, StructType } from '../../iceberg/spec/types';
 import { parseDecimalType, parseFixedType } from '../../iceberg/spec/conversions';
 import { DecodeError } from '../decode';
+import { typeString } from '../../iceberg/spec/schema';
 
 /**
  * A column (or nested field) derived from a record schema. Every derived column is optional in the
@@ -32,9 +33,6 @@ export type ValueConverter = (v: unknown, path: string) => unknown;
 
 export const isStruct = (t: IcebergType): t is StructType => typeof t !== 'string' && t.type === 'struct';
 
-const typeText = (t: IcebergType): string =>
-  typeof t === 'string' ? t : t.type === 'struct' ? 'struct' : t.type === 'list' ? 'list' : 'map';
-
 const LONG_MIN = -(2n ** 63n),
   LONG_MAX = 2n ** 63n - 1n;
 const MICROS_PER_DAY = 86_400_000_000n;
@@ -47,20 +45,29 @@ export function decimalOf(b: Uint8Array): bigint {
   return b[0]! & 0x80 ? u - (1n << BigInt(b.length * 8)) : u;
 }
 
+/** Whether a column of type `table` takes a record type `record`'s values as they are (the same type, or narrower). */
+export function takesAsIs(table: string, record: string): boolean {
+  const c = table.replace(/\s+/g, ''),
+    i = record.replace(/\s+/g, '');
+  if (c === i) return true;
+  if ((c === 'long' && i === 'int') || (c === 'double' && i === 'float')) return true;
+  const cd = parseDecimalType(table),
+    id = parseDecimalType(record);
+  return !!cd && !!id && cd.scale === id.scale && cd.precision >= id.precision;
+}
+
 /**
  * The conversion of a `source`-typed canonical value into a `target` column: the same type, or a
  * promotion. Anything else is a SchemaMappingError (the record's schema does not fit the table).
  */
 export function compileTo(source: PrimitiveType, target: IcebergType, where: string): ValueConverter {
   if (typeof target !== 'string')
-    throw new SchemaMappingError(`${where}: the table has ${typeText(target)}, the record's schema ${source}`);
+    throw new SchemaMappingError(`${where}: the table has ${typeString(target)}, the record's schema ${source}`);
   const s = source.replace(/\s+/g, ''),
     t = target.replace(/\s+/g, '');
-  const incompatible = () => new SchemaMappingError(`${where}: the table has ${target}, the record's schema ${source}`);
-  const sd = parseDecimalType(source),
-    td = parseDecimalType(target);
-  if (sd || td) {
-    if (!sd || !td || sd.scale !== td.scale || sd.precision > td.precision) throw incompatible();
+  if (!takesAsIs(target, source)) throw new SchemaMappingError(`${where}: the table has ${target}, the record's schema ${source}`);
+  const td = parseDecimalType(target);
+  if (td) {
     const max = 10n ** BigInt(td.precision);
     return (v, path) => {
       const u = v as bigint;
@@ -70,7 +77,6 @@ export function compileTo(source: PrimitiveType, target: IcebergType, where: str
   }
   const width = parseFixedType(target);
   if (width !== undefined) {
-    if (s !== t) throw incompatible();
     return (v, path) => {
       const b = v as Uint8Array;
       if (b.length !== width) throw new DecodeError(`${path}: ${b.length} bytes for ${target}`);
@@ -108,6 +114,5 @@ export function compileTo(source: PrimitiveType, target: IcebergType, where: str
     return (v) => v;
   }
   if (s === 'int' && t === 'long') return (v) => BigInt(v as number);
-  if (s === 'float' && t === 'double') return (v) => v;
-  throw incompatible();
+  return (v) => v; // float -> double, the one promotion left
 }

@@ -14,6 +14,7 @@ import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor';
 import type { IcebergType } from '../../iceberg/spec/types';
 import { DecodeError } from '../decode';
+import { typeString } from '../../iceberg/spec/schema';
 import { SchemaMappingError, type Derived, type ValueConverter, compileTo, isStruct } from './convert';
 
 /** The message types of a .proto text by Confluent message index ([0] is the first top-level message). */
@@ -182,7 +183,7 @@ export function protobufConverter(message: protobuf.Type, target: IcebergType): 
 }
 
 function compileMessage(m: protobuf.Type, target: IcebergType, where: string): ValueConverter {
-  if (!isStruct(target)) throw new SchemaMappingError(`${where}: the table has ${JSON.stringify(target)}, the record's schema a message`);
+  if (!isStruct(target)) throw new SchemaMappingError(`${where}: the table has ${typeString(target)}, the record's schema a message`);
   const byName = new Map(m.fieldsArray.map((f) => [f.name, f]));
   const reads = target.fields.map((tf) => {
     const f = byName.get(tf.name);
@@ -202,7 +203,7 @@ function compileMessage(m: protobuf.Type, target: IcebergType, where: string): V
 function compileField(f: protobuf.Field, target: IcebergType, where: string): ValueConverter {
   if (f instanceof protobuf.MapField) {
     if (typeof target === 'string' || target.type !== 'map')
-      throw new SchemaMappingError(`${where}: the table has ${JSON.stringify(target)}, the record's schema a map`);
+      throw new SchemaMappingError(`${where}: the table has ${typeString(target)}, the record's schema a map`);
     // toObject gives every map key as a string
     const keyType = SCALAR[f.keyType] as Exclude<IcebergType, object>;
     const keyLeaf = compileTo(keyType, target.key, `${where}{key}`);
@@ -215,7 +216,7 @@ function compileField(f: protobuf.Field, target: IcebergType, where: string): Va
   }
   if (f.repeated) {
     if (typeof target === 'string' || target.type !== 'list')
-      throw new SchemaMappingError(`${where}: the table has ${JSON.stringify(target)}, the record's schema a repeated field`);
+      throw new SchemaMappingError(`${where}: the table has ${typeString(target)}, the record's schema a repeated field`);
     const el = compileSingle(f.type, f.resolvedType, target.element, `${where}[]`);
     return (v, path) => (v as unknown[]).map((x, i) => el(x, `${path}[${i}]`));
   }

@@ -46,11 +46,69 @@ function keyColumn(k: KeyFormatConfig, w: WriterSchema): Derived[] | SchemaMappi
 /** A record's writer schema and payload for one side (key or value), or a promise to await first. */
 type Side = { w: WriterSchema; payload: Buffer } | { wait: Promise<unknown> };
 
+/** A record's value decoded by its writer schema. */
+export interface Decoded {
+  w: WriterSchema;
+  doc: unknown;
+}
+
+/**
+ * Where an entry's records' writer schemas come from (the registry by the framing's id, or plain
+ * Avro's schema in the config) and the decoding of a value with one. Table-independent: a route
+ * decodes each value once for its field, and the routed table's reader takes that decoding.
+ */
+export class RecordSides {
+  private readonly plainValue: WriterSchema | undefined;
+  private readonly plainKey: WriterSchema | undefined;
+
+  constructor(
+    private readonly t: TableConfig,
+    private readonly registry?: SchemaRegistryConfig,
+  ) {
+    if ((t.value.registry || t.key?.registry) && registry === undefined)
+      throw new Error(`table ${t.table}: format ${t.value.format} needs schemaRegistry in the config`);
+    this.plainValue = t.value.registry ? undefined : writerSchema('config', 'avro', t.value.schema!);
+    this.plainKey = t.key && !t.key.registry ? writerSchema('config-key', 'avro', t.key.schema!) : undefined;
+  }
+
+  value(rec: KafkaRecord): Side {
+    return this.side(rec.value, this.t.value, this.plainValue, 'value');
+  }
+
+  /** The key's side; undefined for a null key (its column is null) or without a key format. */
+  key(rec: KafkaRecord): Side | undefined {
+    return this.t.key && rec.key !== null ? this.side(rec.key, this.t.key, this.plainKey, 'key') : undefined;
+  }
+
+  private side(bytes: Buffer | null, f: ValueFormatConfig, plain: WriterSchema | undefined, what: 'value' | 'key'): Side {
+    if (plain) {
+      if (bytes === null) throw new DecodeError(`${what}: record has a null ${what}`);
+      return { w: plain, payload: bytes };
+    }
+    let framed;
+    try {
+      framed = unframe(bytes, f.format);
+    } catch (e) {
+      throw what === 'key' && e instanceof DecodeError ? new DecodeError(e.message.replace(/^value: /, 'key: ')) : e;
+    }
+    const got = registryClient(this.registry!).writerOf(framed, f.format);
+    if (got instanceof Promise) return { wait: got };
+    if (got === 'unknown') throw new DecodeError(`${what}: schema id ${framed.id} is not in the schema registry`);
+    return { w: got, payload: framed.payload };
+  }
+
+  /** The record's value decoded by its writer schema (a route's field reads it), or a promise to await first. */
+  document(rec: KafkaRecord): Decoded | { wait: Promise<unknown> } {
+    const v = this.value(rec);
+    if ('wait' in v) return v;
+    return { w: v.w, doc: decodeDoc(v.w, v.payload, 'value') };
+  }
+}
+
 export class FormatReader {
   private readonly reserved: ReadonlySet<string>;
   private readonly meta: (rec: KafkaRecord) => Row;
-  private readonly plainValue: WriterSchema | undefined;
-  private readonly plainKey: WriterSchema | undefined;
+  private readonly sides: RecordSides;
   /** column name -> the value's field name (rename's inverse) */
   private readonly sourceName: Map<string, string>;
   private compiled = new Map<string, Compiled>();
@@ -58,14 +116,11 @@ export class FormatReader {
   constructor(
     private readonly t: TableConfig,
     private metadata: TableMetadata,
-    private readonly registry?: SchemaRegistryConfig,
+    registry?: SchemaRegistryConfig,
   ) {
-    if ((t.value.registry || t.key?.registry) && registry === undefined)
-      throw new Error(`table ${t.table}: format ${t.value.format} needs schemaRegistry in the config`);
+    this.sides = new RecordSides(t, registry);
     this.reserved = new Set(t.columns.map((c) => c.name));
     this.meta = compileDecoder({ columns: t.columns, partitionBy: t.partitionBy.filter((p) => this.reserved.has(p.column)) });
-    this.plainValue = t.value.registry ? undefined : writerSchema('config', 'avro', t.value.schema!);
-    this.plainKey = t.key && !t.key.registry ? writerSchema('config-key', 'avro', t.key.schema!) : undefined;
     this.sourceName = new Map(Object.entries(t.value.rename ?? {}).map(([from, to]) => [to, from]));
   }
 
@@ -106,12 +161,13 @@ export class FormatReader {
     if (plan.changes.length > 0) return { kind: 'evolve', derived };
     try {
       const ranges: Array<[string, Range]> = [];
-      for (const f of valueStruct(this.metadata, this.reserved).fields) {
+      const fields = valueStruct(this.metadata, this.reserved).fields;
+      for (const f of fields) {
         if (typeof f.type !== 'string' || !this.t.partitionBy.some((p) => p.column === f.name)) continue;
         const r = columnRange({ name: f.name, type: f.type, required: false }, this.t.partitionBy);
         if (r) ranges.push([f.name, r]);
       }
-      const keyField = this.t.key ? valueStruct(this.metadata, this.reserved).fields.find((f) => f.name === this.t.key!.column) : undefined;
+      const keyField = this.t.key ? fields.find((f) => f.name === this.t.key!.column) : undefined;
       return {
         kind: 'ok',
         value: v.converter(this.valueTarget()),
@@ -124,35 +180,12 @@ export class FormatReader {
     }
   }
 
-  private side(bytes: Buffer | null, f: ValueFormatConfig, plain: WriterSchema | undefined, what: 'value' | 'key'): Side {
-    if (plain) {
-      if (bytes === null) throw new DecodeError(`${what}: record has a null ${what}`);
-      return { w: plain, payload: bytes };
-    }
-    let framed;
-    try {
-      framed = unframe(bytes, f.format);
-    } catch (e) {
-      throw what === 'key' && e instanceof DecodeError ? new DecodeError(e.message.replace(/^value: /, 'key: ')) : e;
-    }
-    const got = registryClient(this.registry!).writerOf(framed, f.format);
-    if (got instanceof Promise) return { wait: got };
-    if (got === 'unknown') throw new DecodeError(`${what}: schema id ${framed.id} is not in the schema registry`);
-    return { w: got, payload: framed.payload };
-  }
-
-  /** The record's value decoded by its writer schema (a route's field reads it), or a promise to await first. */
-  document(rec: KafkaRecord): { doc: unknown } | { wait: Promise<unknown> } {
-    const v = this.side(rec.value, this.t.value, this.plainValue, 'value');
-    if ('wait' in v) return v;
-    return { doc: decodeDoc(v.w, v.payload, 'value') };
-  }
-
-  read(rec: KafkaRecord): ReadOutcome {
-    const v = this.side(rec.value, this.t.value, this.plainValue, 'value');
+  /** `rec` as a row; `decoded`: its value already decoded (a route's), not decoded again. */
+  read(rec: KafkaRecord, decoded?: Decoded): ReadOutcome {
+    const v = decoded ?? this.sides.value(rec);
     if ('wait' in v) return v;
     // A null key fills the key column with null; a key in the format decodes like a value.
-    const k = this.t.key && rec.key !== null ? this.side(rec.key, this.t.key, this.plainKey, 'key') : undefined;
+    const k = this.sides.key(rec);
     if (k && 'wait' in k) return k;
     const c = this.compile(v.w, k?.w);
     if (c.kind === 'evolve') return { evolve: c.derived, schema: v.w.key };
@@ -160,7 +193,7 @@ export class FormatReader {
       if (this.t.value.onIncompatibleSchema === 'fail') throw new SchemaIncompatibleStop(`table ${this.t.table}: ${c.reason}`);
       throw new DecodeError(`value: ${c.reason}`);
     }
-    const doc = decodeDoc(v.w, v.payload, 'value');
+    const doc = 'doc' in v ? v.doc : decodeDoc(v.w, v.payload, 'value');
     const values = c.value(doc, 'value') as Record<string, RowValue>;
     const row: Row = { ...this.meta(rec) };
     for (const [name, x] of Object.entries(values)) row[this.t.value.rename?.[name] ?? name] = x;

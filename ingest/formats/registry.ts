@@ -12,7 +12,7 @@ import createApiClient from '@kafkajs/confluent-schema-registry/dist/api';
 import type { SchemaRegistryConfig, ValueFormat } from '../../config/types';
 import { readSecret } from '../../config/secrets';
 import type { IcebergType } from '../../iceberg/spec/types';
-import { DecodeError, parseJsonExact } from '../decode';
+import { DecodeError, MAYBE_UNSAFE_DECIMAL, parseJsonExact } from '../decode';
 import { avroConverter, avroType, deriveAvro, deriveAvroType } from './avro';
 import { SchemaMappingError, type Derived, type ValueConverter } from './convert';
 import { deriveJsonSchema, deriveJsonSchemaType, jsonConverter } from './json-schema';
@@ -122,9 +122,7 @@ export function writerSchema(
     try {
       return f();
     } catch (e) {
-      return e instanceof SchemaMappingError
-        ? new SchemaMappingError(`${ctx}: ${e.message}`)
-        : new SchemaMappingError(`${ctx}: ${(e as Error).message}`);
+      return new SchemaMappingError(`${ctx}: ${(e as Error).message}`);
     }
   };
   switch (format) {
@@ -144,28 +142,19 @@ export function writerSchema(
     case 'protobuf': {
       const file = new ProtoFile(text, refs);
       const message = file.message(indexes);
-      if (message === undefined)
-        return {
-          key,
-          format,
-          derived: new SchemaMappingError(`${ctx}: no message at index ${indexes.join('.')}`),
-          whole: new SchemaMappingError(`${ctx}: no message at index ${indexes.join('.')}`),
-          decode: () => undefined,
-          converter: () => {
-            throw new SchemaMappingError(`${ctx}: no message at index ${indexes.join('.')}`);
-          },
-        };
+      if (message === undefined) return broken(key, format, `${ctx}: no message at index ${indexes.join('.')}`);
+      const derived = safe(() => deriveProtobuf(message));
       return {
         key,
         format,
-        derived: safe(() => deriveProtobuf(message)),
-        whole: safe(() => {
-          const fields = deriveProtobuf(message);
-          return {
-            type: { type: 'struct' as const, fields: fields.map((d) => ({ id: 0, name: d.name, required: false, type: d.type })) },
-            fields,
-          };
-        }),
+        derived,
+        whole:
+          derived instanceof SchemaMappingError
+            ? derived
+            : {
+                type: { type: 'struct', fields: derived.map((d) => ({ id: 0, name: d.name, required: false, type: d.type })) },
+                fields: derived,
+              },
         decode: (payload) => message.toObject(message.decode(payload), TO_OBJECT),
         converter: (target) => protobufConverter(message, target),
       };
@@ -181,7 +170,7 @@ export function writerSchema(
         format,
         derived: safe(() => deriveJsonSchema(raw)),
         whole: safe(() => deriveJsonSchemaType(raw)),
-        decode: (payload) => parseJsonExact(utf8.decode(payload), /\d[\d.]{15,}|\d[eE][+-]?\d{3}/),
+        decode: (payload) => parseJsonExact(utf8.decode(payload), MAYBE_UNSAFE_DECIMAL),
         converter: (target) => jsonConverter(target),
       };
     }
@@ -275,16 +264,7 @@ export class SchemaRegistryClient {
     if (s === 'unknown') return 'unknown';
     const type = s.schemaType ?? 'AVRO';
     if (type !== TYPE_OF[format]) {
-      const mismatch: WriterSchema = {
-        key,
-        format,
-        derived: new SchemaMappingError(`schema ${key} is ${type}, the table's format is ${format}`),
-        whole: new SchemaMappingError(`schema ${key} is ${type}, the table's format is ${format}`),
-        decode: () => undefined,
-        converter: () => {
-          throw new SchemaMappingError(`schema ${key} is ${type}, the table's format is ${format}`);
-        },
-      };
+      const mismatch = broken(key, format, `schema ${key} is ${type}, the table's format is ${format}`);
       this.writers.set(key, mismatch);
       return mismatch;
     }

@@ -18,8 +18,8 @@
 import { currentSchema } from '../../iceberg/spec/metadata';
 import type { IcebergType, NestedField, Schema, StructType, TableMetadata } from '../../iceberg/spec/types';
 import type { PendingCommit, TableAction } from '../../iceberg/transaction';
-import { parseDecimalType } from '../../iceberg/spec/conversions';
-import type { Derived } from './convert';
+import { takesAsIs, type Derived } from './convert';
+import { typeString } from '../../iceberg/spec/schema';
 import { newSchemaCommit } from '../schema-commit';
 
 export interface UnionPlan {
@@ -33,22 +33,6 @@ export interface UnionPlan {
 }
 
 const squash = (t: string) => t.replace(/\s+/g, '');
-
-/** Whether a table column of type `cur` takes `inc`'s values as they are (same type, or narrower). */
-function takesAsIs(cur: string, inc: string): boolean {
-  const c = squash(cur),
-    i = squash(inc);
-  if (c === i) return true;
-  if ((c === 'long' && i === 'int') || (c === 'double' && i === 'float')) return true;
-  const cd = parseDecimalType(cur),
-    id = parseDecimalType(inc);
-  return !!cd && !!id && cd.scale === id.scale && cd.precision >= id.precision;
-}
-
-/** Whether Iceberg lets a column of type `cur` be promoted to `inc`. */
-function promotes(cur: string, inc: string): boolean {
-  return takesAsIs(inc, cur);
-}
 
 class Union {
   changes: string[] = [];
@@ -94,16 +78,17 @@ class Union {
     if (typeof cur === 'string' || typeof inc === 'string') {
       if (typeof cur === 'string' && typeof inc === 'string') {
         if (takesAsIs(cur, inc)) return cur;
-        if (promotes(cur, inc)) {
+        if (takesAsIs(inc, cur)) {
+          // Iceberg promotes the column to the record's wider type
           this.changes.push(`promoted ${at} ${cur} -> ${inc}`);
           return inc;
         }
       }
-      this.problems.push(`${at}: the table has ${describe(cur)}, the record's schema ${describe(inc)}`);
+      this.problems.push(`${at}: the table has ${typeString(cur)}, the record's schema ${typeString(inc)}`);
       return cur;
     }
     if (cur.type !== inc.type) {
-      this.problems.push(`${at}: the table has ${describe(cur)}, the record's schema ${describe(inc)}`);
+      this.problems.push(`${at}: the table has ${typeString(cur)}, the record's schema ${typeString(inc)}`);
       return cur;
     }
     switch (cur.type) {
@@ -116,22 +101,13 @@ class Union {
       case 'map': {
         const m = inc as typeof cur;
         if (typeof cur.key !== 'string' || typeof m.key !== 'string' || squash(cur.key) !== squash(m.key)) {
-          this.problems.push(`${at}: the table's map is keyed by ${describe(cur.key)}, the record's schema's by ${describe(m.key)}`);
+          this.problems.push(`${at}: the table's map is keyed by ${typeString(cur.key)}, the record's schema's by ${typeString(m.key)}`);
           return cur;
         }
         return { ...cur, value: this.type(cur.value, m.value, undefined, `${at}{}`, requiredChecked) };
       }
     }
   }
-}
-
-function describe(t: IcebergType): string {
-  if (typeof t === 'string') return t;
-  return t.type === 'struct'
-    ? `struct<${t.fields.map((f) => f.name).join(', ')}>`
-    : t.type === 'list'
-      ? `list<${describe(t.element)}>`
-      : `map<${describe(t.key)}, ${describe(t.value)}>`;
 }
 
 /**
