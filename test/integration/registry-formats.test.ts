@@ -164,8 +164,7 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
 
   it('ingests Avro, Protobuf and JSON Schema topics; Avro evolves mid-stream through a SIGKILL after the schema commit', async () => {
     const run = `it_sr_${Date.now().toString(36)}`;
-    const registryUrl =
-      (stackEnv() as unknown as { schemaRegistry?: { url: string } }).schemaRegistry?.url ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
+    const registryUrl = stackEnv().schemaRegistry.url;
     const c = scenarioConfig(`${run}_avro`, 1, '1s', {
       columns: [{ name: 'kafka_offset', type: 'long', source: 'offset', required: true }],
       partitionBy: [{ column: 'at', transform: 'day' }],

@@ -39,6 +39,8 @@ import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, Table
 import type { Offsets } from '../../ingest/cursor';
 import { venvBin } from '../../stack/python';
 import { INGEST_ID_ATTRIBUTE, KIND_ATTRIBUTE, TABLE_ATTRIBUTE } from '../../workflows/search-attributes';
+import type { Client } from '@temporalio/client';
+import { drainAndStopSignal, ingestWorkflow, ingestWorkflowId, type IngestInput } from '../../workflows';
 
 /** Every activity the workflows proxy, by name and signature. */
 export type Activities = ReturnType<typeof createActivities>;
@@ -93,6 +95,17 @@ let bundle: Promise<WorkflowBundle> | undefined;
 export function testWorkflowBundle(): Promise<WorkflowBundle> {
   bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('ERROR') });
   return bundle;
+}
+
+/** Starts an ingest with drainAndStop in its first task: it loads what is there and stops. */
+export function drainFromStart(client: Client, taskQueue: string, input: IngestInput) {
+  return client.workflow.signalWithStart(ingestWorkflow, {
+    taskQueue,
+    workflowId: ingestWorkflowId(input.table, input.ingestId),
+    args: [input],
+    signal: drainAndStopSignal,
+    signalArgs: [],
+  });
 }
 
 export const uniqueId = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;

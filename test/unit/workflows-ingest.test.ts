@@ -17,10 +17,9 @@ import {
   ingestWorkflow,
   ingestWorkflowId,
   statusQuery,
-  type IngestInput,
   type IngestStatus,
 } from '../../workflows';
-import { createWorkflowEnv, fakeIngest, testWorkflowBundle, uniqueId, withWorker } from '../support/workflow-env';
+import { createWorkflowEnv, drainFromStart, fakeIngest, testWorkflowBundle, uniqueId, withWorker } from '../support/workflow-env';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -51,16 +50,6 @@ describe('ingestWorkflow with mocked activities', () => {
     await env?.teardown();
   });
 
-  /** Starts the ingest with drainAndStop in its first task: it loads what is there and stops. */
-  const drainFromStart = (taskQueue: string, input: IngestInput) =>
-    client.workflow.signalWithStart(ingestWorkflow, {
-      taskQueue,
-      workflowId: ingestWorkflowId(input.table, input.ingestId),
-      args: [input],
-      signal: drainAndStopSignal,
-      signalArgs: [],
-    });
-
   for (const reason of INGEST_RELOAD) {
     it(`a commit refused with ${reason} reloads the cursor and the next cycle commits`, async () => {
       const fake = fakeIngest({
@@ -78,7 +67,7 @@ describe('ingestWorkflow with mocked activities', () => {
       });
       const table = uniqueId('db.fenced');
       const status = await withWorker(env, fake.activities, async (taskQueue) => {
-        const handle = await drainFromStart(taskQueue, { table, ingestId: 'live' });
+        const handle = await drainFromStart(client, taskQueue, { table, ingestId: 'live' });
         return handle.result();
       });
 
@@ -228,7 +217,7 @@ describe('ingestWorkflow with mocked activities', () => {
     const fake = fakeIngest({ high: { 0: '6' }, perPoll: 2, cyclesPerRun: 1 });
     const table = uniqueId('db.can-drain');
     const status = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result(),
+      (await drainFromStart(client, taskQueue, { table, ingestId: 'live' })).result(),
     );
     assert.equal(status.state, 'stopped');
     assert.equal(status.commits, 3);
@@ -252,7 +241,7 @@ describe('ingestWorkflow with mocked activities', () => {
       });
       const table = uniqueId('db.fail');
       const err = await withWorker(env, fake.activities, async (taskQueue) =>
-        (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(
+        (await drainFromStart(client, taskQueue, { table, ingestId: 'live' })).result().then(
           () => undefined,
           (e: unknown) => e,
         ),
@@ -276,7 +265,7 @@ describe('ingestWorkflow with mocked activities', () => {
     });
     const table = uniqueId('db.fail-load');
     const err = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(
+      (await drainFromStart(client, taskQueue, { table, ingestId: 'live' })).result().then(
         () => undefined,
         (e: unknown) => e,
       ),
@@ -298,7 +287,7 @@ describe('ingestWorkflow with mocked activities', () => {
     });
     const table = uniqueId('db.fail-commit');
     const err = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result().then(
+      (await drainFromStart(client, taskQueue, { table, ingestId: 'live' })).result().then(
         () => undefined,
         (e: unknown) => e,
       ),
@@ -320,7 +309,7 @@ describe('ingestWorkflow with mocked activities', () => {
     });
     const table = uniqueId('db.retry');
     const status = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result(),
+      (await drainFromStart(client, taskQueue, { table, ingestId: 'live' })).result(),
     );
     assert.deepEqual(
       fake.calls.pollAndWrite.slice(0, 2).map((c) => c.attempt),
@@ -405,7 +394,7 @@ describe('ingestWorkflow with mocked activities', () => {
     });
     const table = uniqueId('db.refused');
     const status = await withWorker(env, fake.activities, async (taskQueue) =>
-      (await drainFromStart(taskQueue, { table, ingestId: 'live' })).result(),
+      (await drainFromStart(client, taskQueue, { table, ingestId: 'live' })).result(),
     );
     assert.equal(status.fencedCommits, 4);
     const refusedRuns = new Set(fake.calls.commit.slice(0, 4).map((c) => c.runId));

@@ -9,8 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure, type Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { drainAndStopSignal, ingestWorkflow, ingestWorkflowId, type IngestInput } from '../../workflows';
-import { createWorkflowEnv, fakeRoute, testWorkflowBundle, uniqueId, withWorker } from '../support/workflow-env';
+import { createWorkflowEnv, drainFromStart, fakeRoute, testWorkflowBundle, uniqueId, withWorker } from '../support/workflow-env';
 
 const TABLES = ['shop.events', 'shop.a', 'shop.b', 'shop.c'];
 const HIGH = { 0: '12', 1: '9' };
@@ -35,15 +34,6 @@ describe('ingestWorkflow of a route, with mocked activities', () => {
     await env?.teardown();
   });
 
-  const drain = (taskQueue: string, input: IngestInput) =>
-    client.workflow.signalWithStart(ingestWorkflow, {
-      taskQueue,
-      workflowId: ingestWorkflowId(input.table, input.ingestId),
-      args: [input],
-      signal: drainAndStopSignal,
-      signalArgs: [],
-    });
-
   const assertEveryTableOnce = (state: ReturnType<typeof fakeRoute>['state']) => {
     for (const t of TABLES) {
       assert.deepEqual([...state.written[t]!].sort(), routedTo(t).sort(), `${t}: each of its records once`);
@@ -65,7 +55,9 @@ describe('ingestWorkflow of a route, with mocked activities', () => {
       },
     });
     const table = uniqueId('shop.events');
-    const status = await withWorker(env, fake.activities, async (tq) => (await drain(tq, { table, ingestId: 'main' })).result());
+    const status = await withWorker(env, fake.activities, async (tq) =>
+      (await drainFromStart(client, tq, { table, ingestId: 'main' })).result(),
+    );
 
     assert.equal(status.state, 'stopped');
     assert.equal(fake.calls.pollAndWrite.length, 2, 'one poll feeds every table (then the empty drain cycle)');
@@ -102,7 +94,7 @@ describe('ingestWorkflow of a route, with mocked activities', () => {
     fake.state.written['shop.a'] = routedTo('shop.a');
     fake.state.written['shop.b'] = routedTo('shop.b').filter((x) => Number(x.split(':')[1]) < (x.startsWith('0:') ? 6 : 3));
     const table = uniqueId('shop.events');
-    await withWorker(env, fake.activities, async (tq) => (await drain(tq, { table, ingestId: 'main' })).result());
+    await withWorker(env, fake.activities, async (tq) => (await drainFromStart(client, tq, { table, ingestId: 'main' })).result());
 
     const poll = fake.calls.pollAndWrite[0]!.input;
     assert.deepEqual(poll.startOffsets, { 0: '0', 1: '0' }, 'the poll starts at the minimum (shop.c has no cursor)');
@@ -131,7 +123,9 @@ describe('ingestWorkflow of a route, with mocked activities', () => {
       },
     });
     const table = uniqueId('shop.events');
-    const status = await withWorker(env, fake.activities, async (tq) => (await drain(tq, { table, ingestId: 'main' })).result());
+    const status = await withWorker(env, fake.activities, async (tq) =>
+      (await drainFromStart(client, tq, { table, ingestId: 'main' })).result(),
+    );
 
     assert.equal(status.fencedCommits, 1);
     const cycles = [...new Set(fake.calls.commit.map((c) => c.input.commitId))];
