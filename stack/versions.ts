@@ -64,7 +64,10 @@ export const ICEBERG_REST_MAVEN = {
  * nothing system-wide. nginx: the mTLS gRPC proxy in front of the dev server (temporal-tls).
  */
 export const DEBIAN = {
-  nginx: '1.22.1-9+deb12u11', // bookworm-security; the `nginx` binary package (ssl, http2, grpc)
+  // The `nginx` binary package (ssl, http2, grpc). Debian's archives keep one version each
+  // (bookworm-security drops the previous fix when it publishes one; bookworm's main archive changes
+  // at point releases), so the pin is a short list, tried in order: bookworm-security, bookworm.
+  nginx: ['1.22.1-9+deb12u12', '1.22.1-9+deb12u9'],
   // bench/dashboard-plot.ts scrapes a demo-like run with it (docker-compose runs IMAGES.prometheus).
   prometheus: '2.42.0+ds-5+deb12u1',
 } as const;

@@ -117,20 +117,28 @@ async function installNginx(log: (m: string) => void): Promise<void> {
   rmSync(join(dir, 'root'), { recursive: true, force: true });
   rmSync(debs, { recursive: true, force: true });
   mkdirSync(debs, { recursive: true });
-  const spec = `nginx=${DEBIAN.nginx}`;
-  log(`temporal-tls: apt-get download ${spec}`);
-  const download = () => runCommand('apt-get', ['download', '-q', spec], { cwd: debs, timeoutMs: 10 * 60_000, allowFailure: true });
-  let r = await download();
-  if (r.code !== 0 && isRoot()) {
-    // A fresh machine has no package lists yet.
-    await runCommand('apt-get', ['update', '-q'], { timeoutMs: 10 * 60_000 });
+  // The first pinned version an archive still serves (stack/versions.ts DEBIAN.nginx says why a list).
+  let spec = '';
+  let r: Awaited<ReturnType<typeof runCommand>> | undefined;
+  let updated = false;
+  for (const version of DEBIAN.nginx) {
+    spec = `nginx=${version}`;
+    log(`temporal-tls: apt-get download ${spec}`);
+    const download = () => runCommand('apt-get', ['download', '-q', spec], { cwd: debs, timeoutMs: 10 * 60_000, allowFailure: true });
     r = await download();
+    if (r.code !== 0 && isRoot() && !updated) {
+      // A fresh machine has no package lists yet.
+      await runCommand('apt-get', ['update', '-q'], { timeoutMs: 10 * 60_000 });
+      updated = true;
+      r = await download();
+    }
+    if (r.code === 0) break;
   }
-  if (r.code !== 0) {
+  if (r!.code !== 0) {
     throw new StackError(
       'temporal-tls',
-      `apt-get download ${spec}`,
-      `${r.stderr.trim() || r.stdout.trim()}\n(the pin is stack/versions.ts DEBIAN.nginx; set FLOE_NGINX_BIN to use an nginx already installed)`,
+      `apt-get download nginx=${DEBIAN.nginx.join('|')}`,
+      `${r!.stderr.trim() || r!.stdout.trim()}\n(the pins are stack/versions.ts DEBIAN.nginx; set FLOE_NGINX_BIN to use an nginx already installed)`,
     );
   }
   const deb = readdirSync(debs).find((f) => f.endsWith('.deb'));
@@ -187,7 +195,7 @@ export const temporalTls: Service = {
   endpoint: () => temporalTlsEnv().address,
   // Only the dev server behind it can be external; the proxy is always the stack's own.
   external: () => false,
-  installed: () => markerMatches(marker(), { nginx: DEBIAN.nginx }) && existsSync(nginxBin()) && existsSync(temporalTlsEnv().clientKey),
+  installed: () => markerMatches(marker(), { nginx: DEBIAN.nginx.join('|') }) && existsSync(nginxBin()) && existsSync(temporalTlsEnv().clientKey),
   pid() {
     const pid = readPid(pidFile());
     return pidRuns(pid, 'temporal-tls.conf') ? pid : undefined;
@@ -196,7 +204,7 @@ export const temporalTls: Service = {
   async install(log = () => {}) {
     if (!process.env.FLOE_NGINX_BIN) await installNginx(log);
     await makePki(temporalTlsEnv().dir);
-    writeMarker(marker(), { nginx: DEBIAN.nginx });
+    writeMarker(marker(), { nginx: DEBIAN.nginx.join('|') });
   },
 
   async health(): Promise<Health> {
