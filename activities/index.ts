@@ -12,6 +12,7 @@ import { commitCycle } from '../ingest/commit-cycle';
 import type { Deps } from '../ingest/deps';
 import { planCycle } from '../ingest/plan-cycle';
 import { pollAndWrite } from '../ingest/poll-write';
+import { listEntryTopics, type EntryTopics } from '../ingest/topic-set';
 import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../ingest/types';
 import { currentRun, withFailureMapping } from './failures';
 import { heartbeating } from './heartbeat';
@@ -53,5 +54,7 @@ const createIngestActivities = (deps: Deps) => ({
   commit: (input: CommitInput): Promise<CommitResult> => heartbeating(() => commitCycle(deps, input)),
   /** Resolves and validates a backfill's range (ingest/backfill.ts). Read-only. */
   prepareBackfill: (input: PrepareBackfillInput): Promise<PreparedBackfill> => prepareBackfill(deps, input),
+  /** The topics an entry of several topics reads now, from the cluster (ingest/topic-set.ts). Read-only. */
+  listEntryTopics: (input: { table: string }): Promise<EntryTopics> => heartbeating(() => listEntryTopics(deps, input.table)),
   ...createMaintenanceActivities(deps),
 });

@@ -49,8 +49,11 @@ export function ingestStatusLines(
   ];
   if (s.error) lines.push(`error: ${s.error}`);
   if (s.warning) lines.push(`warning: ${s.warning}`);
+  if (s.missingTopics?.length) lines.push(`listed topics the cluster does not have (yet): ${s.missingTopics.join(', ')}`);
+  // Partitions, or for an entry of several topics `<topic>/<partition>`: in numeric order.
+  const byPartition = (a: string, b: string) => a.localeCompare(b, 'en', { numeric: true });
   const partitions = Object.keys(s.cursor)
-    .sort((a, b) => Number(a) - Number(b))
+    .sort(byPartition)
     .map((p) => ({ partition: p, next_offset: s.cursor[p]!, lag: s.lag[p] ?? '' }));
   // A route: one row per table, each with its own cursor (the partitions above are their minimum).
   const tables = Object.entries(s.tables ?? {})
@@ -60,7 +63,7 @@ export function ingestStatusLines(
       rows: String(t.rows),
       commits: String(t.commits),
       cursor: Object.keys(t.cursor)
-        .sort((a, b) => Number(a) - Number(b))
+        .sort(byPartition)
         .map((p) => `${p}:${t.cursor[p]}`)
         .join(' '),
       last_snapshot: t.lastSnapshotId ?? '-',

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { IngestSignal, IngestStatusView } from '../client';
 import { configOf, printJson, printTable } from './common';
 import { CliError, EXIT, usage } from './exit';
-import { findTable } from '../config';
+import { findTable, topicEntry, topicSetLabel } from '../config';
 import { parseDuration } from '../config/units';
 import { ingestStatusLines } from './format';
 
@@ -164,12 +164,16 @@ function registerIngestReset(ingest: Command): void {
     .command('reset <table>')
     .description('move the ingest cursor (recreated topic, failover, deliberate replay or skip) in one exactly-once commit')
     .requiredOption('--to <target>', 'earliest, latest, an ISO time, or "partition:offset,..." for every partition')
+    .option('--topic <topic>', 'an entry of several topics: the topic whose cursor moves (each topic has its own)')
     .option('--json', 'print JSON')
-    .action(async (table: string, o: { to: string; json?: boolean }, cmd: Command) => {
+    .action(async (table: string, o: { to: string; topic?: string; json?: boolean }, cmd: Command) => {
       const { parseResetTarget, resetCursor, resolveResetTarget } = await import('../ingest/reset');
       const { createDeps } = await import('../activities');
       const cfg = configOf(cmd);
-      const t = findTable(cfg, table);
+      const entry = findTable(cfg, table);
+      if (entry.topics && o.topic === undefined)
+        throw new CliError(`table ${table} reads ${topicSetLabel(entry)}, each with its own cursor: name one with --topic`, EXIT.usage);
+      const t = usage(() => (o.topic === undefined ? entry : topicEntry(entry, o.topic)));
       const target = usage(() => parseResetTarget(o.to));
       const deps = await createDeps(cfg);
       try {

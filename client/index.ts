@@ -5,16 +5,17 @@
  */
 import { Client, WorkflowIdConflictPolicy } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
-import { findTable } from '../config';
+import { findTable, topicSetLabel } from '../config';
 import type { BackfillBound } from '../ingest/backfill';
 import { connectTemporal } from './connection';
 import { checkIngestTablesDrift, TableDriftError } from '../ingest/drift';
-import { rootCause, withWindowRate } from './ingest-status';
+import { rootCause, waitForTopicSet, withWindowRate } from './ingest-status';
 import {
   backfillWorkflow,
   backfillWorkflowId,
   type BackfillResult,
   drainAndStopSignal,
+  ingestTopicsWorkflow,
   ingestWorkflow,
   ingestWorkflowId,
   pauseSignal,
@@ -24,7 +25,15 @@ import {
 } from '../workflows';
 
 export { TableDriftError };
-export { DrainTimeoutError, ingestStatus, rootCause, stopIngest, withWindowRate, type IngestStatusView } from './ingest-status';
+export {
+  combineTopicStatuses,
+  DrainTimeoutError,
+  ingestStatus,
+  rootCause,
+  stopIngest,
+  withWindowRate,
+  type IngestStatusView,
+} from './ingest-status';
 
 export interface FloeClient {
   client: Client;
@@ -71,9 +80,23 @@ export async function startIngest(
   opts: { force?: boolean } = {},
 ): Promise<{ workflowId: string; runId: string }> {
   const t = findTable(fc.cfg, table);
+  const workflowId = ingestWorkflowId(t.table, t.ingestId);
+  if (t.topics) {
+    // Several topics: the entry's workflow starts one ingest per topic, each checking the table
+    // (drift included) in its first cycle, as this check would, with its topic's schema.
+    const handle = await fc.client.workflow.start(ingestTopicsWorkflow, {
+      taskQueue: fc.cfg.temporal.taskQueue,
+      workflowId,
+      args: [{ table: t.table, ingestId: t.ingestId, ...(opts.force ? { force: true } : {}) }],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      typedSearchAttributes: floeSearchAttributes(t.table, 'ingest', t.ingestId),
+      staticSummary: `ingest ${topicSetLabel(t)} → ${t.table}`,
+      staticDetails: `Kafka ${topicSetLabel(t)} into Iceberg table \`${t.table}\` exactly once, one ingest per topic (ingest ids \`${t.ingestId}@<topic>\`, dead letters in \`${t.deadLetterTable}\`, a commit every ${t.commitIntervalMs / 1000} s, topics looked for every ${t.topics.refreshMs / 1000} s).`,
+    });
+    return { workflowId, runId: handle.firstExecutionRunId };
+  }
   const drift = await ingestTableDrift(fc.cfg, t);
   if (drift.length > 0) throw new TableDriftError(drift);
-  const workflowId = ingestWorkflowId(t.table, t.ingestId);
   const handle = await fc.client.workflow.start(ingestWorkflow, {
     taskQueue: fc.cfg.temporal.taskQueue,
     workflowId,
@@ -100,6 +123,7 @@ export async function signalIngest(fc: FloeClient, table: string, signal: Ingest
 /** Waits for a drained ingest to finish; returns its final status. */
 export async function waitForIngest(fc: FloeClient, table: string): Promise<IngestStatus> {
   const t = findTable(fc.cfg, table);
+  if (t.topics) return waitForTopicSet(fc, t);
   const final = await fc.client.workflow.getHandle<typeof ingestWorkflow>(ingestWorkflowId(t.table, t.ingestId)).result();
   return withWindowRate(final, Date.now());
 }

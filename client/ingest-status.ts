@@ -5,8 +5,18 @@
  * reads what the table says, and loads the catalog modules for that.
  */
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
-import { findTable, type FloeConfig } from '../config';
-import { drainAndStopSignal, ingestWorkflowId, statusQuery, type IngestStatus, type ingestWorkflow } from '../workflows';
+import { findTable, topicIngestId, type FloeConfig, type TableConfig } from '../config';
+import {
+  drainAndStopSignal,
+  ingestWorkflowId,
+  statusQuery,
+  topicIngestWorkflowId,
+  topicsQuery,
+  type IngestStatus,
+  type IngestTopicsStatus,
+  type ingestTopicsWorkflow,
+  type ingestWorkflow,
+} from '../workflows';
 import { windowRowsPerSecond } from '../workflows/ingest-state';
 
 /** What these functions need of a FloeClient (client/index.ts), named here so the two modules do not import each other. */
@@ -19,6 +29,13 @@ export interface FloeClient {
 export interface IngestStatusView extends IngestStatus {
   /** Set when the status could not come from the workflow itself (no worker answered its query). */
   warning?: string;
+  /**
+   * An entry of several topics: each topic's ingest, by topic. The entry's own fields sum them;
+   * its cursor and lag are keyed `<topic>/<partition>`.
+   */
+  topics?: Record<string, IngestStatusView>;
+  /** An entry of several topics: listed topics the cluster did not have at the last refresh. */
+  missingTopics?: string[];
 }
 
 /** How long a status query may wait for a worker before the status falls back to the table. */
@@ -61,7 +78,19 @@ async function fromTable(fc: FloeClient, table: string, ingestId: string): Promi
  * last commit with zero counters). Read-only.
  */
 export async function ingestStatus(fc: FloeClient, table: string, nowMs = Date.now()): Promise<IngestStatusView | null> {
+  const t = findTable(fc.cfg, table);
+  if (t.topics) return topicSetStatus(fc, t, nowMs);
   const { handle, table: name, ingestId } = ingestHandle(fc, table);
+  return handleStatus(fc, handle, name, ingestId, nowMs);
+}
+
+async function handleStatus(
+  fc: FloeClient,
+  handle: WorkflowHandle<typeof ingestWorkflow>,
+  name: string,
+  ingestId: string,
+  nowMs: number,
+): Promise<IngestStatusView | null> {
   try {
     const desc = await handle.describe();
     if (desc.status.name === 'RUNNING') {
@@ -138,6 +167,7 @@ export async function stopIngest(
   const { handle } = ingestHandle(fc, table);
   await handle.signal(drainAndStopSignal);
   if (!opts.wait) return null;
+  const t = findTable(fc.cfg, table);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     if (opts.timeoutMs === undefined) return;
@@ -149,6 +179,7 @@ export async function stopIngest(
     }, opts.timeoutMs);
   });
   try {
+    if (t.topics) return await Promise.race([topicSetResult(fc, t), timeout]);
     const final = await Promise.race([handle.result(), timeout]);
     return withWindowRate({ ...final, state: 'stopped' }, Date.now());
   } catch (e) {
@@ -157,4 +188,134 @@ export async function stopIngest(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * An entry of several topics (ingestTopicsWorkflow under the entry's workflow id): the topics it
+ * started, each topic's ingest status, combined (`combineTopicStatuses`). Read-only.
+ */
+async function topicSetStatus(fc: FloeClient, t: TableConfig, nowMs: number): Promise<IngestStatusView | null> {
+  const handle = fc.client.workflow.getHandle<typeof ingestTopicsWorkflow>(ingestWorkflowId(t.table, t.ingestId));
+  let set: IngestTopicsStatus | undefined;
+  let error: string | undefined;
+  let warning: string | undefined;
+  try {
+    const desc = await handle.describe();
+    if (desc.status.name === 'COMPLETED') set = await handle.result();
+    else {
+      if (desc.status.name !== 'RUNNING')
+        error = await handle.result().then(
+          () => desc.status.name,
+          (e: unknown) => {
+            const c = rootCause(e);
+            return `${c.name}: ${c.message}`;
+          },
+        );
+      set = await fc.client.connection
+        .withDeadline(Date.now() + STATUS_QUERY_TIMEOUT_MS, () => handle.query(topicsQuery))
+        .catch((e: unknown) => {
+          warning = `the topics of ${t.table} are unknown: its workflow did not answer (${(e as Error).message}); is a worker polling task queue ${desc.taskQueue}?`;
+          return undefined;
+        });
+    }
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError) return null;
+    throw e;
+  }
+  const byTopic: Record<string, IngestStatusView> = {};
+  for (const topic of set?.topics ?? []) {
+    const child = fc.client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(t.table, t.ingestId, topic));
+    const s = await handleStatus(fc, child, t.table, topicIngestId(t.ingestId, topic), nowMs);
+    if (s) byTopic[topic] = s;
+  }
+  const combined = combineTopicStatuses(t.table, t.ingestId, error ? 'failed' : (set?.state ?? 'running'), byTopic);
+  return {
+    ...combined,
+    ...(error ? { error: combined.error ? `${error}; ${combined.error}` : error } : {}),
+    ...(warning ? { warning } : {}),
+    ...(set?.missing.length ? { missingTopics: set.missing } : {}),
+  };
+}
+
+/** Waits for a drained entry of several topics: its workflow, then each topic's ingest; the combined final status. */
+async function topicSetResult(fc: FloeClient, t: TableConfig): Promise<IngestStatusView> {
+  const set = await fc.client.workflow.getHandle<typeof ingestTopicsWorkflow>(ingestWorkflowId(t.table, t.ingestId)).result();
+  const byTopic: Record<string, IngestStatusView> = {};
+  for (const topic of set.topics) {
+    const final = await fc.client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(t.table, t.ingestId, topic)).result();
+    byTopic[topic] = withWindowRate({ ...final, state: 'stopped' }, Date.now());
+  }
+  return {
+    ...combineTopicStatuses(t.table, t.ingestId, 'stopped', byTopic),
+    ...(set.missing.length ? { missingTopics: set.missing } : {}),
+  };
+}
+
+export { topicSetResult as waitForTopicSet };
+
+/**
+ * One status for an entry of several topics: counters summed over its topics, cursor and lag
+ * keyed `<topic>/<partition>`, each route table's cursor likewise, the newest commit, and the
+ * state: failed if a topic's ingest failed (its error named), draining while a stopped entry's
+ * topics still drain, else the entry workflow's own.
+ */
+export function combineTopicStatuses(
+  table: string,
+  ingestId: string,
+  state: IngestStatus['state'],
+  byTopic: Record<string, IngestStatusView>,
+): IngestStatusView {
+  const out: IngestStatusView = {
+    table,
+    ingestId,
+    state,
+    cursor: {},
+    lag: {},
+    lastCommitId: null,
+    lastSnapshotId: null,
+    lastCommitTimeMs: null,
+    cycles: 0,
+    commits: 0,
+    fencedCommits: 0,
+    totalRows: 0,
+    totalDeadLetters: 0,
+    rowsPerSecond: 0,
+    filesPerCommit: 0,
+    topics: byTopic,
+  };
+  const errors: string[] = [];
+  let files = 0;
+  for (const topic of Object.keys(byTopic).sort()) {
+    const s = byTopic[topic]!;
+    for (const [p, o] of Object.entries(s.cursor)) out.cursor[`${topic}/${p}`] = o;
+    for (const [p, o] of Object.entries(s.lag)) out.lag[`${topic}/${p}`] = o;
+    out.cycles += s.cycles;
+    out.commits += s.commits;
+    out.fencedCommits += s.fencedCommits;
+    out.totalRows += s.totalRows;
+    out.totalDeadLetters += s.totalDeadLetters;
+    out.rowsPerSecond += s.rowsPerSecond;
+    files += s.filesPerCommit * s.commits;
+    if (s.lastCommitTimeMs !== null && (out.lastCommitTimeMs === null || s.lastCommitTimeMs > out.lastCommitTimeMs)) {
+      out.lastCommitTimeMs = s.lastCommitTimeMs;
+      out.lastCommitId = s.lastCommitId;
+      out.lastSnapshotId = s.lastSnapshotId;
+    }
+    if (s.state === 'failed') errors.push(`topic ${topic}: ${s.error ?? 'failed'}`);
+    else if (state === 'stopped' && s.state !== 'stopped') out.state = 'draining';
+    for (const [name, r] of Object.entries(s.tables ?? {})) {
+      const into = ((out.tables ??= {})[name] ??= { cursor: {}, rows: 0, commits: 0, lastSnapshotId: null });
+      for (const [p, o] of Object.entries(r.cursor)) into.cursor[`${topic}/${p}`] = o;
+      into.rows += r.rows;
+      into.commits += r.commits;
+      into.lastSnapshotId = r.lastSnapshotId ?? into.lastSnapshotId;
+    }
+  }
+  out.rowsPerSecond = Math.round(out.rowsPerSecond * 10) / 10;
+  out.filesPerCommit = out.commits > 0 ? Math.round((files / out.commits) * 10) / 10 : 0;
+  if (errors.length > 0) {
+    out.state = 'failed';
+    out.error = errors.join('; ');
+  }
+  return out;
 }

@@ -3,6 +3,7 @@ import { distance } from 'fastest-levenshtein';
 import { parse as parseYaml } from 'yaml';
 import { COMMIT_INTERVAL_LIMIT_MS, isMapKeyType, LOCATION_URI, MAP_KEY_TYPES } from './types';
 import { formatDuration, parseDuration, parseSize } from './units';
+import { TOPIC_NAME, topicMatcher } from './topics';
 import type { PrimitiveType } from '../iceberg/spec/types';
 import type {
   CatalogConfig,
@@ -22,6 +23,7 @@ import type {
   SecretRef,
   TableConfig,
   TemporalConfig,
+  TopicSetConfig,
   KeyFormatConfig,
   ValueFormat,
   ValueFormatConfig,
@@ -90,6 +92,9 @@ const KEYS = {
   table: [
     'table',
     'topic',
+    'topics',
+    'topicPattern',
+    'topicRefresh',
     'ingestId',
     'columns',
     'partitionBy',
@@ -797,9 +802,15 @@ function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
       name: p.optStr('name'),
     };
   });
+  const topics = readTopicSet(r);
   return {
     table,
-    topic: r.str('topic'),
+    topic: topics?.names
+      ? topics.names.join(',')
+      : topics
+        ? `/${topics.pattern}/`
+        : r.match('topic', TOPIC_NAME, 'a Kafka topic name ([A-Za-z0-9._-], 249 at most)'),
+    ...(topics ? { topics } : {}),
     ingestId: r.match('ingestId', /^[A-Za-z0-9_.-]+$/, 'an id of [A-Za-z0-9_.-]', 'main'),
     columns,
     partitionBy,
@@ -819,6 +830,36 @@ function readTable(r: Reader, i: number, hasRegistry: boolean): TableConfig {
     ...(key ? { key } : {}),
     ...(r.has('route') ? { route: readRoute(r.child('route', KEYS.route), table) } : {}),
   };
+}
+
+/** `topic`, or several: `topics` (a list) or `topicPattern` (a regular expression of whole names). */
+function readTopicSet(r: Reader): TopicSetConfig | undefined {
+  const given = (['topic', 'topics', 'topicPattern'] as const).filter((k) => r.has(k));
+  if (given.length !== 1)
+    throw ConfigError.problem(
+      r.key(given[1] ?? 'topic'),
+      `give one of topic (a name), topics (a list of names) or topicPattern (a regular expression)${given.length > 1 ? `, not ${given.join(' and ')}` : ''}`,
+    );
+  if (given[0] === 'topic') {
+    if (r.has('topicRefresh')) throw ConfigError.problem(r.key('topicRefresh'), 'only with topics or topicPattern');
+    return undefined;
+  }
+  const refreshMs = r.durationMs('topicRefresh', 60_000);
+  if (given[0] === 'topics') {
+    const names = r.strList('topics', []);
+    for (const [j, n] of names.entries()) {
+      if (!TOPIC_NAME.test(n)) throw new ConfigError(`${r.key('topics')}[${j}]`, 'a Kafka topic name ([A-Za-z0-9._-], 249 at most)', n);
+      if (names.indexOf(n) !== j) throw new ConfigError(`${r.key('topics')}[${j}]`, 'each topic once', n);
+    }
+    return { names, refreshMs };
+  }
+  const pattern = r.str('topicPattern');
+  try {
+    topicMatcher(pattern);
+  } catch (e) {
+    throw new ConfigError(r.key('topicPattern'), `a regular expression (${(e as Error).message})`, pattern);
+  }
+  return { pattern, refreshMs };
 }
 
 /** The placeholder of a route's dynamic table template. */

@@ -166,7 +166,13 @@ export interface PartitionFieldConfig {
 export interface TableConfig {
   /** Iceberg identifier `namespace.table`. */
   table: string;
+  /**
+   * The topic the entry reads. An entry of several topics (`topics`) has a label here instead
+   * (`a,b` or `/regex/`) and reads each through `topicEntry` (config/topics.ts), never this.
+   */
   topic: string;
+  /** Several topics: a list or a regular expression, each topic ingested with its own cursor. */
+  topics?: TopicSetConfig;
   /** Ingest id: one exactly-once cursor per (table, ingest id). */
   ingestId: string;
   columns: ColumnConfig[];
@@ -193,6 +199,20 @@ export interface TableConfig {
    * route's base table. README, "Routing".
    */
   route?: RouteConfig;
+}
+
+/**
+ * The topics of an entry that reads several (config `topics` or `topicPattern`): each topic is
+ * ingested by a workflow of its own with its own ingest id (`<ingestId>@<topic>`), so each table
+ * keeps one exactly-once cursor per topic. README, "Several topics".
+ */
+export interface TopicSetConfig {
+  /** `topics`: these topics. */
+  names?: string[];
+  /** `topicPattern`: every topic whose whole name matches (like Kafka's `topics.regex`), internal `__` topics excepted. */
+  pattern?: string;
+  /** How often the cluster is asked for topics that appeared (a new topic matching the pattern, a listed topic created late). */
+  refreshMs: number;
 }
 
 /** Where an unmatched record of a route goes: the dead-letter table, nowhere (covered, not written), or the base table. */

@@ -71,6 +71,12 @@ export function gracePeriodProblem(olderThanMs: unknown, force: boolean | undefi
   return null;
 }
 
+/**
+ * The ingest id topic `topic` of an entry of several topics is ingested under (config/topics.ts).
+ * `@` cannot occur in a configured ingest id, so a derived id never collides with one.
+ */
+export const topicIngestId = (ingestId: string, topic: string): string => `${ingestId}@${topic}`;
+
 /** One ingest per (table, ingest id): the workflow id is derived from both. */
 export const ingestWorkflowId = (table: string, ingestId: string): string => `floe-ingest/${table}/${ingestId}`;
 

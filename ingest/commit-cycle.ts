@@ -56,7 +56,7 @@ async function requireFilesExist(deps: Deps, paths: string[], what: string): Pro
 }
 
 export async function commitCycle(deps: Deps, input: CommitInput): Promise<CommitResult> {
-  const t = ingestTableConfig(deps.cfg, input.table);
+  const t = ingestTableConfig(deps.cfg, input.table, input.topic);
   // A route commits each of its tables in turn, all with the cycle's commit id and end offsets.
   const table = input.routeTable ?? t.table;
   // Chaos tests: every table of the cycle but the last has committed (the widest gap between cursors).

@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import type { Admin, Kafka } from 'kafkajs';
 import { EncoderPool } from '../iceberg/parquet';
-import { findTable, type FloeConfig, type TableConfig } from '../config';
+import { findTable, topicEntry, topicSetLabel, type FloeConfig, type TableConfig } from '../config';
 import { FailureType, nonRetryable } from '../contract';
 import type { BufferBudget } from './buffer-budget';
 import { ConsumerPool } from './kafka';
@@ -61,9 +61,20 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
 }
 
 /** The configured table, or a non-retryable ConfigError (a workflow names a table the worker's config lacks). */
-export function ingestTableConfig(cfg: FloeConfig, table: string): TableConfig {
+/**
+ * The entry an ingest activity works for: the table's, or (an entry of several topics) the
+ * single-topic entry of `topic` (config/topics.ts). An entry of several topics is never read
+ * without its topic: its `topic` is only a label.
+ */
+export function ingestTableConfig(cfg: FloeConfig, table: string, topic?: string): TableConfig {
   try {
-    return findTable(cfg, table);
+    const t = findTable(cfg, table);
+    if (topic !== undefined) return topicEntry(t, topic);
+    if (t.topics)
+      throw new Error(
+        `table ${t.table} reads ${topicSetLabel(t)}: each topic is ingested on its own (ingest start runs them all); this operation needs one topic`,
+      );
+    return t;
   } catch (e) {
     throw nonRetryable(FailureType.ConfigError, (e as Error).message);
   }

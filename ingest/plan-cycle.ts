@@ -14,7 +14,14 @@ import { checkIngestTablesDrift, tableDriftMessage } from './drift';
 import { addConfiguredColumns } from './evolve';
 import { topicWatermarks } from './kafka';
 import { deadLetterColumns } from './tables';
-import { ROUTE_BASE_PROPERTY, listedRouteTables, minimumOffsets, routeStart, staticRouteTables } from './route';
+import {
+  ROUTE_BASE_PROPERTY,
+  ROUTE_TABLE_PROPERTY_PREFIX,
+  listedRouteTables,
+  minimumOffsets,
+  routeStart,
+  staticRouteTables,
+} from './route';
 import type { CyclePlan, RouteTablePlan, TableRef } from './types';
 
 /** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */
@@ -29,7 +36,7 @@ function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetada
 }
 
 export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
-  const t = ingestTableConfig(deps.cfg, ref.table);
+  const t = ingestTableConfig(deps.cfg, ref.table, ref.topic);
   if (t.route) return planRoute(deps, t, ref, run);
   await deps.tables.ensureIngestTables(t);
   // Optional columns added to the config join the table's schema before anything is written.
@@ -168,6 +175,19 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
     const drift = checkIngestTablesDrift(rt, m, name === t.table ? deadLetterMetadata : null, deadLetterColumns);
     if (drift.length > 0) throw nonRetryable(FailureType.TableDrift, tableDriftMessage(drift));
     const cursor = readCursor(m, ref.ingestId);
+    // A dynamic table another ingest id listed (another topic of an entry of several) and this one
+    // never wrote: not planned, or this topic's poll would start at its earliest offset for it.
+    // If a record of this topic routes there, the poll gives the table this ingest id's start
+    // (the cycle's) before writing (route-write.ts ensureRouteTable).
+    const lister = base.metadata.properties[`${ROUTE_TABLE_PROPERTY_PREFIX}${name}`];
+    if (
+      dynamic &&
+      lister !== undefined &&
+      lister !== ref.ingestId &&
+      cursor.snapshotId === null &&
+      routeStart(m.properties, ref.ingestId) === undefined
+    )
+      continue;
     if (name === t.table && cursor.snapshotId === null && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, m);
     routeTables.push({
       table: name,

@@ -18,7 +18,7 @@ import { pollPartitions, topicWatermarks } from './kafka';
 import type { PollInput, PollResult } from './types';
 
 export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): Promise<PollResult> {
-  const t = ingestTableConfig(deps.cfg, input.table);
+  const t = ingestTableConfig(deps.cfg, input.table, input.topic);
   const attempt = run.attempt;
   const wm = await topicWatermarks(deps.admin, t.topic);
   const allPartitions = Object.keys(wm.high).map(Number);

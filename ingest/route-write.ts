@@ -69,6 +69,21 @@ export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string,
   await new Transaction(parseIdentifier(t.table)).setProperties({ [key]: ingestId }).commit(deps.tables.catalog, deps.tables.io, {
     validate: (m) => (m.metadata.properties[key] !== undefined ? ALREADY_COMMITTED : undefined),
   });
+  // Created by another ingest id (another topic of the entry): this one starts writing it at the
+  // cycle's start. No earlier record of this ingest id routed here, or its poll would have been
+  // here before (and set this, kept by every later attempt: only set while absent).
+  const startKey = routeStartPropertyKey(ingestId);
+  if (metadata.properties[startKey] === undefined && readCursor(metadata, ingestId).snapshotId === null) {
+    await new Transaction(parseIdentifier(name))
+      .setProperties({ [startKey]: formatOffsets(start) })
+      .commit(deps.tables.catalog, deps.tables.io, {
+        validate: (m) =>
+          m.metadata.properties[startKey] !== undefined || readCursor(m.metadata, ingestId).snapshotId !== null
+            ? ALREADY_COMMITTED
+            : undefined,
+      });
+    return (await deps.tables.load(name)).metadata;
+  }
   return metadata;
 }
 

@@ -62,7 +62,7 @@ export function compileRouter(cfg: FloeConfig, t: TableConfig): (rec: KafkaRecor
   const taken = new Set<string>();
   for (const e of cfg.tables) {
     taken.add(e.deadLetterTable);
-    if (e !== t) for (const x of staticRouteTables(e)) taken.add(x);
+    if (e.table !== t.table) for (const x of staticRouteTables(e)) taken.add(x);
   }
   const parts = route.field?.split('.') ?? [];
   const hasOwn = Object.prototype.hasOwnProperty;

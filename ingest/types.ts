@@ -37,6 +37,8 @@ export interface TableRef {
   range?: OffsetRange;
   /** Start even though another live ingest id already holds the table's topic. */
   force?: boolean;
+  /** An entry of several topics: the one topic this ingest id reads (config/topics.ts). */
+  topic?: string;
 }
 
 export interface CyclePlan {

@@ -27,6 +27,7 @@ import {
   compactWorkflow,
   drainAndStopSignal,
   expireWorkflow,
+  ingestTopicsWorkflow,
   ingestWorkflow,
   ingestWorkflowId,
   maintainWorkflow,
@@ -36,12 +37,15 @@ import {
   SCHEDULED_START_TIME,
   scheduledMaintenanceWorkflow,
   statusQuery,
+  topicIngestWorkflowId,
+  topicsQuery,
 } from '../workflows';
 import {
   createWorkflowEnv,
   fakeIngest,
   fakeMaintenance,
   fakeRoute,
+  fakeTopics,
   historyToJson,
   testWorkflowBundle,
   uniqueId,
@@ -195,6 +199,31 @@ const SCENARIOS: Record<string, Scenario> = {
       });
       await handle.result();
       return { expire: handle };
+    });
+  },
+
+  /**
+   * An entry of several topics: two topics' ingests started, a third found at a later refresh,
+   * pause and resume forwarded, then drain-and-stop forwarded and the entry's workflow ended.
+   */
+  async 'ingest-topics'(env, client) {
+    const fake = fakeTopics({ topics: ['orders', 'refunds'], high: { 0: '4' }, perPoll: 2 });
+    const table = 'db.events';
+    return withWorker(env, fake.activities, async (taskQueue) => {
+      const handle = await client.workflow.start(ingestTopicsWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, uniqueId('topics')),
+        args: [{ table, ingestId: 'topics' }],
+      });
+      await until('both topics started', async () => (await handle.query(topicsQuery)).topics.length === 2);
+      fake.state.topics.push('shipments');
+      await until('the third topic started', async () => (await handle.query(topicsQuery)).topics.length === 3);
+      await handle.signal(pauseSignal);
+      await handle.signal(resumeSignal);
+      await handle.signal(drainAndStopSignal);
+      const set = await handle.result();
+      for (const t of set.topics) await client.workflow.getHandle(topicIngestWorkflowId(table, 'topics', t)).result();
+      return { 'ingest-topics': handle };
     });
   },
 

@@ -5,3 +5,4 @@ export * from './expire';
 export * from './orphans';
 export * from './maintain';
 export * from './search-attributes';
+export * from './ingest-topics';

@@ -5,7 +5,7 @@
  * Temporal: unit-tested with plain node:test (test/unit/ingest-state.test.ts).
  */
 import type { Offsets } from '../ingest/cursor';
-import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult, RoutedFiles } from '../ingest/types';
+import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult, RoutedFiles, TableRef } from '../ingest/types';
 
 export interface IngestInput {
   table: string;
@@ -14,6 +14,8 @@ export interface IngestInput {
   range?: OffsetRange;
   /** Start even though another live ingest id already holds the table's topic. */
   force?: boolean;
+  /** An entry of several topics: the one topic this ingest reads (started by ingestTopicsWorkflow). */
+  topic?: string;
   /** carried across continueAsNew */
   carry?: IngestStatus;
 }
@@ -58,6 +60,18 @@ export interface RouteTableStatus {
   commits: number;
   lastSnapshotId: string | null;
 }
+
+/** The `topic` field of an ingest of one topic of several, for every activity input (absent otherwise, as in older histories). */
+export const topicOf = (input: { topic?: string }): { topic?: string } => (input.topic !== undefined ? { topic: input.topic } : {});
+
+/** What a cycle's plan (loadCursor) is asked for. */
+export const cycleRef = (input: IngestInput): TableRef => ({
+  table: input.table,
+  ingestId: input.ingestId,
+  range: input.range,
+  force: input.force,
+  ...topicOf(input),
+});
 
 export function initialStatus(input: IngestInput): IngestStatus {
   return (
@@ -157,6 +171,7 @@ export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string
   return plan.groups.map((partitions, groupIndex) => ({
     table: input.table,
     ingestId: input.ingestId,
+    ...topicOf(input),
     commitId,
     groupIndex,
     partitions,

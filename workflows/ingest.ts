@@ -34,6 +34,8 @@ import {
   recordRoutePlan,
   reportedState,
   routeCommits,
+  topicOf,
+  cycleRef,
   type IngestInput,
   type IngestStatus,
   type MergedCycle,
@@ -106,6 +108,7 @@ async function commitRoute(
     last = await commit({
       table: input.table,
       ingestId: input.ingestId,
+      ...topicOf(input),
       commitId,
       baseSnapshotId: c.baseSnapshotId,
       deadLetterFloor: plan.deadLetterFloor,
@@ -151,7 +154,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     status.state = draining ? 'draining' : 'running';
 
-    const plan: CyclePlan = await loadCursor({ table: input.table, ingestId: input.ingestId, range: input.range, force: input.force });
+    const plan: CyclePlan = await loadCursor(cycleRef(input));
     status.cursor = plan.startOffsets;
     recordRoutePlan(status, plan);
     status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
@@ -181,6 +184,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
           : await commit({
               table: input.table,
               ingestId: input.ingestId,
+              ...topicOf(input),
               commitId,
               baseSnapshotId: plan.baseSnapshotId,
               deadLetterFloor: plan.deadLetterFloor,
@@ -231,6 +235,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
         ingestId: input.ingestId,
         range: input.range,
         force: input.force,
+        ...topicOf(input),
         carry: { ...status, state: reportedState(status, paused, draining) },
       });
     }

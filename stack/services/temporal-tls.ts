@@ -195,7 +195,8 @@ export const temporalTls: Service = {
   endpoint: () => temporalTlsEnv().address,
   // Only the dev server behind it can be external; the proxy is always the stack's own.
   external: () => false,
-  installed: () => markerMatches(marker(), { nginx: DEBIAN.nginx.join('|') }) && existsSync(nginxBin()) && existsSync(temporalTlsEnv().clientKey),
+  installed: () =>
+    markerMatches(marker(), { nginx: DEBIAN.nginx.join('|') }) && existsSync(nginxBin()) && existsSync(temporalTlsEnv().clientKey),
   pid() {
     const pid = readPid(pidFile());
     return pidRuns(pid, 'temporal-tls.conf') ? pid : undefined;

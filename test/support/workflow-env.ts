@@ -315,6 +315,33 @@ export function fakeIngest(opts: FakeIngestOptions) {
   return { activities, state, calls, idle };
 }
 
+/**
+ * An entry of several topics: `listEntryTopics` answers `state.topics` (mutable while a workflow
+ * runs), and each topic's ingest activities are a fakeIngest of its own (made on first use),
+ * chosen by the activity input's `topic`; an input without one fails the activity.
+ */
+export function fakeTopics(opts: { topics: string[]; high: Offsets; perPoll?: number; refreshMs?: number }) {
+  const state = { topics: [...opts.topics], missing: [] as string[] };
+  const fakes = new Map<string, ReturnType<typeof fakeIngest>>();
+  const of = (topic: string | undefined) => {
+    if (topic === undefined) throw ApplicationFailure.nonRetryable('fakeTopics: an ingest activity without its topic', 'TestBug');
+    let f = fakes.get(topic);
+    if (!f) fakes.set(topic, (f = fakeIngest({ high: opts.high, perPoll: opts.perPoll })));
+    return f;
+  };
+  const calls = { listEntryTopics: 0 };
+  const activities = {
+    async listEntryTopics(_input: { table: string }) {
+      calls.listEntryTopics++;
+      return { topics: [...state.topics].sort(), missing: [...state.missing], refreshMs: opts.refreshMs ?? 100 };
+    },
+    loadCursor: (ref: TableRef) => of(ref.topic).activities.loadCursor(ref),
+    pollAndWrite: (input: PollInput) => of(input.topic).activities.pollAndWrite(input),
+    commit: (input: CommitInput) => of(input.topic).activities.commit(input),
+  } satisfies MockActivities;
+  return { activities, state, topic: of, started: () => [...fakes.keys()].sort(), calls };
+}
+
 export interface FakeMaintenanceOptions {
   /** Groups to plan (defaults: 4 groups of 5 files of 1 MiB). */
   groups?: number;

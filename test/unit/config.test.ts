@@ -298,7 +298,7 @@ describe('config', () => {
     [
       'unrelated key',
       { tables: [table({ zzz: 1 })] },
-      /^config tables\[0\]\.zzz: unknown key; expected one of table, topic, ingestId, columns, /,
+      /^config tables\[0\]\.zzz: unknown key; expected one of table, topic, topics, topicPattern, topicRefresh, ingestId, columns, /,
     ],
     [
       'typo in the second table',

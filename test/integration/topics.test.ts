@@ -1,0 +1,296 @@
+/**
+ * Entries of several topics on the real stack (Kafka, Temporal, SeaweedFS S3, SQLite catalog):
+ * one ingest workflow per topic (ingest id `main@<topic>`) under the entry's workflow, which finds
+ * topics that appear later.
+ *
+ * 1. `topicPattern`, routed by topic into a table per topic (created from the template): the worker
+ *    is SIGKILLed right after a catalog commit, a third topic matching the pattern is created
+ *    mid-run and found, and values that are not JSON are dead letters.
+ * 2. `topics` (a list, one of them created only later), routed by a field into a static table and
+ *    tables from the template that both topics share: the worker is SIGKILLed between two
+ *    tables' commits; a table the first topic created is written by the second from its own start.
+ * Then every table holds exactly the messages routed to it (DuckDB), once each; every topic's
+ * cursor is at its topic's end in every table it wrote; dead letters are recorded once each.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ensureStack } from '../../stack/stack';
+import { floeHome } from '../../stack/paths';
+import { runPythonJson } from '../../stack/python';
+import { scenarioConfig } from '../../demo/scenario';
+import { loadConfig, type FloeConfig } from '../../config';
+import { connectClient, ingestStatus, signalIngest, startIngest, waitForIngest } from '../../client';
+import { ingestStatusLines } from '../../cli/format';
+import { openTables } from '../../ingest/tables';
+import { allCursors, readDeadLetterCursor } from '../../ingest/cursor';
+import { topicWatermarks } from '../../ingest/kafka';
+import { connectKafka } from '../../ingest/kafka-security';
+import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { produceMessages, type TestMessage } from '../support/produce';
+
+const READ = `
+import json, sys
+from floe_duckdb import connect
+out = {}
+for loc in sys.argv[1:]:
+    rows = connect().sql(f"SELECT event_id FROM iceberg_scan('{loc}')").fetchall()
+    out[loc] = [r[0] for r in rows]
+print(json.dumps(out))
+`;
+
+const COLUMNS = [
+  { name: 'event_id', type: 'string', required: true },
+  { name: 'n', type: 'long', required: true },
+  { name: 'src', type: 'string', source: 'topic', required: true },
+  { name: 'kafka_offset', type: 'long', source: 'offset', required: true },
+];
+
+interface Event {
+  message: TestMessage;
+  /** The table it lands in, or null: a dead letter. */
+  table: string | null;
+  id: string;
+}
+
+describe('entries of several topics: one ingest per topic, each with its own cursors (real stack)', { timeout: 6 * 60_000 }, () => {
+  const workers: WorkerProcess[] = [];
+  before(async () => {
+    await ensureStack(['temporal', 'kafka', 's3']);
+  });
+  after(async () => {
+    for (const w of workers) await w.kill('SIGKILL').catch(() => undefined);
+  });
+
+  it('topicPattern routed by topic: a SIGKILL after a commit, a topic created mid-run: every table exactly once', async () => {
+    const run = `it_tp_${Date.now().toString(36)}`;
+    const table = `demo.${run}`;
+    const topics = ['a', 'b', 'c'].map((x) => `${run}_${x}`);
+    const tableOf = (topic: string) => `demo.${topic}`;
+    const c = scenarioConfig(run, 2, '1s', {
+      topic: undefined,
+      topicPattern: `${run}_[a-z]`,
+      topicRefresh: '1s',
+      columns: COLUMNS,
+      route: { by: 'topic', dynamic: 'demo.{value}' },
+    });
+    const cfg = loadConfig(c.path);
+    assert.deepEqual(cfg.tables[0]!.topics, { pattern: `${run}_[a-z]`, refreshMs: 1000 });
+    // Event i of a topic: JSON, but every 25th (from 11) is not JSON (a dead letter).
+    const events = (topic: string, from: number, count: number): Event[] =>
+      Array.from({ length: count }, (_, k) => {
+        const i = from + k;
+        const id = `${topic}-${i}`;
+        if (i % 25 === 11) return { message: { value: `not json ${id}`, partition: i % 2 }, table: null, id };
+        return { message: { value: JSON.stringify({ event_id: id, n: i }), partition: i % 2 }, table: tableOf(topic), id };
+      });
+    const all: Event[] = [];
+    const produce = async (topic: string, from: number, count: number) => {
+      const e = events(topic, from, count);
+      all.push(...e);
+      await produceMessages(
+        cfg,
+        topic,
+        e.map((x) => x.message),
+        2,
+      );
+    };
+    await produce(topics[0]!, 0, 60);
+    await produce(topics[1]!, 0, 50);
+    // A topic the pattern does not take (a letter, then more): never read.
+    await produceMessages(cfg, `${run}_zz`, [{ value: JSON.stringify({ event_id: 'no', n: 0 }) }], 1);
+
+    const log = (name: string) => join(floeHome(), 'logs', `${run}-${name}.log`);
+    const dir = mkdtempSync(join(tmpdir(), 'floe-topics-'));
+    const marker = join(dir, 'killed');
+    const doomed = spawnWorker(c.path, log('w1'), { FLOE_TEST_KILL_AT: 'after-cas', FLOE_TEST_KILL_MARKER: marker });
+    workers.push(doomed);
+    const fc = await connectClient(cfg);
+    try {
+      await startIngest(fc, table);
+      assert.equal((await doomed.exited).signal, 'SIGKILL', 'the worker killed itself right after a catalog commit');
+      assert.match(readFileSync(marker, 'utf8'), /^after-cas /);
+      workers.push(spawnWorker(c.path, log('w2')));
+
+      // A topic created mid-run is found at the next refresh; more records arrive on the first.
+      await produce(topics[2]!, 0, 40);
+      await produce(topics[0]!, 60, 30);
+      await waitFor('the new topic ingested', async () => (await ingestStatus(fc, table))?.topics?.[topics[2]!]?.totalRows === 38);
+      const view = (await ingestStatus(fc, table))!;
+      assert.deepEqual(Object.keys(view.topics ?? {}).sort(), topics);
+      assert.ok(
+        ingestStatusLines(view, Date.now()).partitions.some((r) => r.partition === `${topics[2]}/1`),
+        'status rows are per topic and partition',
+      );
+
+      await signalIngest(fc, table, 'stop');
+      const final = await waitForIngest(fc, table);
+      assert.equal(final.state, 'stopped');
+    } finally {
+      await fc.close();
+    }
+
+    await assertTables(cfg, all, [table, ...topics.map(tableOf)]);
+    // Each topic's cursor at its end, in its own table and in the base table (which every topic's
+    // ingest commits, its records having gone elsewhere); a topic's table holds no other topic's cursor.
+    const ends = await topicEnds(cfg, topics);
+    const cursors = await tableCursors(cfg, [table, ...topics.map(tableOf)]);
+    assert.deepEqual(cursors[table], Object.fromEntries(topics.map((t) => [`main@${t}`, ends[t]])));
+    for (const t of topics) assert.deepEqual(cursors[tableOf(t)], { [`main@${t}`]: ends[t] }, `${tableOf(t)}: only its topic's cursor`);
+    await assertDeadLetters(cfg, cfg.tables[0]!.deadLetterTable, all, topics);
+  });
+
+  it('topics routed by a field: a listed topic created late, a SIGKILL between two tables commits, shared tables exactly once', async () => {
+    const run = `it_tl_${Date.now().toString(36)}`;
+    const table = `demo.${run}`;
+    const [x, y] = [`${run}_x`, `${run}_y`];
+    const orders = `${table}_orders`;
+    const dyn = (type: string) => `${table}_t_${type}`;
+    const c = scenarioConfig(run, 2, '1s', {
+      topic: undefined,
+      topics: [x, y],
+      topicRefresh: '1s',
+      columns: COLUMNS,
+      route: { field: 'type', tables: { order: orders }, dynamic: `${table}_t_{value}` },
+    });
+    const cfg = loadConfig(c.path);
+    const all: Event[] = [];
+    // Event i of a topic: a type from `types` in turn; every 20th (from 7) has none: a dead letter.
+    const produce = async (topic: string, types: string[], count: number) => {
+      const e: Event[] = Array.from({ length: count }, (_, i) => {
+        const id = `${topic}-${i}`;
+        const type = i % 20 === 7 ? null : types[i % types.length]!;
+        const value = JSON.stringify({ event_id: id, n: i, ...(type ? { type } : {}) });
+        return { message: { value, partition: i % 2 }, table: type === null ? null : type === 'order' ? orders : dyn(type), id };
+      });
+      all.push(...e);
+      await produceMessages(
+        cfg,
+        topic,
+        e.map((m) => m.message),
+        2,
+      );
+    };
+    await produce(x, ['order', 'refund'], 80);
+
+    const log = (name: string) => join(floeHome(), 'logs', `${run}-${name}.log`);
+    const dir = mkdtempSync(join(tmpdir(), 'floe-topics-'));
+    const marker = join(dir, 'killed');
+    const doomed = spawnWorker(c.path, log('w1'), { FLOE_TEST_KILL_AT: 'between-table-commits', FLOE_TEST_KILL_MARKER: marker });
+    workers.push(doomed);
+    const fc = await connectClient(cfg);
+    try {
+      await startIngest(fc, table);
+      assert.equal((await doomed.exited).signal, 'SIGKILL', 'the worker killed itself between two tables commits');
+      const early = (await ingestStatus(fc, table))!;
+      assert.deepEqual(early.missingTopics, [y], 'the listed topic the cluster lacks is reported');
+      workers.push(spawnWorker(c.path, log('w2')));
+      await waitFor(`topic ${x} ingested`, async () => (await ingestStatus(fc, table))?.topics?.[x]?.totalRows === 76);
+
+      // The second topic appears: found at the next refresh, it writes the refund table the
+      // first topic created (from its own start) and creates the shipment table.
+      await produce(y, ['order', 'refund', 'shipment'], 90);
+      await waitFor(`topic ${y} ingested`, async () => (await ingestStatus(fc, table))?.topics?.[y]?.totalRows === 86);
+      await signalIngest(fc, table, 'stop');
+      const final = await waitForIngest(fc, table);
+      assert.equal(final.state, 'stopped');
+    } finally {
+      await fc.close();
+    }
+
+    const names = [table, orders, dyn('refund'), dyn('shipment')];
+    await assertTables(cfg, all, names);
+    const ends = await topicEnds(cfg, [x, y]);
+    const cursors = await tableCursors(cfg, names);
+    const both = { [`main@${x}`]: ends[x], [`main@${y}`]: ends[y] };
+    assert.deepEqual(cursors[table], both);
+    assert.deepEqual(cursors[orders], both);
+    assert.deepEqual(cursors[dyn('refund')], both, 'the table the first topic created holds both cursors');
+    assert.deepEqual(cursors[dyn('shipment')], { [`main@${y}`]: ends[y] }, 'never written by the first topic: no cursor of it');
+    await assertDeadLetters(cfg, cfg.tables[0]!.deadLetterTable, all, [x, y]);
+  });
+});
+
+async function waitFor(what: string, probe: () => Promise<boolean>, ms = 120_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await probe().catch(() => false)) return;
+    await sleep(500);
+  }
+  assert.fail(`expected ${what} within ${ms / 1000} s`);
+}
+
+/** Every table holds exactly the event ids routed to it, each once (read by DuckDB). */
+async function assertTables(cfg: FloeConfig, all: Event[], names: string[]): Promise<void> {
+  const expected = Object.fromEntries(names.map((n) => [n, [] as string[]]));
+  for (const e of all) if (e.table) expected[e.table]!.push(e.id);
+  const tables = await openTables(cfg);
+  let locations: Record<string, string>;
+  try {
+    locations = Object.fromEntries(await Promise.all(names.map(async (t) => [t, (await tables.load(t)).metadataLocation] as const)));
+  } finally {
+    await tables.close();
+  }
+  const read = await runPythonJson<Record<string, string[]>>(READ, Object.values(locations), { timeoutMs: 120_000 });
+  for (const [t, ids] of Object.entries(expected)) {
+    const got = read[locations[t]!]!;
+    assert.equal(new Set(got).size, got.length, `${t}: no duplicate event id`);
+    assert.deepEqual([...got].sort(), [...ids].sort(), `${t}: rows == the messages routed to it`);
+  }
+}
+
+/** Each table's cursors, by ingest id: the offsets only. */
+async function tableCursors(cfg: FloeConfig, names: string[]): Promise<Record<string, Record<string, Record<string, string>>>> {
+  const tables = await openTables(cfg);
+  try {
+    const out: Record<string, Record<string, Record<string, string>>> = {};
+    for (const n of names) {
+      const m = (await tables.load(n)).metadata;
+      out[n] = Object.fromEntries([...allCursors(m)].map(([id, c]) => [id, c.offsets]));
+    }
+    return out;
+  } finally {
+    await tables.close();
+  }
+}
+
+async function topicEnds(cfg: FloeConfig, topics: string[]): Promise<Record<string, Record<string, string>>> {
+  const kafka = await connectKafka(cfg.kafka);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return Object.fromEntries(await Promise.all(topics.map(async (t) => [t, (await topicWatermarks(admin, t)).high] as const)));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The dead-letter table: exactly the events no table got, once each, and each topic's dead-letter cursor within its topic. */
+async function assertDeadLetters(cfg: FloeConfig, table: string, all: Event[], topics: string[]): Promise<void> {
+  const tables = await openTables(cfg);
+  try {
+    const { metadata, metadataLocation } = await tables.load(table);
+    const rows = await runPythonJson<[string, number, number][]>(
+      `
+import json, sys
+from floe_duckdb import connect
+print(json.dumps(connect().sql(f"SELECT topic, \\"partition\\", \\"offset\\" FROM iceberg_scan('{sys.argv[1]}')").fetchall()))
+`,
+      [metadataLocation],
+      { timeoutMs: 120_000 },
+    );
+    const keys = rows.map((r) => r.join('/'));
+    assert.equal(new Set(keys).size, keys.length, 'each dead letter once');
+    const want = all.filter((e) => e.table === null);
+    assert.equal(rows.length, want.length, 'every record no table got is a dead letter');
+    for (const t of topics) {
+      assert.equal(rows.filter((r) => r[0] === t).length, want.filter((e) => e.id.startsWith(`${t}-`)).length, `${t}: its dead letters`);
+      assert.ok(Object.keys(readDeadLetterCursor(metadata, `main@${t}`).offsets).length > 0, `${t}: a dead-letter cursor of its own`);
+    }
+  } finally {
+    await tables.close();
+  }
+}
