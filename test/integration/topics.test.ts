@@ -30,6 +30,7 @@ import { allCursors, readDeadLetterCursor } from '../../ingest/cursor';
 import { topicWatermarks } from '../../ingest/kafka';
 import { connectKafka } from '../../ingest/kafka-security';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { ingestWorkflowId, topicIngestWorkflowId } from '../../workflows';
 import { produceMessages, type TestMessage } from '../support/produce';
 
 const READ = `
@@ -75,6 +76,7 @@ describe('entries of several topics: one ingest per topic, each with its own cur
       topicPattern: `${run}_[a-z]`,
       topicRefresh: '1s',
       columns: COLUMNS,
+      partitionBy: [{ column: 'n', transform: 'bucket[4]' }],
       route: { by: 'topic', dynamic: 'demo.{value}' },
     });
     const cfg = loadConfig(c.path);
@@ -118,7 +120,10 @@ describe('entries of several topics: one ingest per topic, each with its own cur
       // A topic created mid-run is found at the next refresh; more records arrive on the first.
       await produce(topics[2]!, 0, 40);
       await produce(topics[0]!, 60, 30);
-      await waitFor('the new topic ingested', async () => (await ingestStatus(fc, table))?.topics?.[topics[2]!]?.totalRows === 38);
+      await waitFor(
+        'the new topic ingested',
+        async () => (await ingestStatus(fc, table))?.topics?.[topics[2]!]?.totalRows === routed(all, topics[2]!),
+      );
       const view = (await ingestStatus(fc, table))!;
       assert.deepEqual(Object.keys(view.topics ?? {}).sort(), topics);
       assert.ok(
@@ -154,13 +159,15 @@ describe('entries of several topics: one ingest per topic, each with its own cur
       topics: [x, y],
       topicRefresh: '1s',
       columns: COLUMNS,
+      partitionBy: [{ column: 'n', transform: 'bucket[4]' }],
       route: { field: 'type', tables: { order: orders }, dynamic: `${table}_t_{value}` },
     });
     const cfg = loadConfig(c.path);
     const all: Event[] = [];
     // Event i of a topic: a type from `types` in turn; every 20th (from 7) has none: a dead letter.
-    const produce = async (topic: string, types: string[], count: number) => {
-      const e: Event[] = Array.from({ length: count }, (_, i) => {
+    const produce = async (topic: string, types: string[], from: number, count: number) => {
+      const e: Event[] = Array.from({ length: count }, (_, k) => {
+        const i = from + k;
         const id = `${topic}-${i}`;
         const type = i % 20 === 7 ? null : types[i % types.length]!;
         const value = JSON.stringify({ event_id: id, n: i, ...(type ? { type } : {}) });
@@ -174,26 +181,59 @@ describe('entries of several topics: one ingest per topic, each with its own cur
         2,
       );
     };
-    await produce(x, ['order', 'refund'], 80);
+    await produce(x, ['order', 'refund'], 0, 80);
 
     const log = (name: string) => join(floeHome(), 'logs', `${run}-${name}.log`);
     const dir = mkdtempSync(join(tmpdir(), 'floe-topics-'));
-    const marker = join(dir, 'killed');
-    const doomed = spawnWorker(c.path, log('w1'), { FLOE_TEST_KILL_AT: 'between-table-commits', FLOE_TEST_KILL_MARKER: marker });
-    workers.push(doomed);
+    const doomed = (name: string) => {
+      const w = spawnWorker(c.path, log(name), { FLOE_TEST_KILL_AT: 'between-table-commits', FLOE_TEST_KILL_MARKER: join(dir, name) });
+      workers.push(w);
+      return w;
+    };
+    const caughtUp = (topic: string) => async () => {
+      const end = (await topicEnds(cfg, [topic]))[topic];
+      return JSON.stringify((await ingestStatus(fc, table))?.topics?.[topic]?.cursor) === JSON.stringify(end);
+    };
     const fc = await connectClient(cfg);
     try {
+      // 1. The first topic's first cycle: its worker dies between two tables' commits (before the
+      //    refund table's, which that cycle created); a new worker retries it in the same run.
+      const w1 = doomed('w1');
       await startIngest(fc, table);
-      assert.equal((await doomed.exited).signal, 'SIGKILL', 'the worker killed itself between two tables commits');
-      const early = (await ingestStatus(fc, table))!;
-      assert.deepEqual(early.missingTopics, [y], 'the listed topic the cluster lacks is reported');
-      workers.push(spawnWorker(c.path, log('w2')));
-      await waitFor(`topic ${x} ingested`, async () => (await ingestStatus(fc, table))?.topics?.[x]?.totalRows === 76);
+      assert.equal((await w1.exited).signal, 'SIGKILL', 'the worker killed itself between two tables commits');
+      const w2 = spawnWorker(c.path, log('w2'));
+      workers.push(w2);
+      // (Asked of the entry's workflow: a worker must be up to answer.)
+      await waitFor(
+        'the listed topic the cluster lacks reported',
+        async () => JSON.stringify((await ingestStatus(fc, table))?.missingTopics) === JSON.stringify([y]),
+      );
+      await waitFor(`topic ${x} ingested`, caughtUp(x));
+      await w2.kill('SIGTERM');
+      await w2.exited;
 
-      // The second topic appears: found at the next refresh, it writes the refund table the
-      // first topic created (from its own start) and creates the shipment table.
-      await produce(y, ['order', 'refund', 'shipment'], 90);
-      await waitFor(`topic ${y} ingested`, async () => (await ingestStatus(fc, table))?.topics?.[y]?.totalRows === 86);
+      // 2. The second topic appears and is found at the next refresh. Its first cycle writes the
+      //    refund table the first topic created (so it gives the table its own start first) and
+      //    dies before that table's commit; the topic's run and the entry's are then lost, so the
+      //    cursors stay apart: the base and orders tables have the cycle, the refund table not.
+      const w3 = doomed('w3');
+      await produce(y, ['order', 'refund'], 0, 60);
+      assert.equal((await w3.exited).signal, 'SIGKILL');
+      await fc.client.workflow.getHandle(topicIngestWorkflowId(table, 'main', y)).terminate('test: lose the run');
+      await fc.client.workflow.getHandle(ingestWorkflowId(table, 'main')).terminate('test: lose the run');
+      const apart = await tableCursors(cfg, [table, orders, dyn('refund')]);
+      const yEnd = (await topicEnds(cfg, [y]))[y];
+      assert.deepEqual(apart[table]![`main@${y}`], yEnd);
+      assert.deepEqual(apart[orders]![`main@${y}`], yEnd);
+      assert.equal(apart[dyn('refund')]![`main@${y}`], undefined, 'the refund table never got the cycle');
+      assert.deepEqual(await routeStarts(cfg, dyn('refund')), [`main@${x}`, `main@${y}`], 'but it holds the start of each topic');
+
+      // 3. Started again: the entry adopts the first topic's running ingest and starts the second's
+      //    anew, which plans from the tables (the refund table from its start) and goes on.
+      workers.push(spawnWorker(c.path, log('w4')));
+      await startIngest(fc, table);
+      await produce(y, ['shipment', 'order', 'refund'], 60, 45);
+      await waitFor(`topic ${y} ingested`, caughtUp(y));
       await signalIngest(fc, table, 'stop');
       const final = await waitForIngest(fc, table);
       assert.equal(final.state, 'stopped');
@@ -213,6 +253,23 @@ describe('entries of several topics: one ingest per topic, each with its own cur
     await assertDeadLetters(cfg, cfg.tables[0]!.deadLetterTable, all, [x, y]);
   });
 });
+
+/** The ingest ids a routed table holds a start for (`floe.route.start.<ingest id>`), sorted. */
+async function routeStarts(cfg: FloeConfig, name: string): Promise<string[]> {
+  const tables = await openTables(cfg);
+  try {
+    const props = (await tables.load(name)).metadata.properties;
+    return Object.keys(props)
+      .filter((k) => k.startsWith('floe.route.start.'))
+      .map((k) => k.slice('floe.route.start.'.length))
+      .sort();
+  } finally {
+    await tables.close();
+  }
+}
+
+/** How many of `topic`'s events land in a table. */
+const routed = (all: Event[], topic: string): number => all.filter((e) => e.table !== null && e.id.startsWith(`${topic}-`)).length;
 
 async function waitFor(what: string, probe: () => Promise<boolean>, ms = 120_000): Promise<void> {
   const end = Date.now() + ms;
