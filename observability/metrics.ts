@@ -19,6 +19,8 @@ type Offsets = Record<string, string>;
 interface TableRef {
   table: string;
   ingestId: string;
+  /** Set for one topic of an entry of several topics (its partitions are labelled `topic/partition`). */
+  topic?: string;
   range?: unknown;
 }
 type FileListEntry = Record<string, unknown>;
@@ -122,9 +124,14 @@ const m = {
   }),
 };
 
-/** Per (table, ingest id): partition -> {cursor, high watermark}, and when it was last refreshed. */
+/**
+ * Per (table, ingest id): partition -> {cursor, high watermark}, and when it was last refreshed.
+ * `label` prefixes the partition label: `topic/` for one topic of an entry of several topics
+ * (ingest id `<id>@<topic>`), so the topics' partitions 0 stay apart, as `floe ingest status` keys them.
+ */
 interface View {
   table: string;
+  label: string;
   cursor: Map<string, bigint>;
   hw: Map<string, bigint>;
   at: number;
@@ -135,7 +142,7 @@ const key = (r: TableRef) => `${r.table}\u0000${r.ingestId}`;
 
 function view(r: TableRef): View {
   let v = views.get(key(r));
-  if (!v) views.set(key(r), (v = { table: r.table, cursor: new Map(), hw: new Map(), at: 0 }));
+  if (!v) views.set(key(r), (v = { table: r.table, label: r.topic ? `${r.topic}/` : '', cursor: new Map(), hw: new Map(), at: 0 }));
   v.at = Date.now();
   return v;
 }
@@ -161,7 +168,7 @@ new Gauge({
       }
       for (const [p, hw] of v.hw) {
         const lag = hw - (v.cursor.get(p) ?? hw);
-        this.set({ table: v.table, partition: p }, Number(lag > 0n ? lag : 0n));
+        this.set({ table: v.table, partition: v.label + p }, Number(lag > 0n ? lag : 0n));
       }
     }
   },

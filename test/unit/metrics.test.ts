@@ -61,6 +61,16 @@ describe('recorded metrics', () => {
     assert.ok(age >= 0 && age < 5);
   });
 
+  it('the topics of an entry of several topics keep their partitions apart: topic/partition', async () => {
+    const at = Date.now();
+    record.loadCursor({ table: 'db.m', ingestId: 'main@a', topic: 'a' }, { startOffsets: { '0': '1' }, highWatermarks: { '0': '10' } }, at);
+    record.loadCursor({ table: 'db.m', ingestId: 'main@b', topic: 'b' }, { startOffsets: { '0': '4' }, highWatermarks: { '0': '7' } }, at);
+    const s = await samples();
+    assert.equal(sumOf(s, 'floe_consumer_lag_records', { table: 'db.m', partition: 'a/0' }), 9);
+    assert.equal(sumOf(s, 'floe_consumer_lag_records', { table: 'db.m', partition: 'b/0' }), 3);
+    assert.equal(sumOf(s, 'floe_consumer_lag_records', { table: 'db.m' }), 12);
+  });
+
   it('a retried commit that finds itself committed counts nothing; backfills stay out of lag', async () => {
     record.commit(
       { ...ref, records: 65, deadLetters: 0, endOffsets: { '0': '70' }, files: [] },
