@@ -50,6 +50,7 @@ export function ingestStatusLines(
   if (s.error) lines.push(`error: ${s.error}`);
   if (s.warning) lines.push(`warning: ${s.warning}`);
   if (s.missingTopics?.length) lines.push(`listed topics the cluster does not have (yet): ${s.missingTopics.join(', ')}`);
+  if (s.goneTopics?.length) lines.push(`topics deleted (their ingest stopped, rows and cursors kept): ${s.goneTopics.join(', ')}`);
   // Partitions, or for an entry of several topics `<topic>/<partition>`: in numeric order.
   const byPartition = (a: string, b: string) => a.localeCompare(b, 'en', { numeric: true });
   const partitions = Object.keys(s.cursor)

@@ -36,6 +36,8 @@ export interface IngestStatusView extends IngestStatus {
   topics?: Record<string, IngestStatusView>;
   /** An entry of several topics: listed topics the cluster did not have at the last refresh. */
   missingTopics?: string[];
+  /** An entry of several topics: topics deleted after their ingest started (each ended, stopped; still in `topics`). */
+  goneTopics?: string[];
 }
 
 /** How long a status query may wait for a worker before the status falls back to the table. */
@@ -223,7 +225,7 @@ async function topicSetStatus(fc: FloeClient, t: TableConfig, nowMs: number): Pr
     throw e;
   }
   const byTopic: Record<string, IngestStatusView> = {};
-  for (const topic of set?.topics ?? []) {
+  for (const topic of [...(set?.topics ?? []), ...(set?.gone ?? [])]) {
     const child = fc.client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(t.table, t.ingestId, topic));
     const s = await handleStatus(fc, child, t.table, topicIngestId(t.ingestId, topic), nowMs);
     if (s) byTopic[topic] = s;
@@ -234,6 +236,7 @@ async function topicSetStatus(fc: FloeClient, t: TableConfig, nowMs: number): Pr
     ...(error ? { error: combined.error ? `${error}; ${combined.error}` : error } : {}),
     ...(warning ? { warning } : {}),
     ...(set?.missing.length ? { missingTopics: set.missing } : {}),
+    ...(set?.gone?.length ? { goneTopics: set.gone } : {}),
   };
 }
 
@@ -241,13 +244,14 @@ async function topicSetStatus(fc: FloeClient, t: TableConfig, nowMs: number): Pr
 async function topicSetResult(fc: FloeClient, t: TableConfig): Promise<IngestStatusView> {
   const set = await fc.client.workflow.getHandle<typeof ingestTopicsWorkflow>(ingestWorkflowId(t.table, t.ingestId)).result();
   const byTopic: Record<string, IngestStatusView> = {};
-  for (const topic of set.topics) {
+  for (const topic of [...set.topics, ...(set.gone ?? [])]) {
     const final = await fc.client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(t.table, t.ingestId, topic)).result();
     byTopic[topic] = withWindowRate({ ...final, state: 'stopped' }, Date.now());
   }
   return {
     ...combineTopicStatuses(t.table, t.ingestId, 'stopped', byTopic),
     ...(set.missing.length ? { missingTopics: set.missing } : {}),
+    ...(set.gone?.length ? { goneTopics: set.gone } : {}),
   };
 }
 

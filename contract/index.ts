@@ -30,6 +30,8 @@ export const FailureType = {
   CursorAheadOfTopic: 'CursorAheadOfTopic',
   /** A second live ingest id would load a topic the table already holds (needs force). */
   IngestOverlap: 'IngestOverlap',
+  /** The topic of one topic's ingest (an entry of several topics) was deleted: that ingest ends, stopped. */
+  TopicGone: 'TopicGone',
   BackfillOverlap: 'BackfillOverlap',
   BadBackfillRange: 'BadBackfillRange',
   UnsafeGracePeriod: 'UnsafeGracePeriod',
@@ -51,6 +53,7 @@ export const INGEST_NON_RETRYABLE: string[] = [
   FailureType.CursorTopicMismatch,
   FailureType.CursorAheadOfTopic,
   FailureType.IngestOverlap,
+  FailureType.TopicGone,
 ];
 
 /** Failures after which the ingest loop reloads the cursor from the table and starts the cycle over. */

@@ -20,7 +20,15 @@ export interface Deps {
   bufferBudget?: BufferBudget;
   tables: Tables;
   kafka: Kafka;
+  /** The worker's Kafka admin client; `renewAdmin` may replace it, so read it at each use. */
   admin: Admin;
+  /**
+   * Replaces `admin` by a freshly connected client, if it still is `stale` (concurrent callers
+   * renew once). kafkajs asks every metadata request about each topic that client was ever asked
+   * about, so once one of them is deleted every call fails (UNKNOWN_TOPIC_OR_PARTITION), whatever
+   * its own topic: a fresh client knows none. Absent in test deps that bring their own admin.
+   */
+  renewAdmin?(stale: Admin): Promise<void>;
   /** Kafka consumers kept across cycles, one per (table, partition group). */
   consumers: ConsumerPool;
   /** Threads that encode the Parquet of ingest cycles; none: encode on the activity's thread. */
@@ -37,8 +45,12 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
   // First: a wrong Kafka password or certificate fails the worker (or CLI) at once, naming the broker.
   const kafka = await connectKafka(cfg.kafka);
   const tables = await openTables(cfg);
-  const admin = kafka.admin();
+  // Few client-side retries: an activity's own retries (with heartbeats and backoff) do that job,
+  // and a call kafkajs retries for a minute (a deleted topic, below) would outlive its activity.
+  const newAdmin = () => kafka.admin({ retry: { retries: 2 } });
+  let admin = newAdmin();
   await admin.connect();
+  let renewing: Promise<void> | undefined;
   const consumers = new ConsumerPool(kafka);
   const threads = encoderThreadsFromEnv();
   const encoders = threads > 0 ? new EncoderPool(threads) : undefined;
@@ -46,7 +58,25 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
     cfg,
     tables,
     kafka,
-    admin,
+    get admin() {
+      return admin;
+    },
+    renewAdmin(stale: Admin): Promise<void> {
+      // Already replaced, or being replaced: wait for that one.
+      if (stale !== admin || renewing) return renewing ?? Promise.resolve();
+      const fresh = newAdmin();
+      renewing = fresh
+        .connect()
+        .then(() => {
+          admin = fresh;
+          // Calls still running on the old client fail and are retried by their activity.
+          void stale.disconnect().catch(() => undefined);
+        })
+        .finally(() => {
+          renewing = undefined;
+        });
+      return renewing;
+    },
     consumers,
     ...(encoders ? { encoders } : {}),
     close: async () => {

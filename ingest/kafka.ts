@@ -25,6 +25,13 @@ export interface Watermarks {
   high: Offsets;
 }
 
+/** Whether `e`, or an error it was caused by (kafkajs wraps retried errors), is Kafka's UNKNOWN_TOPIC_OR_PARTITION. */
+export function isUnknownTopic(e: unknown): boolean {
+  for (let cur = e as { type?: unknown; cause?: unknown } | undefined, depth = 0; cur && depth < 8; cur = cur.cause as typeof cur, depth++)
+    if (cur.type === 'UNKNOWN_TOPIC_OR_PARTITION') return true;
+  return false;
+}
+
 export async function topicWatermarks(admin: Admin, topic: string): Promise<Watermarks> {
   const parts = await admin.fetchTopicOffsets(topic);
   const low: Offsets = {},
@@ -237,6 +244,9 @@ export class PartitionReader {
   ) {
     this.consumer = kafka.consumer({
       groupId: `floe-poll-${randomUUID()}`,
+      // A reader never creates a topic: on a broker with auto.create.topics.enable, a kept consumer
+      // of a deleted topic would otherwise recreate it (empty, behind the table's cursor).
+      allowAutoTopicCreation: false,
       sessionTimeout: 10_000,
       heartbeatInterval: 1000,
       // Also how long a paused (idle) consumer sleeps between checks: the wake-up delay of the next poll.
@@ -353,6 +363,16 @@ export class ConsumerPool {
       r.busy = false;
       if (!pooled) await r.close();
       else if (r.broken) {
+        this.readers.delete(key);
+        await r.close();
+      }
+    }
+  }
+
+  /** Closes the idle readers of `topic` (it was deleted); a busy one is closed by its poll's end when it broke. */
+  async closeTopic(topic: string): Promise<void> {
+    for (const [key, r] of this.readers) {
+      if (key.split('|')[1] === topic && !r.busy) {
         this.readers.delete(key);
         await r.close();
       }

@@ -12,7 +12,7 @@ import { ingestTableConfig, type Deps } from './deps';
 import { crashPoint } from './crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
 import { addConfiguredColumns } from './evolve';
-import { topicWatermarks } from './kafka';
+import { ingestWatermarks } from './watermarks';
 import { deadLetterColumns } from './tables';
 import {
   ROUTE_BASE_PROPERTY,
@@ -50,7 +50,7 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   const cursor = readCursor(loaded.metadata, ref.ingestId);
   if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
   checkCursorTopic(t, t.table, cursor, ref);
-  const wm = await topicWatermarks(deps.admin, t.topic);
+  const wm = await ingestWatermarks(deps, t.topic, ref.topic !== undefined);
   // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
   const partitions = Object.keys(ref.range?.to ?? wm.high)
     .map(Number)
@@ -157,7 +157,7 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
   const statics = staticRouteTables(t);
   const names = [...new Set([...statics, ...listedRouteTables(base.metadata.properties)])];
   checkCursorTopic(t, t.table, readCursor(base.metadata, ref.ingestId), ref);
-  const wm = await topicWatermarks(deps.admin, t.topic);
+  const wm = await ingestWatermarks(deps, t.topic, ref.topic !== undefined);
   const partitions = Object.keys(wm.high)
     .map(Number)
     .sort((a, b) => a - b);

@@ -14,13 +14,16 @@ import { DecoderConfigError, deadLetterRow, type KafkaRecord, type Row } from '.
 import { TableSink } from './table-sink';
 import { RoutedWriters, routedFileLists } from './route-write';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
-import { pollPartitions, topicWatermarks } from './kafka';
+import { pollPartitions } from './kafka';
+import { ingestWatermarks } from './watermarks';
 import type { PollInput, PollResult } from './types';
 
 export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): Promise<PollResult> {
   const t = ingestTableConfig(deps.cfg, input.table, input.topic);
   const attempt = run.attempt;
-  const wm = await topicWatermarks(deps.admin, t.topic);
+  // Beating: asking Kafka may take its client's own retries (a topic deleted meanwhile).
+  const asking = setInterval(() => run.heartbeat({ phase: 'watermarks' }), 2000);
+  const wm = await ingestWatermarks(deps, t.topic, input.topic !== undefined).finally(() => clearInterval(asking));
   const allPartitions = Object.keys(wm.high).map(Number);
   const deadRows: Row[] = [];
   const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;

@@ -50,6 +50,8 @@ export interface IngestStatus {
   error?: string;
   /** A route: each of its tables, by identifier (the entry's `cursor` is then their minimum). */
   tables?: Record<string, RouteTableStatus>;
+  /** One topic of an entry of several topics: why it stopped when its topic was deleted. */
+  topicGone?: string;
 }
 
 export interface RouteTableStatus {

@@ -40,8 +40,9 @@ export interface IngestTopicsInput {
   table: string;
   ingestId: string;
   force?: boolean;
-  /** carried across continueAsNew: the topics whose ingest was started, and whether paused. */
+  /** carried across continueAsNew: the topics whose ingest was started, those deleted since, and whether paused. */
   started?: string[];
+  gone?: string[];
   paused?: boolean;
 }
 
@@ -53,6 +54,11 @@ export interface IngestTopicsStatus {
   topics: string[];
   /** Topics the config lists that the cluster did not have at the last refresh. */
   missing: string[];
+  /**
+   * Topics deleted after their ingest started (absent at a refresh): each ingest ends by itself,
+   * stopped (TopicGone), its rows and cursor kept. Found again (recreated), a topic is started again.
+   */
+  gone?: string[];
 }
 
 /** The ingest workflow of topic `topic` of entry (table, ingestId). */
@@ -68,6 +74,7 @@ type Forward = 'pause' | 'resume' | 'stop';
 
 export async function ingestTopicsWorkflow(input: IngestTopicsInput): Promise<IngestTopicsStatus> {
   const started = new Set(input.started ?? []);
+  const gone = new Set(input.gone ?? []);
   let paused = input.paused ?? false;
   let draining = false;
   let missing: string[] = [];
@@ -89,6 +96,7 @@ export async function ingestTopicsWorkflow(input: IngestTopicsInput): Promise<In
     state,
     topics: [...started].sort(),
     missing,
+    ...(gone.size > 0 ? { gone: [...gone].sort() } : {}),
   });
   setHandler(topicsQuery, () => status(draining ? 'stopped' : paused ? 'paused' : 'running'));
 
@@ -113,8 +121,18 @@ export async function ingestTopicsWorkflow(input: IngestTopicsInput): Promise<In
     }
     const found = await listEntryTopics({ table: input.table });
     missing = found.missing;
+    // A started topic the cluster no longer has was deleted: its ingest ends by itself (TopicGone)
+    // and takes no more signals from here; if it comes back, it is started again (below).
+    const present = new Set(found.topics);
+    for (const topic of [...started].sort())
+      if (!present.has(topic)) {
+        started.delete(topic);
+        gone.add(topic);
+        log.info('topic deleted', { table: input.table, topic });
+      }
     for (const topic of found.topics) {
       if (started.has(topic)) continue;
+      gone.delete(topic);
       const topicId = topicIngestId(input.ingestId, topic);
       try {
         await startChild(ingestWorkflow, {
@@ -137,7 +155,12 @@ export async function ingestTopicsWorkflow(input: IngestTopicsInput): Promise<In
           .catch(() => undefined);
     }
     if (refreshes + 1 >= REFRESHES_PER_RUN || workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof ingestTopicsWorkflow>({ ...input, started: [...started].sort(), paused });
+      await continueAsNew<typeof ingestTopicsWorkflow>({
+        ...input,
+        started: [...started].sort(),
+        ...(gone.size > 0 ? { gone: [...gone].sort() } : {}),
+        paused,
+      });
     }
     await condition(() => pending.length > 0 || draining, found.refreshMs);
   }

@@ -20,7 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { CommitResult, CyclePlan, PollResult } from '../ingest/types';
-import { INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
+import { FailureType, INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
 import {
   currentDetails,
   initialStatus,
@@ -129,6 +129,20 @@ async function commitRoute(
   return last;
 }
 
+/**
+ * The ingest of one topic of an entry of several topics ends, stopped, when that topic is deleted
+ * (TopicGone from its plan or poll): the table keeps the rows and the cursor; nothing after the
+ * cursor can be read any more. Whatever else fails an ingest still fails it.
+ */
+function topicGone(input: IngestInput, err: unknown, status: IngestStatus): IngestStatus | null {
+  if (input.topic === undefined || !(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return null;
+  if (err.cause.type !== FailureType.TopicGone) return null;
+  log.warn('topic deleted: its ingest ends', { table: input.table, ingestId: input.ingestId, topic: input.topic });
+  status.state = 'stopped';
+  status.topicGone = err.cause.message;
+  return status;
+}
+
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
   const status = initialStatus(input);
   let paused = status.state === 'paused';
@@ -154,7 +168,14 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     status.state = draining ? 'draining' : 'running';
 
-    const plan: CyclePlan = await loadCursor(cycleRef(input));
+    let plan: CyclePlan;
+    try {
+      plan = await loadCursor(cycleRef(input));
+    } catch (err) {
+      const gone = topicGone(input, err, status);
+      if (gone) return gone;
+      throw err;
+    }
     status.cursor = plan.startOffsets;
     recordRoutePlan(status, plan);
     status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
@@ -169,7 +190,14 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     const started = Date.now();
     // Only a cycle that polled in drain mode (until caught up with the topic) may end the drain.
     const drainingCycle = draining;
-    const results: PollResult[] = await Promise.all(pollInputs(input, plan, commitId, draining, behind).map((p) => pollAndWrite(p)));
+    let results: PollResult[];
+    try {
+      results = await Promise.all(pollInputs(input, plan, commitId, draining, behind).map((p) => pollAndWrite(p)));
+    } catch (err) {
+      const gone = topicGone(input, err, status);
+      if (gone) return gone;
+      throw err;
+    }
     status.cycles++;
     cyclesThisRun++;
     const cycle = mergeCycle(plan, results);

@@ -252,6 +252,72 @@ describe('entries of several topics: one ingest per topic, each with its own cur
     assert.deepEqual(cursors[dyn('shipment')], { [`main@${y}`]: ends[y] }, 'never written by the first topic: no cursor of it');
     await assertDeadLetters(cfg, cfg.tables[0]!.deadLetterTable, all, [x, y]);
   });
+
+  it('a deleted topic ends its own ingest (stopped, not retried forever); the other topics go on, exactly once', async () => {
+    const run = `it_td_${Date.now().toString(36)}`;
+    const table = `demo.${run}`;
+    const [a, b] = [`${run}_a`, `${run}_b`];
+    const c = scenarioConfig(run, 2, '1s', {
+      topic: undefined,
+      topicPattern: `${run}_[a-z]`,
+      topicRefresh: '1s',
+      columns: COLUMNS,
+      partitionBy: [],
+    });
+    const cfg = loadConfig(c.path);
+    const all: Event[] = [];
+    const produce = async (topic: string, from: number, count: number) => {
+      const e: Event[] = Array.from({ length: count }, (_, k) => {
+        const i = from + k;
+        const id = `${topic}-${i}`;
+        return { message: { value: JSON.stringify({ event_id: id, n: i }), partition: i % 2 }, table, id };
+      });
+      all.push(...e);
+      await produceMessages(
+        cfg,
+        topic,
+        e.map((x) => x.message),
+        2,
+      );
+    };
+    await produce(a, 0, 30);
+    await produce(b, 0, 20);
+    workers.push(spawnWorker(c.path, join(floeHome(), 'logs', `${run}-w1.log`)));
+    const fc = await connectClient(cfg);
+    const kafka = await connectKafka(cfg.kafka);
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await startIngest(fc, table);
+      await waitFor('both topics ingested', async () => (await ingestStatus(fc, table))?.totalRows === 50);
+      await admin.deleteTopics({ topics: [b], timeout: 30_000 });
+      await produce(a, 30, 20);
+      // The other topic goes on (its watermarks no longer ask about the deleted one), and the
+      // deleted topic's ingest ends, stopped, saying why.
+      await waitFor('the other topic went on', async () => (await ingestStatus(fc, table))?.topics?.[a]?.totalRows === 50);
+      await waitFor('the deleted topic ingest stopped', async () => (await ingestStatus(fc, table))?.topics?.[b]?.state === 'stopped');
+      const view = (await ingestStatus(fc, table))!;
+      assert.equal(view.state, 'running', 'a deleted topic does not fail the entry');
+      assert.deepEqual(view.goneTopics, [b]);
+      assert.match(view.topics![b]!.topicGone ?? '', /topic .*_b does not exist/);
+      assert.equal(view.totalRows, 70);
+      assert.ok(ingestStatusLines(view, Date.now()).lines.some((l) => l.includes(`topics deleted`) && l.includes(b)));
+
+      await signalIngest(fc, table, 'stop');
+      assert.equal((await waitForIngest(fc, table)).state, 'stopped');
+    } finally {
+      await admin.disconnect();
+      await fc.close();
+    }
+    await assertTables(cfg, all, [table]);
+    const cursors = await tableCursors(cfg, [table]);
+    assert.deepEqual(cursors[table]![`main@${a}`], (await topicEnds(cfg, [a]))[a]);
+    assert.deepEqual(
+      cursors[table]![`main@${b}`],
+      { '0': '10', '1': '10' },
+      'the deleted topic: its cursor stays where its last commit left it',
+    );
+  });
 });
 
 /** The ingest ids a routed table holds a start for (`floe.route.start.<ingest id>`), sorted. */

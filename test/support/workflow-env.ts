@@ -321,10 +321,12 @@ export function fakeIngest(opts: FakeIngestOptions) {
  * chosen by the activity input's `topic`; an input without one fails the activity.
  */
 export function fakeTopics(opts: { topics: string[]; high: Offsets; perPoll?: number; refreshMs?: number }) {
-  const state = { topics: [...opts.topics], missing: [] as string[] };
+  // `gone`: topics deleted from the cluster: their ingest activities fail with TopicGone, as ingest/watermarks.ts does.
+  const state = { topics: [...opts.topics], missing: [] as string[], gone: new Set<string>() };
   const fakes = new Map<string, ReturnType<typeof fakeIngest>>();
   const of = (topic: string | undefined) => {
     if (topic === undefined) throw ApplicationFailure.nonRetryable('fakeTopics: an ingest activity without its topic', 'TestBug');
+    if (state.gone.has(topic)) throw ApplicationFailure.nonRetryable(`topic ${topic} does not exist (deleted?)`, 'TopicGone');
     let f = fakes.get(topic);
     if (!f) fakes.set(topic, (f = fakeIngest({ high: opts.high, perPoll: opts.perPoll })));
     return f;

@@ -333,6 +333,7 @@ describe('planning a route (SQLite catalog in memory, a fake topic)', () => {
     });
     const tables = await openTables(cfg);
     const admin = {
+      fetchTopicMetadata: async () => ({ topics: [] }),
       fetchTopicOffsets: async () => [
         { partition: 0, low: '2', high: '50' },
         { partition: 1, low: '0', high: '40' },

@@ -88,6 +88,42 @@ describe('ingestTopicsWorkflow, with mocked activities', () => {
     });
   });
 
+  it('a deleted topic: its ingest ends stopped (TopicGone), the others go on; recreated, it is started again', async () => {
+    const fake = fakeTopics({ topics: ['a', 'b'], high: { 0: '4' }, perPoll: 1 });
+    const table = uniqueId('shop.gone');
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const handle = await client.workflow.start(ingestTopicsWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, 'main'),
+        args: [{ table, ingestId: 'main' }],
+      });
+      const child = (topic: string) => client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(table, 'main', topic));
+      await until('both topics ingested', () => fake.started().length === 2 && fake.topic('b').state.cursor['0'] === '4');
+      fake.state.topics = ['a'];
+      fake.state.gone.add('b');
+      const ended = await child('b').result();
+      assert.equal(ended.state, 'stopped');
+      assert.match(ended.topicGone ?? '', /topic b does not exist/);
+      await until('the entry lists b as gone', async () => (await handle.query(topicsQuery)).gone?.includes('b') === true);
+      assert.deepEqual((await handle.query(topicsQuery)).topics, ['a']);
+      // The other topic goes on.
+      fake.topic('a').state.high = { 0: '6' };
+      await until('a goes on', () => fake.topic('a').state.cursor['0'] === '6');
+      assert.equal((await child('a').describe()).status.name, 'RUNNING');
+
+      // Recreated: found again at a refresh and started again (a new run of its workflow id).
+      const firstRun = (await child('b').describe()).runId;
+      fake.state.gone.delete('b');
+      fake.state.topics = ['a', 'b'];
+      await until('b started again', async () => (await child('b').describe()).runId !== firstRun);
+      await handle.signal(drainAndStopSignal);
+      const set = await handle.result();
+      assert.deepEqual(set.topics, ['a', 'b']);
+      assert.equal(set.gone, undefined, 'b is no longer gone');
+      for (const t of ['a', 'b']) assert.equal((await child(t).result()).state, 'stopped');
+    });
+  });
+
   it('a restarted entry workflow finds its topics ingests running and starts none twice', async () => {
     const fake = fakeTopics({ topics: ['a', 'b'], high: { 0: '4' }, perPoll: 1 });
     const table = uniqueId('shop.more');
