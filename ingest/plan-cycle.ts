@@ -12,7 +12,7 @@ import { ingestTableConfig, type Deps } from './deps';
 import { crashPoint } from './crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
 import { addConfiguredColumns } from './evolve';
-import { ingestWatermarks } from './watermarks';
+import { ingestWatermarks, type MissingTopic } from './watermarks';
 import { deadLetterColumns } from './tables';
 import {
   ROUTE_BASE_PROPERTY,
@@ -35,6 +35,13 @@ function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetada
   }
 }
 
+/**
+ * A missing topic was deleted if this ingest held it (a cursor), or if it is one topic of an entry
+ * of several (started because it existed); a new one-topic ingest waits for its topic.
+ */
+const missingMeans = (ref: TableRef, cursor: { commitId: string | null }): MissingTopic =>
+  ref.topic !== undefined || cursor.commitId !== null ? 'deleted' : 'not-yet';
+
 export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
   const t = ingestTableConfig(deps.cfg, ref.table, ref.topic);
   if (t.route) return planRoute(deps, t, ref, run);
@@ -50,7 +57,7 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   const cursor = readCursor(loaded.metadata, ref.ingestId);
   if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
   checkCursorTopic(t, t.table, cursor, ref);
-  const wm = await ingestWatermarks(deps, t.topic, ref.topic !== undefined);
+  const wm = await ingestWatermarks(deps, t.topic, missingMeans(ref, cursor));
   // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
   const partitions = Object.keys(ref.range?.to ?? wm.high)
     .map(Number)
@@ -156,8 +163,9 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
   const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
   const statics = staticRouteTables(t);
   const names = [...new Set([...statics, ...listedRouteTables(base.metadata.properties)])];
-  checkCursorTopic(t, t.table, readCursor(base.metadata, ref.ingestId), ref);
-  const wm = await ingestWatermarks(deps, t.topic, ref.topic !== undefined);
+  const baseCursor = readCursor(base.metadata, ref.ingestId);
+  checkCursorTopic(t, t.table, baseCursor, ref);
+  const wm = await ingestWatermarks(deps, t.topic, missingMeans(ref, baseCursor));
   const partitions = Object.keys(wm.high)
     .map(Number)
     .sort((a, b) => a - b);

@@ -23,7 +23,8 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const attempt = run.attempt;
   // Beating: asking Kafka may take its client's own retries (a topic deleted meanwhile).
   const asking = setInterval(() => run.heartbeat({ phase: 'watermarks' }), 2000);
-  const wm = await ingestWatermarks(deps, t.topic, input.topic !== undefined).finally(() => clearInterval(asking));
+  // The cycle was planned on this topic: missing now, it was deleted.
+  const wm = await ingestWatermarks(deps, t.topic, 'deleted').finally(() => clearInterval(asking));
   const allPartitions = Object.keys(wm.high).map(Number);
   const deadRows: Row[] = [];
   const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;

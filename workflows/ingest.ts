@@ -134,13 +134,21 @@ async function commitRoute(
  * (TopicGone from its plan or poll): the table keeps the rows and the cursor; nothing after the
  * cursor can be read any more. Whatever else fails an ingest still fails it.
  */
-function topicGone(input: IngestInput, err: unknown, status: IngestStatus): IngestStatus | null {
-  if (input.topic === undefined || !(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return null;
-  if (err.cause.type !== FailureType.TopicGone) return null;
-  log.warn('topic deleted: its ingest ends', { table: input.table, ingestId: input.ingestId, topic: input.topic });
-  status.state = 'stopped';
-  status.topicGone = err.cause.message;
-  return status;
+async function unlessTopicGone<T>(
+  input: IngestInput,
+  status: IngestStatus,
+  step: () => Promise<T>,
+): Promise<{ done: T; gone?: undefined } | { gone: IngestStatus }> {
+  try {
+    return { done: await step() };
+  } catch (err) {
+    if (input.topic === undefined || !(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) throw err;
+    if (err.cause.type !== FailureType.TopicGone) throw err;
+    log.warn('topic deleted: its ingest ends', { table: input.table, ingestId: input.ingestId, topic: input.topic });
+    status.state = 'stopped';
+    status.topicGone = err.cause.message;
+    return { gone: status };
+  }
 }
 
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
@@ -168,14 +176,9 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     status.state = draining ? 'draining' : 'running';
 
-    let plan: CyclePlan;
-    try {
-      plan = await loadCursor(cycleRef(input));
-    } catch (err) {
-      const gone = topicGone(input, err, status);
-      if (gone) return gone;
-      throw err;
-    }
+    const planned = await unlessTopicGone(input, status, () => loadCursor(cycleRef(input)));
+    if (planned.gone) return planned.gone;
+    const plan: CyclePlan = planned.done;
     status.cursor = plan.startOffsets;
     recordRoutePlan(status, plan);
     status.lag = lagOf(plan.startOffsets, plan.highWatermarks);
@@ -190,14 +193,11 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     const started = Date.now();
     // Only a cycle that polled in drain mode (until caught up with the topic) may end the drain.
     const drainingCycle = draining;
-    let results: PollResult[];
-    try {
-      results = await Promise.all(pollInputs(input, plan, commitId, draining, behind).map((p) => pollAndWrite(p)));
-    } catch (err) {
-      const gone = topicGone(input, err, status);
-      if (gone) return gone;
-      throw err;
-    }
+    const polled = await unlessTopicGone(input, status, () =>
+      Promise.all(pollInputs(input, plan, commitId, draining, behind).map((p) => pollAndWrite(p))),
+    );
+    if (polled.gone) return polled.gone;
+    const results: PollResult[] = polled.done;
     status.cycles++;
     cyclesThisRun++;
     const cycle = mergeCycle(plan, results);

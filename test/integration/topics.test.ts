@@ -318,6 +318,42 @@ describe('entries of several topics: one ingest per topic, each with its own cur
       'the deleted topic: its cursor stays where its last commit left it',
     );
   });
+
+  it('one topic: an ingest started before its topic exists waits for it; the topic deleted later fails it with TopicGone', async () => {
+    const run = `it_t1_${Date.now().toString(36)}`;
+    const c = scenarioConfig(run, 2, '1s', { columns: COLUMNS, partitionBy: [] });
+    const cfg = loadConfig(c.path);
+    const all: Event[] = Array.from({ length: 20 }, (_, i) => ({
+      message: { value: JSON.stringify({ event_id: `${run}-${i}`, n: i }), partition: i % 2 },
+      table: c.table,
+      id: `${run}-${i}`,
+    }));
+    workers.push(spawnWorker(c.path, join(floeHome(), 'logs', `${run}-w1.log`)));
+    const fc = await connectClient(cfg);
+    const kafka = await connectKafka(cfg.kafka);
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await startIngest(fc, c.table);
+      await sleep(3000);
+      assert.equal((await ingestStatus(fc, c.table))?.state, 'running', 'no topic yet: the ingest waits');
+      await produceMessages(
+        cfg,
+        c.topic,
+        all.map((e) => e.message),
+        2,
+      );
+      await waitFor('the topic ingested', async () => (await ingestStatus(fc, c.table))?.totalRows === 20);
+      await admin.deleteTopics({ topics: [c.topic], timeout: 30_000 });
+      await waitFor('the ingest failed', async () => (await ingestStatus(fc, c.table))?.state === 'failed', 60_000);
+      const view = (await ingestStatus(fc, c.table))!;
+      assert.match(view.error ?? '', new RegExp(`^TopicGone: topic ${c.topic} does not exist any more`));
+    } finally {
+      await admin.disconnect();
+      await fc.close();
+    }
+    await assertTables(cfg, all, [c.table]);
+  });
 });
 
 /** The ingest ids a routed table holds a start for (`floe.route.start.<ingest id>`), sorted. */
