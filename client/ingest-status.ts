@@ -192,6 +192,9 @@ export async function stopIngest(
   }
 }
 
+/** Every topic an entry's workflow started: those it still runs, and those deleted since (their ingests ended). */
+const entryTopics = (set: IngestTopicsStatus): string[] => [...set.topics, ...(set.gone ?? [])];
+
 /**
  * An entry of several topics (ingestTopicsWorkflow under the entry's workflow id): the topics it
  * started, each topic's ingest status, combined (`combineTopicStatuses`). Read-only.
@@ -225,7 +228,7 @@ async function topicSetStatus(fc: FloeClient, t: TableConfig, nowMs: number): Pr
     throw e;
   }
   const byTopic: Record<string, IngestStatusView> = {};
-  for (const topic of [...(set?.topics ?? []), ...(set?.gone ?? [])]) {
+  for (const topic of set ? entryTopics(set) : []) {
     const child = fc.client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(t.table, t.ingestId, topic));
     const s = await handleStatus(fc, child, t.table, topicIngestId(t.ingestId, topic), nowMs);
     if (s) byTopic[topic] = s;
@@ -244,7 +247,7 @@ async function topicSetStatus(fc: FloeClient, t: TableConfig, nowMs: number): Pr
 async function topicSetResult(fc: FloeClient, t: TableConfig): Promise<IngestStatusView> {
   const set = await fc.client.workflow.getHandle<typeof ingestTopicsWorkflow>(ingestWorkflowId(t.table, t.ingestId)).result();
   const byTopic: Record<string, IngestStatusView> = {};
-  for (const topic of [...set.topics, ...(set.gone ?? [])]) {
+  for (const topic of entryTopics(set)) {
     const final = await fc.client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(t.table, t.ingestId, topic)).result();
     byTopic[topic] = withWindowRate({ ...final, state: 'stopped' }, Date.now());
   }

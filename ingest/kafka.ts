@@ -372,7 +372,7 @@ export class ConsumerPool {
   /** Closes the idle readers of `topic` (it was deleted); a busy one is closed by its poll's end when it broke. */
   async closeTopic(topic: string): Promise<void> {
     for (const [key, r] of this.readers) {
-      if (key.split('|')[1] === topic && !r.busy) {
+      if (r.topic === topic && !r.busy) {
         this.readers.delete(key);
         await r.close();
       }

@@ -21,7 +21,7 @@ import type { PollInput, PollResult } from './types';
 export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): Promise<PollResult> {
   const t = ingestTableConfig(deps.cfg, input.table, input.topic);
   const attempt = run.attempt;
-  // Beating: asking Kafka may take its client's own retries (a topic deleted meanwhile).
+  // Beating: a topic deleted meanwhile costs the client's retries and maybe a new admin client.
   const asking = setInterval(() => run.heartbeat({ phase: 'watermarks' }), 2000);
   // The cycle was planned on this topic: missing now, it was deleted.
   const wm = await ingestWatermarks(deps, t.topic, 'deleted').finally(() => clearInterval(asking));

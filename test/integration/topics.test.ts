@@ -29,6 +29,7 @@ import { openTables } from '../../ingest/tables';
 import { allCursors, readDeadLetterCursor } from '../../ingest/cursor';
 import { topicWatermarks } from '../../ingest/kafka';
 import { connectKafka } from '../../ingest/kafka-security';
+import type { Admin } from 'kafkajs';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { ingestWorkflowId, topicIngestWorkflowId } from '../../workflows';
 import { produceMessages, type TestMessage } from '../support/produce';
@@ -284,9 +285,7 @@ describe('entries of several topics: one ingest per topic, each with its own cur
     await produce(b, 0, 20);
     workers.push(spawnWorker(c.path, join(floeHome(), 'logs', `${run}-w1.log`)));
     const fc = await connectClient(cfg);
-    const kafka = await connectKafka(cfg.kafka);
-    const admin = kafka.admin();
-    await admin.connect();
+    const admin = await kafkaAdmin(cfg);
     try {
       await startIngest(fc, table);
       await waitFor('both topics ingested', async () => (await ingestStatus(fc, table))?.totalRows === 50);
@@ -330,9 +329,7 @@ describe('entries of several topics: one ingest per topic, each with its own cur
     }));
     workers.push(spawnWorker(c.path, join(floeHome(), 'logs', `${run}-w1.log`)));
     const fc = await connectClient(cfg);
-    const kafka = await connectKafka(cfg.kafka);
-    const admin = kafka.admin();
-    await admin.connect();
+    const admin = await kafkaAdmin(cfg);
     try {
       await startIngest(fc, c.table);
       await sleep(3000);
@@ -416,10 +413,15 @@ async function tableCursors(cfg: FloeConfig, names: string[]): Promise<Record<st
   }
 }
 
-async function topicEnds(cfg: FloeConfig, topics: string[]): Promise<Record<string, Record<string, string>>> {
-  const kafka = await connectKafka(cfg.kafka);
-  const admin = kafka.admin();
+/** A connected admin client of the config's cluster (the caller disconnects it). */
+async function kafkaAdmin(cfg: FloeConfig): Promise<Admin> {
+  const admin = (await connectKafka(cfg.kafka)).admin();
   await admin.connect();
+  return admin;
+}
+
+async function topicEnds(cfg: FloeConfig, topics: string[]): Promise<Record<string, Record<string, string>>> {
+  const admin = await kafkaAdmin(cfg);
   try {
     return Object.fromEntries(await Promise.all(topics.map(async (t) => [t, (await topicWatermarks(admin, t)).high] as const)));
   } finally {

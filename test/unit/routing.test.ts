@@ -333,7 +333,6 @@ describe('planning a route (SQLite catalog in memory, a fake topic)', () => {
     });
     const tables = await openTables(cfg);
     const admin = {
-      fetchTopicMetadata: async () => ({ topics: [] }),
       fetchTopicOffsets: async () => [
         { partition: 0, low: '2', high: '50' },
         { partition: 1, low: '0', high: '40' },

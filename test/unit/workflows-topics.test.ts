@@ -45,17 +45,22 @@ describe('ingestTopicsWorkflow, with mocked activities', () => {
   after(async () => {
     await env?.teardown();
   });
+  /** The entry's workflow of (table, ingest id main), and the ingest of one of its topics. */
+  const startEntry = (taskQueue: string, table: string) =>
+    client.workflow.start(ingestTopicsWorkflow, {
+      taskQueue,
+      workflowId: ingestWorkflowId(table, 'main'),
+      args: [{ table, ingestId: 'main' }],
+    });
+  const topicIngest = (table: string, topic: string) =>
+    client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(table, 'main', topic));
 
   it('one ingest per topic (found later too), signals forwarded to each, drain stops them all with every cursor at its end', async () => {
     const fake = fakeTopics({ topics: ['orders', 'refunds'], high: HIGH, perPoll: 3 });
     const table = uniqueId('shop.events');
     await withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(ingestTopicsWorkflow, {
-        taskQueue,
-        workflowId: ingestWorkflowId(table, 'main'),
-        args: [{ table, ingestId: 'main' }],
-      });
-      const child = (topic: string) => client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(table, 'main', topic));
+      const handle = await startEntry(taskQueue, table);
+      const child = (topic: string) => topicIngest(table, topic);
       const atEnd = (topic: string) =>
         fake.started().includes(topic) && JSON.stringify(fake.topic(topic).state.cursor) === JSON.stringify(HIGH);
       await until('both topics ingested to their end', () => atEnd('orders') && atEnd('refunds'));
@@ -92,12 +97,8 @@ describe('ingestTopicsWorkflow, with mocked activities', () => {
     const fake = fakeTopics({ topics: ['a', 'b'], high: { 0: '4' }, perPoll: 1 });
     const table = uniqueId('shop.gone');
     await withWorker(env, fake.activities, async (taskQueue) => {
-      const handle = await client.workflow.start(ingestTopicsWorkflow, {
-        taskQueue,
-        workflowId: ingestWorkflowId(table, 'main'),
-        args: [{ table, ingestId: 'main' }],
-      });
-      const child = (topic: string) => client.workflow.getHandle<typeof ingestWorkflow>(topicIngestWorkflowId(table, 'main', topic));
+      const handle = await startEntry(taskQueue, table);
+      const child = (topic: string) => topicIngest(table, topic);
       await until('both topics ingested', () => fake.started().length === 2 && fake.topic('b').state.cursor['0'] === '4');
       fake.state.topics = ['a'];
       fake.state.gone.add('b');
@@ -128,18 +129,10 @@ describe('ingestTopicsWorkflow, with mocked activities', () => {
     const fake = fakeTopics({ topics: ['a', 'b'], high: { 0: '4' }, perPoll: 1 });
     const table = uniqueId('shop.more');
     await withWorker(env, fake.activities, async (taskQueue) => {
-      const start = () =>
-        client.workflow.start(ingestTopicsWorkflow, {
-          taskQueue,
-          workflowId: ingestWorkflowId(table, 'main'),
-          args: [{ table, ingestId: 'main' }],
-        });
+      const start = () => startEntry(taskQueue, table);
       const first = await start();
       await until('both topic ingests started', async () => (await first.query(topicsQuery)).topics.length === 2);
-      const runs = async () =>
-        Promise.all(
-          ['a', 'b'].map(async (t) => (await client.workflow.getHandle(topicIngestWorkflowId(table, 'main', t)).describe()).runId),
-        );
+      const runs = async () => Promise.all(['a', 'b'].map(async (t) => (await topicIngest(table, t).describe()).runId));
       const before = await runs();
       // The entry's workflow is lost; its topics' ingests (ABANDON) go on, and a new start adopts them.
       await first.terminate('test: lose the entry workflow');
@@ -149,7 +142,7 @@ describe('ingestTopicsWorkflow, with mocked activities', () => {
       await second.signal(drainAndStopSignal);
       await second.result();
       for (const t of ['a', 'b']) {
-        await client.workflow.getHandle(topicIngestWorkflowId(table, 'main', t)).result();
+        await topicIngest(table, t).result();
         assert.deepEqual(fake.topic(t).state.cursor, { 0: '4' });
       }
     });
