@@ -6,8 +6,6 @@
  */
 import './runtime';
 import { quietKafkajsTimeoutWarning } from '../observability/warnings';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { registerBackfillCommand, registerIngestCommands } from './ingest';
 import { registerTableCommands } from './table';
@@ -19,17 +17,9 @@ import { registerSetupCommand } from './setup';
 import { registerStatusCommand } from './status';
 import { CONFIG_ORDER } from './config-path';
 import { exitCodeOf, exitCodesHelp } from './exit';
+import { floeVersion } from '../iceberg/version';
 
-/** floe's package.json version, found upward from here (cli/ in a checkout, dist/cli/ installed). */
-function packageVersion(): string {
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    const p = join(dir, 'package.json');
-    if (!existsSync(p)) continue;
-    const pkg = JSON.parse(readFileSync(p, 'utf8')) as { name?: string; version?: string };
-    if (pkg.name === 'floe') return pkg.version ?? 'unknown';
-  }
-  return 'unknown';
-}
+const packageVersion = floeVersion;
 
 quietKafkajsTimeoutWarning();
 

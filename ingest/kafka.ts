@@ -16,6 +16,7 @@
  * moves the position only when it starts at or before it.
  */
 import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { KafkaRecord } from './decode';
 import type { Offsets } from './cursor';
@@ -256,12 +257,37 @@ export class PartitionReader {
     });
   }
 
+  /**
+   * Connects and runs the consumer, resolving once it has joined its group. kafkajs' `run` also
+   * resolves when the join crashed (a coordinator still loading after a broker start: its
+   * `restart` comes 300 ms later, with no group meanwhile, so a seek would throw "Consumer group
+   * was not initialized"): the reader waits for the join its restart makes. A crash kafkajs does
+   * not restart from fails the wait with its error. The poll's timer and signal still end a wait
+   * that never ends (the activity retries).
+   */
   private start(): Promise<void> {
-    this.running ??= (async () => {
+    if (this.running) return this.running;
+    this.running = (async () => {
       const c = this.consumer;
+      let joined!: () => void;
+      let failed!: (e: Error) => void;
+      const join = new Promise<void>((resolve, reject) => {
+        joined = resolve;
+        failed = reject;
+      });
+      let hasJoined = false;
+      c.on(c.events.GROUP_JOIN, () => {
+        hasJoined = true;
+        joined();
+      });
       c.on(c.events.CRASH, (e) => {
-        this.broken = true;
-        if (!(e.payload as { restart?: boolean }).restart) this.sink?.stop(e.payload.error);
+        const restart = (e.payload as { restart?: boolean }).restart === true;
+        // Restarted before its first join, the consumer lost nothing (no seek, no pause yet).
+        if (hasJoined || !restart) this.broken = true;
+        if (!restart) {
+          failed(e.payload.error);
+          this.sink?.stop(e.payload.error);
+        }
       });
       c.on(c.events.END_BATCH_PROCESS, (e) => this.sink?.controlBatch(e.payload as Parameters<PollSink['controlBatch']>[0]));
       await c.connect();
@@ -273,7 +299,13 @@ export class PartitionReader {
           await this.sink?.batch(payload);
         },
       });
+      await join;
+      // kafkajs' runner goes on from the join to its fetch loop in the ticks after the event: a
+      // close from here on stops a running consumer, not one that starts after it (and runs on).
+      await nextTurn();
     })();
+    // A failed start is not retried on this reader: the pool hands out a new one.
+    this.running.catch(() => (this.broken = true));
     return this.running;
   }
 
@@ -296,14 +328,25 @@ export class PartitionReader {
     bounds.signal?.addEventListener('abort', onAbort, { once: true });
     const progress = setInterval(() => onProgress?.(sink.outcome), 2000);
     try {
-      await this.start();
+      // Until the group is joined only the poll's timer or signal ends the wait, reading nothing.
+      await Promise.race([this.start(), sink.finished]);
+      if (sink.done) {
+        if (sink.failure) throw sink.failure;
+        // A poll bounded by what is there (a drain, a retried attempt) must not look caught up.
+        if (bounds.stopAt !== undefined && !bounds.signal?.aborted && !sink.caughtUp())
+          throw new Error(
+            `kafka: the reader of ${this.topic} partitions ${this.partitions.join(',')} had not joined its consumer group after ${bounds.maxWaitMs} ms (a group coordinator loading or unreachable); nothing was read, the poll is retried`,
+          );
+        return sink.outcome;
+      }
       this.sink = sink;
       const mine = [{ topic: this.topic, partitions: this.partitions }];
       for (const p of this.partitions) this.consumer.seek({ topic: this.topic, partition: p, offset: sink.next[String(p)] ?? '0' });
       this.consumer.resume(mine);
       await sink.finished;
       await sink.settled();
-      this.consumer.pause(mine);
+      // A consumer restarting after a crash has no group to pause; the broken reader is not kept.
+      if (!this.broken) this.consumer.pause(mine);
       if (sink.failure) throw sink.failure;
       return sink.outcome;
     } finally {
@@ -315,11 +358,24 @@ export class PartitionReader {
     }
   }
 
+  /**
+   * Stops the consumer. One still joining its group (its poll's wait ended first) is stopped once
+   * joined: kafkajs' stop during a join lets the runner start afterwards, never to stop.
+   */
   async close(): Promise<void> {
     this.broken = true;
+    if (this.running) {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, READER_JOIN_CLOSE_WAIT_MS)));
+      await Promise.race([this.running.catch(() => undefined), bound]);
+      clearTimeout(timer);
+    }
     await this.consumer.disconnect().catch(() => undefined);
   }
 }
+
+/** How long a reader's close waits for a join under way before it disconnects anyway. */
+const READER_JOIN_CLOSE_WAIT_MS = 30_000;
 
 /**
  * The worker's readers, one per (table, topic, partition group), kept across cycles. A reader

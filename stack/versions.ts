@@ -57,6 +57,11 @@ export const ICEBERG_REST_MAVEN = {
   'hadoop.version': '3.4.1', // hadoop-client-api/runtime (shaded): only Configuration is used
   'slf4j.version': '2.0.17',
   'maven.dependency.plugin.version': '3.8.1',
+  // Iceberg Java's Parquet data reader for java-read.test.ts: the parquet-mr Iceberg 1.10 builds
+  // against, the JTS its schema stringifier loads, the zstd-jni its ZSTD codec needs
+  'parquet.version': '1.16.0',
+  'jts.version': '1.20.0',
+  'zstd.jni.version': '1.5.7-21',
 } as const;
 
 /**

@@ -7,7 +7,8 @@
  * to the thread with the fewest open files. Files sharing a thread interleave message by message
  * (no file waits for another's finish). Batches cross as one Arrow IPC stream per `coalesceRows`
  * rows or `DEFAULT_COALESCE_BYTES`, whichever comes first, transferred, not copied; the finished
- * file's bytes come back the same way.
+ * file's bytes come back the same way. Flat schemas (flat-encoder.ts) skip the IPC stream: their
+ * columns' buffers are copied to their exact rows and transferred (wire.ts).
  * Each thread holds its own wasm memory, so encoding memory leaves the caller's heap too.
  *
  * A thread that dies (it should not: errors inside it are replies) fails the files it held with
@@ -24,7 +25,9 @@ import { IcebergError, type IcebergErrorKind } from '../errors';
 import type { Schema } from '../spec/types';
 import { metricsConfigFromProperties, type MetricsMode } from './metrics';
 import { leafColumns } from './schema';
+import { flatEncodable } from './flat-encoder';
 import { ParquetStreamWriter, type StreamWriterOptions } from './stream-writer';
+import { toWire, type WireBatch } from './wire';
 import { arrowByteLength, type ParquetWriteOptions, type WrittenParquet } from './writer';
 
 /** What the rolling writer needs from the encoder of one file. */
@@ -45,6 +48,7 @@ export type WireOptions = Omit<ParquetWriteOptions, 'metrics'> & { metrics: [num
 export type EncoderRequest =
   | { op: 'open'; seq: number; file: number; schema: Schema; options: WireOptions }
   | { op: 'write'; seq: number; file: number; ipc: Uint8Array; arrowBytes: number }
+  | { op: 'writeColumns'; seq: number; file: number; batches: WireBatch[] }
   | { op: 'finish'; seq: number; file: number }
   | { op: 'abort'; seq: number; file: number };
 
@@ -139,6 +143,8 @@ class RemoteFileEncoder implements FileEncoder {
   private pendingBytes = 0;
   private readonly coalesceRows: number;
   private done = false;
+  /** Flat schemas cross as copied column buffers (wire.ts), others as Arrow IPC for parquet-wasm. */
+  private readonly flat: boolean;
 
   constructor(
     private readonly thread: EncoderThread,
@@ -148,6 +154,7 @@ class RemoteFileEncoder implements FileEncoder {
     private readonly coalesceBytes: number,
   ) {
     this.coalesceRows = options.coalesceRows ?? 65536;
+    this.flat = flatEncodable(schema, options.codec);
     const rule = options.metrics ?? metricsConfigFromProperties(schema);
     // only the encoder's settings cross (callers pass their whole option bag: io, callbacks, ...)
     const wire: WireOptions = { metrics: leafColumns(schema).map((l) => [l.fieldId, rule(l.fieldId)]) };
@@ -212,6 +219,14 @@ class RemoteFileEncoder implements FileEncoder {
     this.pending = [];
     this.pendingRows = 0;
     this.pendingBytes = 0;
+    if (this.flat) {
+      const wires = batches.map(toWire);
+      await this.thread.call(
+        { op: 'writeColumns', file: this.file, batches: wires.map((w) => w.wire) },
+        wires.flatMap((w) => w.transfer),
+      );
+      return;
+    }
     let ipc = arrow.tableToIPC(new arrow.Table(this.arrowSchema, batches), 'stream');
     // Transfer only a buffer the IPC stream owns whole (never one an Arrow batch still uses).
     if (ipc.byteOffset !== 0 || ipc.byteLength !== ipc.buffer.byteLength) ipc = ipc.slice();

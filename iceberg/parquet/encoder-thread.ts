@@ -8,22 +8,24 @@ import * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
 import { icebergToArrowSchema } from './schema';
 import { ParquetStreamWriter } from './stream-writer';
+import { fromWire } from './wire';
 import type { EncoderReply, EncoderRequest, WireOptions } from './encoder-pool';
 import type { MetricsMode } from './metrics';
 
 const port = parentPort;
 if (!port) throw new Error('encoder-thread.ts runs only as a worker thread (encoder-pool.ts)');
 
-const files = new Map<number, { writer: ParquetStreamWriter; chain: Promise<void> }>();
+const files = new Map<number, { writer: ParquetStreamWriter; arrowSchema: arrow.Schema; chain: Promise<void> }>();
 
 function open(file: number, m: Extract<EncoderRequest, { op: 'open' }>): void {
   const { metrics, ...options } = m.options as WireOptions;
   const modes = new Map<number, MetricsMode>(metrics);
-  const writer = new ParquetStreamWriter(m.schema, icebergToArrowSchema(m.schema), {
+  const arrowSchema = icebergToArrowSchema(m.schema);
+  const writer = new ParquetStreamWriter(m.schema, arrowSchema, {
     ...options,
     metrics: (id) => modes.get(id) ?? { kind: 'none' },
   });
-  files.set(file, { writer, chain: Promise.resolve() });
+  files.set(file, { writer, arrowSchema, chain: Promise.resolve() });
 }
 
 async function handle(m: EncoderRequest): Promise<EncoderReply> {
@@ -35,6 +37,11 @@ async function handle(m: EncoderRequest): Promise<EncoderReply> {
       if (!f) throw new IcebergError('Unexpected', `encoder thread: write to unknown file ${m.file}`);
       const batches = arrow.tableFromIPC(m.ipc).batches;
       await f.writer.writeIpc(m.ipc, batches, m.arrowBytes);
+      return { seq: m.seq, ok: true };
+    }
+    case 'writeColumns': {
+      if (!f) throw new IcebergError('Unexpected', `encoder thread: write to unknown file ${m.file}`);
+      for (const w of m.batches) await f.writer.write(fromWire(f.arrowSchema, w));
       return { seq: m.seq, ok: true };
     }
     case 'finish': {

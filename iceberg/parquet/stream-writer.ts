@@ -6,6 +6,9 @@
  * Compaction feeds thousands of 100-row batches; each wasm hand-over is one IPC stream of many
  * small batches, so per-call overhead is paid once per ~64Ki rows, not once per input file.
  *
+ * A flat schema (flat-encoder.ts) skips all of that: each batch is encoded into pages as it is
+ * added, from its Arrow buffers, and only compressed pages are kept until `finish()`.
+ *
  * Metrics are collected from each batch as it is added, footer facts are read back from the
  * finished bytes, exactly as for the one-shot `encodeParquet`.
  *
@@ -15,6 +18,7 @@
 import * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
 import type { Schema } from '../spec/types';
+import { FlatParquetEncoder, flatEncodable } from './flat-encoder';
 import { MetricsCollector, metricsConfigFromProperties } from './metrics';
 import { parquetWasm } from './wasm';
 import {
@@ -46,6 +50,9 @@ export class ParquetStreamWriter {
   private reading: Promise<void> | undefined;
   private readonly chunks: Uint8Array[] = [];
   private done = false;
+  /** Flat schemas: encoded here from the Arrow buffers, no wasm stream (flat-encoder.ts). */
+  private flat: FlatParquetEncoder | undefined;
+  private readonly flatSchema: boolean;
 
   constructor(
     private readonly schema: Schema,
@@ -54,6 +61,12 @@ export class ParquetStreamWriter {
   ) {
     this.metrics = new MetricsCollector(schema, options.metrics ?? metricsConfigFromProperties(schema));
     this.coalesceRows = options.coalesceRows ?? 65536;
+    this.flatSchema = flatEncodable(schema, options.codec);
+  }
+
+  private flatWrite(batch: arrow.RecordBatch): void {
+    this.flat ??= new FlatParquetEncoder(this.schema, { ...this.options, plainColumns: highCardinalityColumns(batch) });
+    this.flat.write(batch);
   }
 
   get numRows(): number {
@@ -71,6 +84,7 @@ export class ParquetStreamWriter {
     this.metrics.add(batch);
     this.recordCount += batch.numRows;
     this.arrowBytesIn += arrowBytes;
+    if (this.flatSchema) return this.flatWrite(batch);
     this.pending.push(batch);
     this.pendingRows += batch.numRows;
     if (this.pendingRows >= this.coalesceRows) await this.flush();
@@ -79,18 +93,25 @@ export class ParquetStreamWriter {
   /** Encodes what is left, closes the file and returns its bytes and DataFile facts. */
   async finish(): Promise<WrittenParquet> {
     if (this.done) throw new IcebergError('Unexpected', 'ParquetStreamWriter finished twice');
+    let bytes: Uint8Array;
     try {
       await this.flush();
       this.done = true;
-      if (!this.controller) throw new IcebergError('Unexpected', 'ParquetStreamWriter finished without rows');
-      this.controller.close();
-      await this.reading;
+      if (this.flatSchema) {
+        if (!this.flat) throw new IcebergError('Unexpected', 'ParquetStreamWriter finished without rows');
+        bytes = this.flat.finish().bytes;
+        this.flat = undefined;
+      } else {
+        if (!this.controller) throw new IcebergError('Unexpected', 'ParquetStreamWriter finished without rows');
+        this.controller.close();
+        await this.reading;
+        bytes = concat(this.chunks);
+        this.chunks.length = 0;
+      }
     } catch (e) {
       this.abort();
       throw e;
     }
-    const bytes = concat(this.chunks);
-    this.chunks.length = 0;
     const footer = await readFooterFacts(this.schema, bytes);
     if (footer.numRows !== this.recordCount) {
       throw IcebergError.mismatch('Unexpected', 'rows in written Parquet footer', this.recordCount, footer.numRows);
@@ -103,6 +124,7 @@ export class ParquetStreamWriter {
     this.done = true;
     this.pending = [];
     this.chunks.length = 0;
+    this.flat = undefined;
     try {
       this.controller?.error(new Error('aborted'));
     } catch {
@@ -126,6 +148,10 @@ export class ParquetStreamWriter {
       this.recordCount += b.numRows;
     }
     this.arrowBytesIn += arrowBytes;
+    if (this.flatSchema) {
+      for (const b of batches) this.flatWrite(b);
+      return;
+    }
     await this.enqueue(ipc, batches[0]!);
   }
 

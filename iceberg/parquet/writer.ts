@@ -1,8 +1,10 @@
 /**
  * Arrow record batches -> one Parquet data file (bytes) + its Iceberg DataFile facts.
  *
- * Encoding is parquet-rs compiled to wasm (parquet-wasm): the batches cross into wasm memory as
- * an Arrow IPC stream, come back as Parquet bytes. Field ids travel as `PARQUET:field_id` Arrow
+ * Flat schemas (every field a primitive floe encodes itself) are encoded straight from the Arrow
+ * buffers by flat-encoder.ts, compressed by Node's zlib. Everything else is parquet-rs compiled to
+ * wasm (parquet-wasm): the batches cross into wasm memory as an Arrow IPC stream and come back as
+ * Parquet bytes. Field ids travel as `PARQUET:field_id` Arrow
  * metadata (schema.ts). Value/null/NaN counts and bounds are computed from the Arrow data in JS
  * (metrics.ts); column sizes and split offsets come from the written footer, read back through
  * parquet-wasm's own metadata API (no hand-written Thrift).
@@ -19,26 +21,13 @@ import {
 import { DataFileContent, type DataFile, type Schema } from '../spec/types';
 import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
 import { conformBatch } from './conform';
-import { MetricsCollector, metricsConfigFromProperties, type ColumnMetrics, type MetricsConfig } from './metrics';
+import { FlatParquetEncoder, flatEncodable } from './flat-encoder';
+import { MetricsCollector, metricsConfigFromProperties, type ColumnMetrics } from './metrics';
+import type { FooterFacts, ParquetCodec, ParquetWriteOptions } from './options';
 import { icebergToArrowSchema, leafColumns } from './schema';
 import { parquetWasm, using, type BlobLike } from './wasm';
 
-export type ParquetCodec = 'zstd' | 'snappy' | 'gzip' | 'lz4' | 'brotli' | 'uncompressed';
-
-export interface ParquetWriteOptions {
-  /** Iceberg `write.parquet.compression-codec`; default zstd (Iceberg's default since 1.4). */
-  codec?: ParquetCodec;
-  /** Max rows per row group (parquet-rs default 1Mi rows). */
-  rowGroupRows?: number;
-  /** Iceberg `write.parquet.row-group-size-bytes` (default 128 MiB). */
-  rowGroupBytes?: number;
-  /** Iceberg `write.parquet.page-size-bytes` (default 1 MiB). */
-  pageSizeBytes?: number;
-  /** Iceberg `write.parquet.dict-size-bytes` (default 2 MiB). */
-  dictSizeBytes?: number;
-  /** Metrics mode per field id; default from the table properties rules (truncate(16)). */
-  metrics?: MetricsConfig;
-}
+export type { FooterFacts, ParquetCodec, ParquetWriteOptions } from './options';
 
 /** Facts about a written data file; the caller adds filePath, specId and partition. */
 export type DataFileStats = Omit<DataFile, 'filePath' | 'specId' | 'partition'>;
@@ -174,10 +163,18 @@ export async function encodeParquet(
     recordCount += b.numRows;
     arrowBytes += arrowByteLength(b.data);
   }
-  const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, batches as arrow.RecordBatch[]), 'stream');
-  // writeParquet consumes (frees) the wasm table and the properties, even when it throws
   const plain = batches.length > 0 ? highCardinalityColumns(batches[0]!) : [];
-  const bytes = parquetWasm.writeParquet(parquetWasm.Table.fromIPCStream(ipc), writerProperties(options, plain));
+  let bytes: Uint8Array;
+  if (recordCount > 0 && flatEncodable(schema, options.codec)) {
+    const enc = new FlatParquetEncoder(schema, { ...options, plainColumns: plain });
+    for (const b of batches) enc.write(b);
+    bytes = enc.finish().bytes;
+  } else {
+    const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, batches as arrow.RecordBatch[]), 'stream');
+    // writeParquet consumes (frees) the wasm table and the properties, even when it throws
+    bytes = parquetWasm.writeParquet(parquetWasm.Table.fromIPCStream(ipc), writerProperties(options, plain));
+  }
+  // read back by parquet-rs, whichever encoder wrote it: the footer parses, the rows are all there
   const footer = await readFooterFacts(schema, bytes);
   if (footer.numRows !== recordCount) {
     throw IcebergError.mismatch('Unexpected', 'rows in written Parquet footer', recordCount, footer.numRows);
@@ -216,14 +213,6 @@ export function writtenParquet(
 export async function writeParquetFile(schema: Schema, input: WriteInput, options: ParquetWriteOptions = {}): Promise<WrittenParquet> {
   const arrowSchema = icebergToArrowSchema(schema);
   return encodeParquet(schema, arrowSchema, toRecordBatches(schema, input, arrowSchema), options);
-}
-
-export interface FooterFacts {
-  numRows: number;
-  /** field id -> compressed bytes of its column chunks, all row groups */
-  columnSizes: Map<number, number>;
-  /** byte offset where each row group starts (spec: split_offsets, ascending) */
-  splitOffsets: number[];
 }
 
 /**

@@ -26,7 +26,7 @@ const p = () => stackPaths();
 const pidFile = () => join(p().run, 'kafka.pid');
 const markerFile = () => join(p().kafka, '.floe-installed.json');
 const dataDir = () => join(p().data, 'kafka');
-const java = () => process.env.FLOE_JAVA ?? 'java';
+export const java = (): string => process.env.FLOE_JAVA ?? 'java';
 
 function serverProperties(): string {
   const plain = [`PLAINTEXT://127.0.0.1:${PORTS.kafka}`, ...secureListeners(), `CONTROLLER://127.0.0.1:${PORTS.kafkaController}`].join(',');
@@ -67,7 +67,7 @@ function clusterId(): string {
   return id;
 }
 
-function javaArgs(mainClass: string, extra: string[]): string[] {
+export function javaArgs(mainClass: string, extra: string[]): string[] {
   return [
     '-Xms256m',
     '-Xmx1g',

@@ -331,7 +331,14 @@ describe('ingest and maintenance through the reference REST server', { timeout: 
           const loaded = await tables.load(table).catch(() => undefined);
           await tables.close();
           if (loaded && BigInt(readCursor(loaded.metadata, 'main').offsets['0'] ?? '0') >= want) break;
-          if (waited > 60_000) throw new Error(`burst ${b + 1} not committed within 60 s`);
+          if (waited > 60_000) {
+            // Say why: the ingest's pending activities and their last failures.
+            const d = await fc.client.workflow.getHandle(ingestWorkflowId(table, 'main')).describe();
+            const pending = d.raw.pendingActivities?.map(
+              (a) => `${a.activityType?.name} attempt ${a.attempt}: ${a.lastFailure?.message ?? '-'}`,
+            );
+            throw new Error(`burst ${b + 1} not committed within 60 s (ingest ${d.status.name}; pending ${JSON.stringify(pending)})`);
+          }
           await sleep(250);
         }
       }
