@@ -27,7 +27,7 @@ import { newTableMetadata } from '../../iceberg/spec/metadata';
 import type { Schema } from '../../iceberg/spec/types';
 import { ensureStack } from '../../stack/stack';
 import { stackEnv } from '../../stack/env';
-import { floeHome } from '../../stack/paths';
+import { floeHome, stackPaths } from '../../stack/paths';
 import { runPythonJson } from '../../stack/python';
 import { icebergRestUri, icebergRestWarehouse } from '../../stack/services/iceberg-rest';
 import { loadConfig, type FloeConfig } from '../../config';
@@ -231,6 +231,26 @@ describe('OAuth2 token refresh and expiring vended credentials through a real HT
   });
 });
 
+/**
+ * The last lines of the REST server's and SeaweedFS's logs that name `table` or an error, for a
+ * failure message: CI keeps only the test output, and a late burst has so far had a cause in one
+ * of those two services (the server's JDBC pool; an object its commit wrote then missing in S3).
+ */
+function serviceLogLines(table: string, max = 25): string {
+  const out: string[] = [];
+  for (const service of ['iceberg-rest', 's3']) {
+    let text = '';
+    try {
+      text = readFileSync(join(stackPaths().logs, `${service}.log`), 'utf8');
+    } catch {
+      continue;
+    }
+    const lines = text.split('\n').filter((l) => l.includes(table) || /ERROR|Caused by|SQLITE|EmptyFolderCleaner/.test(l));
+    out.push(`--- ${service}.log (${lines.length} matching lines, last ${max}):`, ...lines.slice(-max).map((l) => l.slice(0, 300)));
+  }
+  return out.join('\n');
+}
+
 /** A config for a fresh table in the reference REST catalog (examples/orders.yaml's columns). */
 function restConfig(name: string): { path: string; table: string; cfg: FloeConfig } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../../examples/orders.yaml'), 'utf8')) as any;
@@ -337,7 +357,10 @@ describe('ingest and maintenance through the reference REST server', { timeout: 
             const pending = d.raw.pendingActivities?.map(
               (a) => `${a.activityType?.name} attempt ${a.attempt}: ${a.lastFailure?.message ?? '-'}`,
             );
-            throw new Error(`burst ${b + 1} not committed within 60 s (ingest ${d.status.name}; pending ${JSON.stringify(pending)})`);
+            throw new Error(
+              `burst ${b + 1} not committed within 60 s (ingest ${d.status.name}; pending ${JSON.stringify(pending)})\n` +
+                serviceLogLines(name),
+            );
           }
           await sleep(250);
         }
