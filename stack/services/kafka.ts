@@ -44,25 +44,36 @@ function serverProperties(): string {
     `log.dirs=${dataDir()}`,
     'num.partitions=1',
     'auto.create.topics.enable=true',
-    // Single node: every internal topic must accept a replication factor (and ISR) of 1.
-    'offsets.topic.replication.factor=1',
-    'transaction.state.log.replication.factor=1',
-    'transaction.state.log.min.isr=1',
-    'share.coordinator.state.topic.replication.factor=1',
-    'share.coordinator.state.topic.min.isr=1',
-    // Tests start consumers right away; the default 3 s rebalance delay only slows them.
-    'group.initial.rebalance.delay.ms=0',
+    ...SINGLE_NODE_PROPERTIES,
     '',
   ].join('\n');
 }
 
-/** Kafka's Uuid text form: 16 random bytes, base64url without padding, not starting with '-'. */
-function clusterId(): string {
-  const file = join(p().kafka, 'cluster-id');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+/** What a one-node KRaft cluster needs (the stack's broker and the tests' scratch brokers). */
+export const SINGLE_NODE_PROPERTIES: readonly string[] = [
+  // Single node: every internal topic must accept a replication factor (and ISR) of 1.
+  'offsets.topic.replication.factor=1',
+  'transaction.state.log.replication.factor=1',
+  'transaction.state.log.min.isr=1',
+  'share.coordinator.state.topic.replication.factor=1',
+  'share.coordinator.state.topic.min.isr=1',
+  // Tests start consumers right away; the default 3 s rebalance delay only slows them.
+  'group.initial.rebalance.delay.ms=0',
+];
+
+/** A new Kafka Uuid in its text form: 16 random bytes, base64url without padding, not starting with '-'. */
+export function newClusterId(): string {
   let id: string;
   do id = randomBytes(16).toString('base64url');
   while (id.startsWith('-'));
+  return id;
+}
+
+/** The stack broker's cluster id, made once and kept beside its jars. */
+function clusterId(): string {
+  const file = join(p().kafka, 'cluster-id');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const id = newClusterId();
   writeFileSync(file, `${id}\n`);
   return id;
 }

@@ -3,12 +3,11 @@
  * ports: a fresh cluster for tests that need what only a new broker does (its internal
  * __consumer_offsets topic created, and its coordinators loading, on the first group).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { java, javaArgs } from '../../stack/services/kafka';
+import { SINGLE_NODE_PROPERTIES, java, javaArgs, newClusterId } from '../../stack/services/kafka';
 import { runCommand, spawnDaemon, stopProcessGroup, tcpOpen, waitFor } from '../../stack/proc';
 
 async function freePort(): Promise<number> {
@@ -42,17 +41,11 @@ export async function startScratchBroker(): Promise<ScratchBroker> {
       'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
       `log.dirs=${join(dir, 'data')}`,
       'num.partitions=1',
-      'offsets.topic.replication.factor=1',
-      'transaction.state.log.replication.factor=1',
-      'transaction.state.log.min.isr=1',
-      'share.coordinator.state.topic.replication.factor=1',
-      'share.coordinator.state.topic.min.isr=1',
-      'group.initial.rebalance.delay.ms=0',
+      ...SINGLE_NODE_PROPERTIES,
       '',
     ].join('\n'),
   );
-  const clusterId = randomBytes(16).toString('base64url').replace(/^-/, 'A');
-  await runCommand(java(), javaArgs('kafka.tools.StorageTool', ['format', '-t', clusterId, '-c', props, '--standalone']), {
+  await runCommand(java(), javaArgs('kafka.tools.StorageTool', ['format', '-t', newClusterId(), '-c', props, '--standalone']), {
     timeoutMs: 120_000,
   });
   const logFile = join(dir, 'kafka.log');
