@@ -8,13 +8,16 @@
  *
  * The data is generated deterministically here and handed to Python as an Arrow IPC file, so
  * both sides encode identical bytes. Python: $FLOE_PYTHON, else $FLOE_HOME/venv/bin/python
- * (FLOE_HOME defaults to ~/.cache/floe); it needs pyarrow.
+ * (FLOE_HOME defaults to ~/.cache/floe); it needs pyarrow. pyarrow runs in a Python process that
+ * stays up for the whole benchmark, and each floe run is followed by a pyarrow run: on a shared
+ * machine whose speed drifts from second to second, both sides are timed under the same load.
  *
  * Besides the headline ratio (same run, same codec) it prints where floe's time goes (CPU ms per
  * step of `encodeParquet`, run step by step) and both writers without compression, which
  * separates each encoder from its ZSTD (both native: Node's zlib, pyarrow's libzstd).
  */
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,6 +94,50 @@ function findPython(): string {
   return p;
 }
 
+/**
+ * pyarrow `write_table` on the batch in `ipcFile`, in a Python process that stays up: `run(codec)`
+ * writes the table once to memory and returns its wall and CPU seconds and size.
+ */
+async function pyarrowWriter(ipcFile: string): Promise<{
+  version: string;
+  run: (codec: 'zstd' | 'none') => Promise<{ wall: number; cpu: number; bytes: number }>;
+  close: () => void;
+}> {
+  const py = spawn(
+    findPython(),
+    [
+      '-c',
+      `
+import json, sys, time, pyarrow as pa, pyarrow.parquet as pq
+t = pa.ipc.open_file(sys.argv[1]).read_all()
+print(json.dumps({'version': pa.__version__}), flush=True)
+for line in sys.stdin:
+    sink = pa.BufferOutputStream()
+    s, c = time.perf_counter(), time.process_time()
+    pq.write_table(t, sink, compression=line.strip())
+    print(json.dumps({'wall': time.perf_counter() - s, 'cpu': time.process_time() - c, 'bytes': sink.getvalue().size}), flush=True)
+`,
+      ipcFile,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const lines = createInterface({ input: py.stdout })[Symbol.asyncIterator]();
+  const next = async <T>(): Promise<T> => {
+    const r = await lines.next();
+    if (r.done) throw new Error(`pyarrow process ended (exit ${py.exitCode})`);
+    return JSON.parse(r.value as string) as T;
+  };
+  const { version } = await next<{ version: string }>();
+  return {
+    version,
+    run: (codec) => {
+      py.stdin.write(`${codec}\n`);
+      return next();
+    },
+    close: () => py.stdin.end(),
+  };
+}
+
 /** Wall and CPU seconds of `fn` (CPU time is what to compare on a shared, loaded machine). */
 async function timed<T>(fn: () => Promise<T> | T): Promise<{ wall: number; cpu: number; value: T }> {
   const c = process.cpuUsage(),
@@ -112,13 +159,32 @@ async function main(): Promise<void> {
   const arrowSchema = icebergToArrowSchema(schema);
   console.log(`generating ${rows} rows x 8 columns (seeded) ...`);
   const columns = generate(rows);
+  let batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
+  const dir = mkdtempSync(join(tmpdir(), 'floe-bench-'));
+  const ipcFile = join(dir, 'events.arrow');
+  writeFileSync(ipcFile, arrow.tableToIPC(new arrow.Table([batch]), 'file'));
+  const pyarrow = await pyarrowWriter(ipcFile);
+  const py = { times: [] as number[], cpu: [] as number[], bytes: 0, plainTimes: [] as number[], plainCpu: [] as number[], plainBytes: 0 };
+  const pyRun = async (codec: 'zstd' | 'none'): Promise<void> => {
+    const r = await pyarrow.run(codec);
+    if (codec === 'zstd') {
+      py.times.push(r.wall);
+      py.cpu.push(r.cpu);
+      py.bytes = r.bytes;
+    } else {
+      py.plainTimes.push(r.wall);
+      py.plainCpu.push(r.cpu);
+      py.plainBytes = r.bytes;
+    }
+  };
+  await pyRun('zstd'); // warm-up, not counted
+  py.times.length = py.cpu.length = 0;
 
   // floe, columnar API: JS arrays -> Arrow -> Parquet + Iceberg metrics + footer facts
   const floeWall: number[] = [],
     floeCpu: number[] = [];
   let parquetBytes = 0,
     arrowBytes = 0;
-  let batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
   for (let k = 0; k < runs; k++) {
     const r = await timed(async () => {
       batch = columnsToRecordBatch(schema, columns, rows, arrowSchema);
@@ -128,10 +194,12 @@ async function main(): Promise<void> {
     floeCpu.push(r.cpu);
     parquetBytes = r.value.bytes.length;
     arrowBytes = arrowByteLength(batch.data);
+    await pyRun('zstd');
   }
   // floe, encode only (Arrow already built): isolates parquet-wasm + metrics
   const viaArrow = await timed(() => encodeParquet(schema, arrowSchema, [batch], { codec: 'zstd' }));
   const viaArrowPlain = await timed(() => encodeParquet(schema, arrowSchema, [batch], { codec: 'uncompressed' }));
+  for (let k = 0; k < runs; k++) await pyRun('none');
 
   // where the time goes: encodeParquet's steps one by one, CPU ms, median of `runs`
   const phases: Record<string, number[]> = {},
@@ -150,16 +218,16 @@ async function main(): Promise<void> {
       return m.result();
     });
     await phase('highCardinalityColumns', () => highCardinalityColumns(b));
-    const bytes = await phase('flat encode (ZSTD)', () => {
+    const bytes = await phase('flat encode (ZSTD)', async () => {
       const e = new FlatParquetEncoder(schema, { codec: 'zstd', plainColumns: plainCols });
-      e.write(b);
-      return e.finish().bytes;
+      await e.write(b);
+      return (await e.finish()).bytes;
     });
     await phase('readFooterFacts', () => readFooterFacts(schema, bytes));
-    const t = await timed(() => {
+    const t = await timed(async () => {
       const e = new FlatParquetEncoder(schema, { codec: 'uncompressed', plainColumns: plainCols });
-      e.write(b);
-      return e.finish().bytes;
+      await e.write(b);
+      return (await e.finish()).bytes;
     });
     (phases2['flat encode, no compression'] ??= []).push(t.cpu * 1000);
     // the encoder nested schemas take, for comparison (not part of the sum)
@@ -171,9 +239,10 @@ async function main(): Promise<void> {
   }
 
   // floe as the worker runs it (iceberg/parquet/encoder-pool.ts): the reading thread builds Arrow
-  // from 16Ki-row chunks of the columns while the previous chunk is encoded (metrics, parquet-wasm,
-  // ZSTD) on one encoder thread; one write in flight, as the ingest's partitioned writer keeps it.
-  // Wall time is what a cycle waits; CPU is the whole process (both threads).
+  // from 16Ki-row chunks of the columns while the previous chunk is encoded (metrics, the flat
+  // encoder) on one encoder thread, its pages compressed on libuv's thread pool; one write in
+  // flight, as the ingest's partitioned writer keeps it. Wall time is what a cycle waits; CPU is
+  // the whole process (all threads).
   const pool = new EncoderPool(1).warm();
   const CHUNK = 16_384;
   const chunks: Array<{ cols: Columns; n: number }> = [];
@@ -204,6 +273,7 @@ async function main(): Promise<void> {
     poolWall.push(r.wall);
     poolCpu.push(r.cpu);
     poolBytes = r.value;
+    await pyRun('zstd');
   }
   await pool.close();
 
@@ -218,41 +288,8 @@ async function main(): Promise<void> {
     return timed(() => encodeParquet(schema, arrowSchema, [rowsToRecordBatch(schema, rowObjects, arrowSchema)], { codec: 'zstd' }));
   })();
 
-  // pyarrow on the same Arrow data
-  const dir = mkdtempSync(join(tmpdir(), 'floe-bench-'));
-  let py: { times: number[]; cpu: number[]; bytes: number; plainTimes: number[]; plainCpu: number[]; plainBytes: number; version: string };
-  try {
-    const ipc = join(dir, 'events.arrow');
-    writeFileSync(ipc, arrow.tableToIPC(new arrow.Table([batch]), 'file'));
-    const out = execFileSync(
-      findPython(),
-      [
-        '-c',
-        `
-import io, json, sys, time, pyarrow as pa, pyarrow.parquet as pq
-t = pa.ipc.open_file(sys.argv[1]).read_all()
-def run(codec):
-    times, cpu = [], []
-    for _ in range(int(sys.argv[2])):
-        sink = pa.BufferOutputStream()
-        s, c = time.perf_counter(), time.process_time()
-        pq.write_table(t, sink, compression=codec)
-        times.append(time.perf_counter() - s)
-        cpu.append(time.process_time() - c)
-    return times, cpu, sink.getvalue().size
-times, cpu, size = run('zstd')
-ptimes, pcpu, psize = run('none')
-print(json.dumps({'times': times, 'cpu': cpu, 'bytes': size, 'plainTimes': ptimes, 'plainCpu': pcpu, 'plainBytes': psize, 'version': pa.__version__}))
-`,
-        ipc,
-        String(runs),
-      ],
-      { maxBuffer: 1 << 20 },
-    ).toString();
-    py = JSON.parse(out) as typeof py;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  pyarrow.close();
+  rmSync(dir, { recursive: true, force: true });
 
   const mb = arrowBytes / 1e6;
   const line = (label: string, wall: number, cpu: number, bytes?: number): string =>
@@ -265,12 +302,14 @@ print(json.dumps({'times': times, 'cpu': cpu, 'bytes': size, 'plainTimes': ptime
     fc = median(floeCpu),
     pw = median(py.times),
     pc = median(py.cpu);
-  console.log(`\n${rows.toLocaleString('en-US')} rows x 8 columns, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs}`);
+  console.log(
+    `\n${rows.toLocaleString('en-US')} rows x 8 columns, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs} (pyarrow: of ${py.times.length}, each run right after a floe run)`,
+  );
   console.log('(rows/s and MB/s from wall time; MB/s = Arrow MB in per second; cpu = process CPU time)');
   console.log(line('floe columns -> Parquet + metrics', fw, fc, parquetBytes));
   console.log(line('floe rows -> Parquet + metrics', viaRows.wall, viaRows.cpu));
   console.log(line('floe Arrow -> Parquet + metrics', viaArrow.wall, viaArrow.cpu, viaArrow.value.bytes.length));
-  console.log(line(`pyarrow ${py.version} write_table`, pw, pc, py.bytes));
+  console.log(line(`pyarrow ${pyarrow.version} write_table`, pw, pc, py.bytes));
   console.log(`floe(columns) / pyarrow: wall ${(fw / pw).toFixed(2)}x, cpu ${(fc / pc).toFixed(2)}x`);
   console.log(`floe(columns) throughput = ${(pw / fw).toFixed(2)}x pyarrow's (wall), ${(pc / fc).toFixed(2)}x (cpu)`);
   console.log(line('floe columns, as the worker: encoder thread', median(poolWall), median(poolCpu), poolBytes));

@@ -14,8 +14,15 @@
  * Layout, as parquet-mr and parquet-rs write it: "PAR1", row groups back to back (each column
  * chunk: an optional dictionary page, then v1 data pages), the Thrift footer, its length, "PAR1".
  * Statistics: null counts for every column, min/max for numeric columns (column order TYPE_ORDER).
+ *
+ * Pages are compressed off the calling thread, on libuv's thread pool (zlib's asynchronous API),
+ * while the caller goes on encoding the next pages: ZSTD is about half of the encoder's CPU, and
+ * this way it runs on the other core. Offsets and page headers (which carry the compressed size)
+ * are laid out in `finish()`, once every page is back. `write()` waits when more than
+ * `MAX_INFLIGHT_BYTES` of page bodies are queued, so a large batch never holds all of its pages
+ * uncompressed at once.
  */
-import { brotliCompressSync, constants as zc, gzipSync, zstdCompressSync } from 'node:zlib';
+import { brotliCompress, constants as zc, gzip, zstdCompress } from 'node:zlib';
 import type * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
 import { floeVersion } from '../version';
@@ -255,18 +262,38 @@ interface Segment {
   to: number;
 }
 
-interface ChunkMeta {
+/**
+ * A page whose body is being compressed. Its header (which carries the compressed size) is made
+ * when the pages are laid out.
+ */
+interface Page {
+  /** The page header for a compressed body of `compressed` bytes. */
+  header: (compressed: number) => Uint8Array;
+  /** Uncompressed body bytes. */
+  raw: number;
+  /** The compressed body, once compression finished. */
+  body?: Uint8Array;
+}
+
+/** A finished column chunk whose pages may still be compressing. */
+interface PendingChunk {
   leaf: Leaf;
   encodings: number[];
   numValues: number;
+  nullCount: number;
+  dictionary?: Page;
+  pages: Page[];
+  min?: Uint8Array;
+  max?: Uint8Array;
+}
+
+/** A column chunk laid out in the file. */
+interface ChunkMeta extends Omit<PendingChunk, 'dictionary' | 'pages'> {
   uncompressed: number;
   compressed: number;
   dictionaryOffset?: number;
   dataOffset: number;
   start: number;
-  nullCount: number;
-  min?: Uint8Array;
-  max?: Uint8Array;
 }
 
 const ENC_PLAIN = 0,
@@ -278,15 +305,13 @@ class ColumnWriter {
   private segs: Segment[] = [];
   private segRows = 0;
   private segBytes = 0;
-  private pages: Uint8Array[] = [];
+  private pages: Page[] = [];
   private dict: ByteDictionary | undefined;
   private dictFull = false;
   private usedDict = false;
   private usedPlain = false;
   private numValues = 0;
   private nullCount = 0;
-  private uncompressed = 0;
-  private compressed = 0;
   private lo: number | bigint | undefined;
   private hi: number | bigint | undefined;
   private readonly optional: boolean;
@@ -307,7 +332,7 @@ class ColumnWriter {
     this.dict = this.dictionary ? new ByteDictionary() : undefined;
     this.dictFull = !this.dictionary;
     this.usedDict = this.usedPlain = false;
-    this.numValues = this.nullCount = this.uncompressed = this.compressed = 0;
+    this.numValues = this.nullCount = 0;
     this.lo = this.hi = undefined;
   }
 
@@ -386,7 +411,8 @@ class ColumnWriter {
   flushPage(): void {
     const n = this.segRows;
     if (n === 0) return;
-    const body = this.enc.scratch(Math.ceil(this.segBytes) + 64 + (n >> 3));
+    // a fresh buffer per page: it is compressed while the next pages are built
+    const body = new Bytes(Math.ceil(this.segBytes) + 64 + (n >> 3));
     const nulls = this.optional ? this.defLevels(body) : 0;
     let encoding = ENC_PLAIN;
     if (this.leaf.kind === 'bytes') encoding = this.bytesValues(body);
@@ -394,35 +420,29 @@ class ColumnWriter {
     else this.fixedValues(body);
     if (encoding === ENC_RLE_DICTIONARY) this.usedDict = true;
     else this.usedPlain = true;
-    const compressed = this.enc.compress(body.view());
-    this.push(
-      encodeStruct([
-        [1, i32(0)], // DATA_PAGE
-        [2, i32(body.pos)],
-        [3, i32(compressed.length)],
-        [
-          5,
-          struct([
-            [1, i32(n)],
-            [2, i32(encoding)],
-            [3, i32(ENC_RLE)],
-            [4, i32(ENC_RLE)],
-          ]),
-        ],
-      ]),
-      compressed,
-      body.pos,
+    const raw = body.pos;
+    this.pages.push(
+      this.enc.compress(body.view(), (compressed) =>
+        encodeStruct([
+          [1, i32(0)], // DATA_PAGE
+          [2, i32(raw)],
+          [3, i32(compressed)],
+          [
+            5,
+            struct([
+              [1, i32(n)],
+              [2, i32(encoding)],
+              [3, i32(ENC_RLE)],
+              [4, i32(ENC_RLE)],
+            ]),
+          ],
+        ]),
+      ),
     );
     this.numValues += n;
     this.nullCount += nulls;
     this.segs = [];
     this.segRows = this.segBytes = 0;
-  }
-
-  private push(header: Uint8Array, compressed: Uint8Array, uncompressedBody: number): void {
-    this.pages.push(header, compressed);
-    this.uncompressed += header.length + uncompressedBody;
-    this.compressed += header.length + compressed.length;
   }
 
   /** PLAIN little-endian values of the non-null rows, and their min/max. */
@@ -607,52 +627,43 @@ class ColumnWriter {
     return idx.subarray(0, j);
   }
 
-  /** Finishes the chunk: appends its pages at `offset` via `emit`; returns its metadata. */
-  finishChunk(offset: number, emit: (b: Uint8Array) => void): ChunkMeta {
+  /** Finishes the chunk: its pages (some may still be compressing) and statistics. */
+  finishChunk(): PendingChunk {
     this.flushPage();
-    const start = offset;
-    let dictionaryOffset: number | undefined;
+    let dictionary: Page | undefined;
     const encodings = new Set<number>([ENC_RLE]);
     if (this.usedDict && this.dict && this.dict.size > 0) {
-      const body = this.dict.bytes.view();
-      const compressed = this.enc.compress(body);
-      const header = encodeStruct([
-        [1, i32(2)], // DICTIONARY_PAGE
-        [2, i32(body.length)],
-        [3, i32(compressed.length)],
-        [
-          7,
-          struct([
-            [1, i32(this.dict.size)],
-            [2, i32(ENC_PLAIN)],
-          ]),
-        ],
-      ]);
-      dictionaryOffset = offset;
-      emit(header);
-      emit(compressed);
-      offset += header.length + compressed.length;
-      this.uncompressed += header.length + body.length;
-      this.compressed += header.length + compressed.length;
+      // (the dictionary's buffer is this chunk's own: reset() makes a new one)
+      const body = this.dict.bytes.view(),
+        entries = this.dict.size;
+      dictionary = this.enc.compress(body, (compressed) =>
+        encodeStruct([
+          [1, i32(2)], // DICTIONARY_PAGE
+          [2, i32(body.length)],
+          [3, i32(compressed)],
+          [
+            7,
+            struct([
+              [1, i32(entries)],
+              [2, i32(ENC_PLAIN)],
+            ]),
+          ],
+        ]),
+      );
       encodings.add(ENC_PLAIN).add(ENC_RLE_DICTIONARY);
     }
     if (this.usedPlain) encodings.add(ENC_PLAIN);
-    const dataOffset = offset;
-    for (const p of this.pages) emit(p);
-    const meta: ChunkMeta = {
+    const chunk: PendingChunk = {
       leaf: this.leaf,
       encodings: [...encodings].sort((a, b) => a - b),
       numValues: this.numValues,
-      uncompressed: this.uncompressed,
-      compressed: this.compressed,
-      dataOffset,
-      start,
       nullCount: this.nullCount,
-      ...(dictionaryOffset !== undefined ? { dictionaryOffset } : {}),
+      pages: this.pages,
+      ...(dictionary ? { dictionary } : {}),
       ...this.bounds(),
     };
     this.reset();
-    return meta;
+    return chunk;
   }
 
   /** min/max as PLAIN bytes (parquet.thrift Statistics.min_value/max_value). */
@@ -743,13 +754,20 @@ export class FlatParquetEncoder {
   private readonly codec: ParquetCodec;
   private readonly leaves: Leaf[];
   private columns: ColumnWriter[] | undefined;
-  private readonly out: Uint8Array[] = [];
-  private offset = 4;
   private groupRows = 0;
   private groupBytes = 0;
   private numRows = 0;
-  private readonly rowGroups: Array<{ chunks: ChunkMeta[]; rows: number; start: number; bytes: number; compressed: number }> = [];
+  private readonly rowGroups: Array<{ chunks: PendingChunk[]; rows: number }> = [];
   private done = false;
+  /** Pages being compressed, oldest first, and their uncompressed bytes. */
+  private readonly inflight: Array<{ page: Page; done: Promise<void> }> = [];
+  private inflightBytes = 0;
+  /** Uncompressed bytes of the page bodies being compressed now. */
+  get compressingBytes(): number {
+    return this.inflightBytes;
+  }
+  /** The first compression failure (surfaced by write() and finish()). */
+  private failure: Error | undefined;
 
   constructor(
     private readonly schema: Schema,
@@ -774,42 +792,71 @@ export class FlatParquetEncoder {
     ] as const) {
       if (!(Number.isSafeInteger(v) && v >= 1)) throw IcebergError.mismatch('DataInvalid', `Parquet writer ${key}`, 'an integer >= 1', v);
     }
-    this.out.push(MAGIC);
   }
 
   get rows(): number {
     return this.numRows;
   }
 
-  private scratchBytes = new Bytes(1 << 16);
-
-  /** The page-body buffer, emptied (pages are built one at a time; compress() copies out). */
-  scratch(size: number): Bytes {
-    this.scratchBytes.pos = 0;
-    this.scratchBytes.room(size);
-    return this.scratchBytes;
+  /**
+   * Starts compressing a page body on libuv's thread pool; `body` must not change afterwards. The
+   * page's `body` is set when done (uncompressed pages are ready at once).
+   */
+  compress(body: Uint8Array, header: (compressed: number) => Uint8Array): Page {
+    const page: Page = { header, raw: body.length };
+    if (this.codec === 'uncompressed') {
+      page.body = body;
+      return page;
+    }
+    const done = new Promise<void>((resolve) => {
+      const settle = (e: Error | null, out: Buffer): void => {
+        this.inflightBytes -= body.length;
+        if (e) this.failure ??= e;
+        // one output chunk is sized for the whole page: keep only the compressed bytes
+        else page.body = out.byteLength * 2 < out.buffer.byteLength ? new Uint8Array(out) : out;
+        resolve();
+      };
+      switch (this.codec) {
+        case 'zstd':
+          // one output chunk for the whole page (the default 16 KiB chunks cost ~7% in copies)
+          zstdCompress(
+            body,
+            { chunkSize: Math.max(1 << 16, body.length + (body.length >> 7) + 512), params: { [zc.ZSTD_c_compressionLevel]: 1 } },
+            settle,
+          );
+          break;
+        case 'gzip':
+          gzip(body, settle);
+          break;
+        default:
+          brotliCompress(body, { params: { [zc.BROTLI_PARAM_QUALITY]: 1, [zc.BROTLI_PARAM_SIZE_HINT]: body.length } }, settle);
+      }
+    });
+    this.inflightBytes += body.length;
+    this.inflight.push({ page, done });
+    return page;
   }
 
-  /** A page body, compressed into new memory (never a view of `body`, which is reused). */
-  compress(body: Uint8Array): Uint8Array {
-    switch (this.codec) {
-      case 'zstd':
-        // one output chunk for the whole page (the default 16 KiB chunks cost ~7% in copies)
-        return zstdCompressSync(body, {
-          chunkSize: Math.max(1 << 16, body.length + (body.length >> 7) + 512),
-          params: { [zc.ZSTD_c_compressionLevel]: 1 },
-        });
-      case 'gzip':
-        return gzipSync(body);
-      case 'brotli':
-        return brotliCompressSync(body, { params: { [zc.BROTLI_PARAM_QUALITY]: 1, [zc.BROTLI_PARAM_SIZE_HINT]: body.length } });
-      default:
-        return body.slice();
+  /** Waits until at most `bytes` of page bodies are being compressed. */
+  private async settle(bytes: number): Promise<void> {
+    while (this.inflightBytes > bytes && this.inflight.length > 0) await this.inflight.shift()!.done;
+    if (this.inflightBytes <= bytes) while (this.inflight.length > 0 && this.inflight[0]!.page.body) this.inflight.shift();
+    this.check();
+  }
+
+  private check(): void {
+    if (this.failure) {
+      throw new IcebergError('Unexpected', `Parquet page compression (${this.codec}) failed: ${this.failure.message}`, {
+        cause: this.failure,
+      });
     }
   }
 
-  /** Adds a batch (its columns in schema order, Arrow layout of icebergToArrowSchema). */
-  write(batch: arrow.RecordBatch): void {
+  /**
+   * Adds a batch (its columns in schema order, Arrow layout of icebergToArrowSchema). Await each
+   * write before the next: it returns once the pages it queued fit `MAX_INFLIGHT_BYTES`.
+   */
+  async write(batch: arrow.RecordBatch): Promise<void> {
     if (this.done) throw new IcebergError('Unexpected', 'FlatParquetEncoder used after finish()');
     const cols = batch.data.children;
     if (cols.length !== this.leaves.length) {
@@ -819,7 +866,8 @@ export class FlatParquetEncoder {
       (l) => new ColumnWriter(l, this, l.kind === 'bytes' && !(this.options.plainColumns ?? []).includes(l.field.name)),
     );
     const n = batch.numRows;
-    const STEP = 65536;
+    // steps of rows: the queue of pages being compressed is checked between steps
+    const STEP = 8192;
     for (let from = 0; from < n;) {
       const to = Math.min(n, from + STEP, from + (this.rowGroupRows - this.groupRows));
       for (let k = 0; k < cols.length; k++) {
@@ -834,33 +882,71 @@ export class FlatParquetEncoder {
       this.numRows += to - from;
       from = to;
       if (this.groupRows >= this.rowGroupRows || this.groupBytes >= this.rowGroupBytes) this.flushRowGroup();
+      if (this.inflightBytes > MAX_INFLIGHT_BYTES) await this.settle(MAX_INFLIGHT_BYTES / 2);
     }
+    this.check();
   }
 
   private flushRowGroup(): void {
     if (this.groupRows === 0 || !this.columns) return;
-    const start = this.offset;
-    const chunks = this.columns.map((c) =>
-      c.finishChunk(this.offset, (b) => {
-        this.out.push(b);
-        this.offset += b.length;
-      }),
-    );
-    this.rowGroups.push({
-      chunks,
-      rows: this.groupRows,
-      start,
-      bytes: chunks.reduce((a, c) => a + c.uncompressed, 0),
-      compressed: chunks.reduce((a, c) => a + c.compressed, 0),
-    });
+    this.rowGroups.push({ chunks: this.columns.map((c) => c.finishChunk()), rows: this.groupRows });
     this.groupRows = this.groupBytes = 0;
   }
 
+  /** The pages laid out: "PAR1", then each row group's chunks, each chunk's dictionary page first. */
+  private layout(): {
+    out: Uint8Array[];
+    offset: number;
+    groups: Array<{ chunks: ChunkMeta[]; rows: number; start: number; bytes: number; compressed: number }>;
+  } {
+    const out: Uint8Array[] = [MAGIC];
+    let offset = MAGIC.length;
+    const emit = (p: Page): number => {
+      const header = p.header(p.body!.length);
+      out.push(header, p.body!);
+      offset += header.length + p.body!.length;
+      return header.length;
+    };
+    const groups = this.rowGroups.map((g) => {
+      const start = offset;
+      const chunks = g.chunks.map(({ dictionary, pages, ...facts }): ChunkMeta => {
+        const chunkStart = offset;
+        let uncompressed = 0;
+        let dictionaryOffset: number | undefined;
+        if (dictionary) {
+          dictionaryOffset = offset;
+          uncompressed += emit(dictionary) + dictionary.raw;
+        }
+        const dataOffset = offset;
+        for (const p of pages) uncompressed += emit(p) + p.raw;
+        return {
+          ...facts,
+          uncompressed,
+          compressed: offset - chunkStart,
+          start: chunkStart,
+          dataOffset,
+          ...(dictionaryOffset !== undefined ? { dictionaryOffset } : {}),
+        };
+      });
+      return {
+        chunks,
+        rows: g.rows,
+        start,
+        bytes: chunks.reduce((a, c) => a + c.uncompressed, 0),
+        compressed: chunks.reduce((a, c) => a + c.compressed, 0),
+      };
+    });
+    this.rowGroups.length = 0;
+    return { out, offset, groups };
+  }
+
   /** Closes the file: its bytes and the facts readFooterFacts would read back. */
-  finish(): { bytes: Uint8Array; footer: FooterFacts } {
+  async finish(): Promise<{ bytes: Uint8Array; footer: FooterFacts }> {
     if (this.done) throw new IcebergError('Unexpected', 'FlatParquetEncoder finished twice');
     this.flushRowGroup();
     this.done = true;
+    await this.settle(0);
+    const { out, offset, groups } = this.layout();
     const footer = encodeStruct([
       [1, i32(1)],
       [
@@ -885,7 +971,7 @@ export class FlatParquetEncoder {
         4,
         list(
           'struct',
-          this.rowGroups.map((g, ordinal): TStruct => [
+          groups.map((g, ordinal): TStruct => [
             [1, list('struct', g.chunks.map(chunkStruct(this.codecId)))],
             [2, i64(g.bytes)],
             [3, i64(g.rows)],
@@ -908,23 +994,27 @@ export class FlatParquetEncoder {
     const tail = new Uint8Array(8);
     new DataView(tail.buffer).setUint32(0, footer.length, true);
     tail.set(MAGIC, 4);
-    this.out.push(footer, tail);
-    const size = this.out.reduce((a, b) => a + b.length, 0);
-    const bytes = new Uint8Array(size);
+    out.push(footer, tail);
+    const bytes = new Uint8Array(offset + footer.length + tail.length);
     let at = 0;
-    for (const b of this.out) {
+    for (const b of out) {
       bytes.set(b, at);
       at += b.length;
     }
-    this.out.length = 0;
     const columnSizes = new Map<number, number>();
-    for (const g of this.rowGroups)
+    for (const g of groups)
       for (const c of g.chunks) columnSizes.set(c.leaf.field.id, (columnSizes.get(c.leaf.field.id) ?? 0) + c.compressed);
-    return { bytes, footer: { numRows: this.numRows, columnSizes, splitOffsets: this.rowGroups.map((g) => g.start) } };
+    return { bytes, footer: { numRows: this.numRows, columnSizes, splitOffsets: groups.map((g) => g.start) } };
   }
 }
 
 const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]); // PAR1
+
+/**
+ * Page bodies being compressed at once, at most (uncompressed bytes): enough to keep libuv's
+ * thread pool busy with 1 MiB pages while bounding what a large batch holds uncompressed.
+ */
+export const MAX_INFLIGHT_BYTES = 16 << 20;
 
 function approxBytes(data: arrow.Data, from: number, to: number, kind: Kind): number {
   if (kind !== 'bytes') return (to - from) * WIDTH[kind];

@@ -64,9 +64,9 @@ export class ParquetStreamWriter {
     this.flatSchema = flatEncodable(schema, options.codec);
   }
 
-  private flatWrite(batch: arrow.RecordBatch): void {
+  private flatWrite(batch: arrow.RecordBatch): Promise<void> {
     this.flat ??= new FlatParquetEncoder(this.schema, { ...this.options, plainColumns: highCardinalityColumns(batch) });
-    this.flat.write(batch);
+    return this.flat.write(batch);
   }
 
   get numRows(): number {
@@ -99,7 +99,7 @@ export class ParquetStreamWriter {
       this.done = true;
       if (this.flatSchema) {
         if (!this.flat) throw new IcebergError('Unexpected', 'ParquetStreamWriter finished without rows');
-        bytes = this.flat.finish().bytes;
+        bytes = (await this.flat.finish()).bytes;
         this.flat = undefined;
       } else {
         if (!this.controller) throw new IcebergError('Unexpected', 'ParquetStreamWriter finished without rows');
@@ -149,7 +149,7 @@ export class ParquetStreamWriter {
     }
     this.arrowBytesIn += arrowBytes;
     if (this.flatSchema) {
-      for (const b of batches) this.flatWrite(b);
+      for (const b of batches) await this.flatWrite(b);
       return;
     }
     await this.enqueue(ipc, batches[0]!);

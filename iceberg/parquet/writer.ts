@@ -159,7 +159,6 @@ export async function encodeParquet(
   let recordCount = 0,
     arrowBytes = 0;
   for (const b of batches) {
-    metrics.add(b);
     recordCount += b.numRows;
     arrowBytes += arrowByteLength(b.data);
   }
@@ -167,9 +166,12 @@ export async function encodeParquet(
   let bytes: Uint8Array;
   if (recordCount > 0 && flatEncodable(schema, options.codec)) {
     const enc = new FlatParquetEncoder(schema, { ...options, plainColumns: plain });
-    for (const b of batches) enc.write(b);
-    bytes = enc.finish().bytes;
+    for (const b of batches) await enc.write(b);
+    // the metrics while the last pages compress (on libuv's thread pool)
+    for (const b of batches) metrics.add(b);
+    bytes = (await enc.finish()).bytes;
   } else {
+    for (const b of batches) metrics.add(b);
     const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, batches as arrow.RecordBatch[]), 'stream');
     // writeParquet consumes (frees) the wasm table and the properties, even when it throws
     bytes = parquetWasm.writeParquet(parquetWasm.Table.fromIPCStream(ipc), writerProperties(options, plain));

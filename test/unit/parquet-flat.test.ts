@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
 import { columnsToRecordBatch, encodeParquet, icebergToArrowSchema, readFooterFacts, writeParquetFile } from '../../iceberg/parquet';
-import { FlatParquetEncoder, flatEncodable } from '../../iceberg/parquet/flat-encoder';
+import { FlatParquetEncoder, flatEncodable, MAX_INFLIGHT_BYTES } from '../../iceberg/parquet/flat-encoder';
 import { ParquetStreamWriter } from '../../iceberg/parquet/stream-writer';
 import { parquetWasm } from '../../iceberg/parquet/wasm';
 import { fromWire, toWire } from '../../iceberg/parquet/wire';
@@ -63,10 +63,10 @@ for (const codec of ['zstd', 'gzip', 'brotli', 'uncompressed'] as const) {
     const batch = columnsToRecordBatch(schema, columns(n), n, arrowSchema);
     // small pages and row groups, a dictionary that overflows on `u` (all distinct) but not on `s`
     const enc = new FlatParquetEncoder(schema, { codec, pageSizeBytes: 4096, rowGroupRows: 3000, dictSizeBytes: 2000 });
-    enc.write(batch.slice(0, 1234)); // sliced batches: validity and booleans at a bit offset
-    enc.write(batch.slice(1234, 1235));
-    enc.write(batch.slice(1235));
-    const { bytes, footer } = enc.finish();
+    await enc.write(batch.slice(0, 1234)); // sliced batches: validity and booleans at a bit offset
+    await enc.write(batch.slice(1234, 1235));
+    await enc.write(batch.slice(1235));
+    const { bytes, footer } = await enc.finish();
     assertReadsBack(bytes, batch);
     // the facts the encoder reports are the ones parquet-rs reads from the footer
     assert.deepEqual(await readFooterFacts(schema, bytes), footer);
@@ -102,7 +102,54 @@ for (const codec of ['zstd', 'gzip', 'brotli', 'uncompressed'] as const) {
   });
 }
 
-test('required columns without nulls, one row, and a page per value all round-trip', () => {
+test('pages compress off the thread while the next are encoded, with a bounded queue; the file reads back whole', async () => {
+  // ~50 MiB of page bodies from one batch: 200k rows of a 240-byte string and a long
+  const s: Schema = {
+    type: 'struct',
+    'schema-id': 0,
+    fields: [
+      { id: 1, name: 'id', required: true, type: 'long' },
+      { id: 2, name: 'text', required: true, type: 'string' },
+    ],
+  };
+  const n = 200_000;
+  const batch = columnsToRecordBatch(
+    s,
+    { id: BigInt64Array.from({ length: n }, (_, k) => BigInt(k)), text: Array.from({ length: n }, (_, k) => `${k}:`.padEnd(240, 'x')) },
+    n,
+  );
+  const enc = new FlatParquetEncoder(s, { codec: 'zstd', plainColumns: ['text'] });
+  let most = 0,
+    samples = 0;
+  const sample = (): void => {
+    most = Math.max(most, enc.compressingBytes);
+    samples++;
+  };
+  const writing = enc.write(batch);
+  // the write yields while pages compress: sample the queue at each turn of the event loop
+  let writeDone = false;
+  void writing.then(() => (writeDone = true));
+  while (!writeDone) {
+    sample();
+    await new Promise((r) => setImmediate(r));
+  }
+  await writing;
+  assert.ok(samples > 1, 'write() yielded to the event loop while pages were compressing');
+  assert.ok(most > 0, 'pages were still compressing when write() yielded');
+  // at most the limit plus one step of rows (8192 rows x ~250 bytes, ~2 MiB)
+  assert.ok(most <= MAX_INFLIGHT_BYTES + (4 << 20), `${most} bytes of pages compressing at once`);
+  const { bytes, footer } = await enc.finish();
+  assert.equal(enc.compressingBytes, 0);
+  assert.equal(footer.numRows, n);
+  const got = arrow.tableFromIPC(parquetWasm.readParquet(bytes).intoIPCStream());
+  assert.equal(got.numRows, n);
+  for (const k of [0, 1, 65_535, 123_456, n - 1]) {
+    assert.equal(got.getChild('id')!.get(k), BigInt(k));
+    assert.equal(got.getChild('text')!.get(k), `${k}:`.padEnd(240, 'x'));
+  }
+});
+
+test('required columns without nulls, one row, and a page per value all round-trip', async () => {
   const s: Schema = {
     type: 'struct',
     'schema-id': 0,
@@ -118,8 +165,8 @@ test('required columns without nulls, one row, and a page per value all round-tr
       n,
     );
     const enc = new FlatParquetEncoder(s, { codec: 'zstd', pageSizeBytes: 1 });
-    enc.write(batch);
-    const { bytes } = enc.finish();
+    await enc.write(batch);
+    const { bytes } = await enc.finish();
     const got = arrow.tableFromIPC(parquetWasm.readParquet(bytes).intoIPCStream());
     assert.deepEqual([...got.getChild('id')!], [...batch.getChild('id')!]);
     assert.deepEqual([...got.getChild('name')!], [...batch.getChild('name')!]);
@@ -260,7 +307,7 @@ print(json.dumps({'ids': ids, 'types': {fld.name: str(fld.type) for fld in t.sch
   },
 );
 
-test('flat batches cross to encoder threads as copied buffers: slices at any bit offset arrive equal, the source untouched', () => {
+test('flat batches cross to encoder threads as copied buffers: slices at any bit offset arrive equal, the source untouched', async () => {
   const n = 1000;
   const batch = columnsToRecordBatch(schema, columns(n), n);
   for (const [a, b] of [
@@ -282,19 +329,19 @@ test('flat batches cross to encoder threads as copied buffers: slices at any bit
         if (!same(g.get(k), w.get(k))) assert.fail(`${f.name}[${a + k}]: ${String(g.get(k))} != ${String(w.get(k))}`);
     }
   }
-  assertReadsBack(encodeFlat(batch), batch); // the source batch is still whole
+  assertReadsBack(await encodeFlat(batch), batch); // the source batch is still whole
 });
 
-function encodeFlat(batch: arrow.RecordBatch): Uint8Array {
+async function encodeFlat(batch: arrow.RecordBatch): Promise<Uint8Array> {
   const enc = new FlatParquetEncoder(schema);
-  enc.write(batch);
-  return enc.finish().bytes;
+  await enc.write(batch);
+  return (await enc.finish()).bytes;
 }
 
 test(
   'string columns of nulls only, or whose first pages are all null, read back in pyarrow and DuckDB (no dictionary page without entries)',
   { skip: python ? false : 'no python with pyarrow and duckdb' },
-  () => {
+  async () => {
     const s: Schema = {
       type: 'struct',
       'schema-id': 0,
@@ -318,8 +365,8 @@ test(
     try {
       const file = join(dir, 'n.parquet');
       const enc = new FlatParquetEncoder(s, { codec: 'zstd', pageSizeBytes: 1024 });
-      enc.write(batch);
-      writeFileSync(file, enc.finish().bytes);
+      await enc.write(batch);
+      writeFileSync(file, (await enc.finish()).bytes);
       const out = execFileSync(python!, [
         '-c',
         `
