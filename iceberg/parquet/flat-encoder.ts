@@ -1014,7 +1014,7 @@ const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]); // PAR1
  * Page bodies being compressed at once, at most (uncompressed bytes): enough to keep libuv's
  * thread pool busy with 1 MiB pages while bounding what a large batch holds uncompressed.
  */
-export const MAX_INFLIGHT_BYTES = 16 << 20;
+export const MAX_INFLIGHT_BYTES = 8 << 20;
 
 function approxBytes(data: arrow.Data, from: number, to: number, kind: Kind): number {
   if (kind !== 'bytes') return (to - from) * WIDTH[kind];
