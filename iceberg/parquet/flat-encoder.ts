@@ -204,16 +204,7 @@ class ByteDictionary {
     let s = h & mask;
     for (let v = this.slots[s]!; v !== 0; v = this.slots[s]!) {
       const id = v - 1;
-      if (this.hashes[id] === h && this.lens[id] === len) {
-        const b = this.bytes.buf;
-        let p = this.starts[id]!,
-          k = a;
-        while (k < e && b[p] === src[k]) {
-          p++;
-          k++;
-        }
-        if (k === e) return id;
-      }
+      if (this.hashes[id] === h && this.lens[id] === len && this.equal(id, src, a, e)) return id;
       s = (s + 1) & mask;
     }
     const id = this.size++;
@@ -235,6 +226,28 @@ class ByteDictionary {
     this.slots[s] = id + 1;
     if (this.size * 2 > this.slots.length) this.rehash(this.slots.length * 2);
     return id;
+  }
+
+  // Buffer views for native comparison of long values, remade when their memory changes
+  private srcView: Buffer | undefined;
+  private dictView: Buffer | undefined;
+
+  /** Whether entry `id` holds bytes [a, e) of `src` (lengths already equal). */
+  private equal(id: number, src: Uint8Array, a: number, e: number): boolean {
+    const b = this.bytes.buf,
+      p = this.starts[id]!;
+    if (e - a < 64) {
+      for (let k = a, q = p; k < e; k++, q++) if (b[q] !== src[k]) return false;
+      return true;
+    }
+    // long values: memcmp through Buffer.compare (a JS loop costs ~1 ns per byte)
+    let v = this.srcView,
+      d = this.dictView;
+    if (v?.buffer !== src.buffer || v.byteOffset !== src.byteOffset || v.byteLength !== src.byteLength) {
+      v = this.srcView = Buffer.from(src.buffer, src.byteOffset, src.byteLength);
+    }
+    if (d?.buffer !== b.buffer) d = this.dictView = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+    return v.compare(d, p, p + (e - a), a, e) === 0;
   }
 
   /** Drops the entries from `size` on (a page that did not fit). */

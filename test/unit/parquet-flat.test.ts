@@ -149,6 +149,47 @@ test('pages compress off the thread while the next are encoded, with a bounded q
   }
 });
 
+test('long dictionary values (compared natively) dedupe exactly: values that differ only in their last byte stay apart', async () => {
+  const s: Schema = {
+    type: 'struct',
+    'schema-id': 0,
+    fields: [{ id: 1, name: 'doc', required: false, type: 'string' }],
+  };
+  // two distinct 72-byte values with the same FNV-1a hash (the dictionary's): only the byte
+  // comparison tells them apart
+  const fnv = (str: string): number => {
+    let h = 0x811c9dc5 | 0;
+    for (const c of Buffer.from(str)) h = Math.imul(h ^ c, 0x01000193);
+    return h;
+  };
+  const seen = new Map<number, string>();
+  let twins: [string, string] | undefined;
+  for (let i = 0; !twins; i++) {
+    const str = `${'p'.repeat(64)}${i.toString(36).padStart(8, '0')}`;
+    const other = seen.get(fnv(str));
+    if (other !== undefined) twins = [other, str];
+    else seen.set(fnv(str), str);
+  }
+  const n = 6000;
+  // 5 distinct 300-byte values, equal but for the last character, and the twins, in two batches
+  // (two value buffers)
+  const value = (k: number): string | null =>
+    k % 7 === 6 ? null : k % 11 === 3 ? twins[k & 1]! : `${'{"body":"'.padEnd(299, 'z')}${k % 5}`;
+  const doc = Array.from({ length: n }, (_, k) => value(k));
+  const arrowSchema = icebergToArrowSchema(s);
+  const enc = new FlatParquetEncoder(s, { codec: 'uncompressed' });
+  await enc.write(columnsToRecordBatch(s, { doc: doc.slice(0, 2500) }, 2500, arrowSchema).slice(1));
+  await enc.write(columnsToRecordBatch(s, { doc: doc.slice(2500) }, n - 2500, arrowSchema));
+  const { bytes } = await enc.finish();
+  const got = arrow.tableFromIPC(parquetWasm.readParquet(bytes).intoIPCStream());
+  const want = [...doc.slice(1, 2500), ...doc.slice(2500)];
+  assert.deepEqual([...got.getChild('doc')!], want);
+  const [chunk] = chunksOf(parquetFooter(bytes))[0]!;
+  assert.ok((chunk![2] as number[]).includes(8), 'RLE_DICTIONARY');
+  // 7 entries of up to 304 bytes plus ~1 byte of indices per value: far below 300 bytes per value
+  assert.ok(Number(chunk![6]) < 20_000, `column chunk of ${String(chunk![6])} bytes`);
+});
+
 test('required columns without nulls, one row, and a page per value all round-trip', async () => {
   const s: Schema = {
     type: 'struct',
