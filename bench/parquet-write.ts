@@ -164,21 +164,18 @@ async function main(): Promise<void> {
   const ipcFile = join(dir, 'events.arrow');
   writeFileSync(ipcFile, arrow.tableToIPC(new arrow.Table([batch]), 'file'));
   const pyarrow = await pyarrowWriter(ipcFile);
-  const py = { times: [] as number[], cpu: [] as number[], bytes: 0, plainTimes: [] as number[], plainCpu: [] as number[], plainBytes: 0 };
-  const pyRun = async (codec: 'zstd' | 'none'): Promise<void> => {
-    const r = await pyarrow.run(codec);
-    if (codec === 'zstd') {
-      py.times.push(r.wall);
-      py.cpu.push(r.cpu);
-      py.bytes = r.bytes;
-    } else {
-      py.plainTimes.push(r.wall);
-      py.plainCpu.push(r.cpu);
-      py.plainBytes = r.bytes;
-    }
+  const pyRuns = {
+    zstd: { wall: [] as number[], cpu: [] as number[], bytes: 0 },
+    none: { wall: [] as number[], cpu: [] as number[], bytes: 0 },
   };
-  await pyRun('zstd'); // warm-up, not counted
-  py.times.length = py.cpu.length = 0;
+  const pyRun = async (codec: 'zstd' | 'none'): Promise<void> => {
+    const r = await pyarrow.run(codec),
+      into = pyRuns[codec];
+    into.wall.push(r.wall);
+    into.cpu.push(r.cpu);
+    into.bytes = r.bytes;
+  };
+  await pyarrow.run('zstd'); // warm-up, not counted
 
   // floe, columnar API: JS arrays -> Arrow -> Parquet + Iceberg metrics + footer facts
   const floeWall: number[] = [],
@@ -218,17 +215,14 @@ async function main(): Promise<void> {
       return m.result();
     });
     await phase('highCardinalityColumns', () => highCardinalityColumns(b));
-    const bytes = await phase('flat encode (ZSTD)', async () => {
-      const e = new FlatParquetEncoder(schema, { codec: 'zstd', plainColumns: plainCols });
+    const flatEncode = async (codec: 'zstd' | 'uncompressed'): Promise<Uint8Array> => {
+      const e = new FlatParquetEncoder(schema, { codec, plainColumns: plainCols });
       await e.write(b);
       return (await e.finish()).bytes;
-    });
+    };
+    const bytes = await phase('flat encode (ZSTD)', () => flatEncode('zstd'));
     await phase('readFooterFacts', () => readFooterFacts(schema, bytes));
-    const t = await timed(async () => {
-      const e = new FlatParquetEncoder(schema, { codec: 'uncompressed', plainColumns: plainCols });
-      await e.write(b);
-      return (await e.finish()).bytes;
-    });
+    const t = await timed(() => flatEncode('uncompressed'));
     (phases2['flat encode, no compression'] ??= []).push(t.cpu * 1000);
     // the encoder nested schemas take, for comparison (not part of the sum)
     const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, [b]), 'stream');
@@ -300,16 +294,16 @@ async function main(): Promise<void> {
     `${bytes === undefined ? '' : `  -> ${(bytes / 1e6).toFixed(1)} MB`}`;
   const fw = median(floeWall),
     fc = median(floeCpu),
-    pw = median(py.times),
-    pc = median(py.cpu);
+    pw = median(pyRuns.zstd.wall),
+    pc = median(pyRuns.zstd.cpu);
   console.log(
-    `\n${rows.toLocaleString('en-US')} rows x 8 columns, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs} (pyarrow: of ${py.times.length}, each run right after a floe run)`,
+    `\n${rows.toLocaleString('en-US')} rows x 8 columns, ${mb.toFixed(1)} MB of Arrow data, ZSTD, median of ${runs} (pyarrow: of ${pyRuns.zstd.wall.length}, each run right after a floe run)`,
   );
   console.log('(rows/s and MB/s from wall time; MB/s = Arrow MB in per second; cpu = process CPU time)');
   console.log(line('floe columns -> Parquet + metrics', fw, fc, parquetBytes));
   console.log(line('floe rows -> Parquet + metrics', viaRows.wall, viaRows.cpu));
   console.log(line('floe Arrow -> Parquet + metrics', viaArrow.wall, viaArrow.cpu, viaArrow.value.bytes.length));
-  console.log(line(`pyarrow ${pyarrow.version} write_table`, pw, pc, py.bytes));
+  console.log(line(`pyarrow ${pyarrow.version} write_table`, pw, pc, pyRuns.zstd.bytes));
   console.log(`floe(columns) / pyarrow: wall ${(fw / pw).toFixed(2)}x, cpu ${(fc / pc).toFixed(2)}x`);
   console.log(`floe(columns) throughput = ${(pw / fw).toFixed(2)}x pyarrow's (wall), ${(pc / fc).toFixed(2)}x (cpu)`);
   console.log(line('floe columns, as the worker: encoder thread', median(poolWall), median(poolCpu), poolBytes));
@@ -318,9 +312,11 @@ async function main(): Promise<void> {
   );
   console.log('\nwithout compression (the encoders alone; ZSTD cost = the difference):');
   console.log(line('floe Arrow -> Parquet + metrics', viaArrowPlain.wall, viaArrowPlain.cpu, viaArrowPlain.value.bytes.length));
-  console.log(line(`pyarrow write_table(compression='none')`, median(py.plainTimes), median(py.plainCpu), py.plainBytes));
+  console.log(line(`pyarrow write_table(compression='none')`, median(pyRuns.none.wall), median(pyRuns.none.cpu), pyRuns.none.bytes));
   const floeZstd = median(phases['flat encode (ZSTD)']!) / 1000 - median(phases2['flat encode, no compression']!) / 1000;
-  console.log(`ZSTD cpu (medians): floe (node:zlib) ${floeZstd.toFixed(2)} s, pyarrow (native) ${(pc - median(py.plainCpu)).toFixed(2)} s`);
+  console.log(
+    `ZSTD cpu (medians): floe (node:zlib) ${floeZstd.toFixed(2)} s, pyarrow (native) ${(pc - median(pyRuns.none.cpu)).toFixed(2)} s`,
+  );
   console.log(`\nfloe step by step, CPU ms (median of ${runs}):`);
   let total = 0;
   for (const [name, ms] of Object.entries(phases)) {

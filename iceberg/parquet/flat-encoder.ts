@@ -772,8 +772,8 @@ export class FlatParquetEncoder {
   private numRows = 0;
   private readonly rowGroups: Array<{ chunks: PendingChunk[]; rows: number }> = [];
   private done = false;
-  /** Pages being compressed, oldest first, and their uncompressed bytes. */
-  private readonly inflight: Array<{ page: Page; done: Promise<void> }> = [];
+  /** Compression jobs not yet waited for, oldest first, and the uncompressed bytes still compressing. */
+  private readonly inflight: Promise<void>[] = [];
   private inflightBytes = 0;
   /** Uncompressed bytes of the page bodies being compressed now. */
   get compressingBytes(): number {
@@ -846,14 +846,13 @@ export class FlatParquetEncoder {
       }
     });
     this.inflightBytes += body.length;
-    this.inflight.push({ page, done });
+    this.inflight.push(done);
     return page;
   }
 
   /** Waits until at most `bytes` of page bodies are being compressed. */
   private async settle(bytes: number): Promise<void> {
-    while (this.inflightBytes > bytes && this.inflight.length > 0) await this.inflight.shift()!.done;
-    if (this.inflightBytes <= bytes) while (this.inflight.length > 0 && this.inflight[0]!.page.body) this.inflight.shift();
+    while (this.inflightBytes > bytes && this.inflight.length > 0) await this.inflight.shift();
     this.check();
   }
 
