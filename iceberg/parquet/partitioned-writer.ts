@@ -6,7 +6,7 @@
  */
 import type { FileIO } from '../io/file-io';
 import { currentSchema, defaultSpec } from '../spec/metadata';
-import { partitionKey, partitionPath, partitionRecord } from '../spec/partition';
+import { partitionKey, partitionPath, partitioner, samePartition } from '../spec/partition';
 import type { DataFile, PartitionRecord, PartitionSpec, Schema, TableMetadata } from '../spec/types';
 import type { Row } from './columns';
 import type { FileEncoderFactory } from './encoder-pool';
@@ -30,8 +30,9 @@ export async function writePartitionedRows(
   const schema = currentSchema(metadata);
   const spec = defaultSpec(metadata);
   const groups = new Map<string, { partition: PartitionRecord; rows: Row[] }>();
+  const partitionOf = rows.length > 0 ? partitioner(spec, schema) : undefined;
   for (const row of rows) {
-    const partition = partitionRecord(spec, schema, row);
+    const partition = partitionOf!(row);
     const key = partitionKey(partition);
     let g = groups.get(key);
     if (!g) groups.set(key, (g = { partition, rows: [] }));
@@ -96,6 +97,10 @@ export class PartitionedRowWriter {
   private gate: Promise<void> | undefined;
   private ratio: number | undefined;
   private done = false;
+  /** The row partition function, compiled on the first row. */
+  private partitionOf: ((row: Row) => PartitionRecord) | undefined;
+  /** The stream of the last row added. */
+  private last: PartitionStream | undefined;
   rows = 0;
 
   constructor(
@@ -119,10 +124,16 @@ export class PartitionedRowWriter {
   add(row: Row): void {
     if (this.failure !== undefined) throw this.failure;
     if (this.done) throw new IcebergError('Unexpected', 'PartitionedRowWriter used after close()/abort()');
-    const partition = partitionRecord(this.spec, this.schema, row);
-    const key = partitionKey(partition);
-    let s = this.streams.get(key);
-    if (!s) this.streams.set(key, (s = this.open(partition)));
+    const partition = (this.partitionOf ??= partitioner(this.spec, this.schema))(row);
+    // Rows mostly come in runs of one partition (time-ordered events, one hour after another):
+    // the last row's stream is taken without building and looking up the partition's key.
+    let s = this.last;
+    if (s === undefined || !samePartition(s.partition, partition)) {
+      const key = partitionKey(partition);
+      s = this.streams.get(key);
+      if (!s) this.streams.set(key, (s = this.open(partition)));
+      this.last = s;
+    }
     s.rows.push(row);
     this.rows++;
     if (s.rows.length >= this.batchRows) this.hand(s);

@@ -218,8 +218,12 @@ const daysOf = (type: PrimitiveType, v: unknown): number =>
 
 /** Applies `transform` to one source value; null stays null (void always gives null). */
 export function applyTransform(transform: Transform, source: PrimitiveType, v: unknown): PartitionValue {
-  const t = parseTransform(transform);
   transformResultType(transform, source); // validates the pairing
+  return applyParsed(parseTransform(transform), source, v);
+}
+
+/** `applyTransform` of a transform already parsed and checked against its source type. */
+function applyParsed(t: ParsedTransform, source: PrimitiveType, v: unknown): PartitionValue {
   if (v === null || v === undefined || t.kind === 'void') return null;
   switch (t.kind) {
     case 'identity':
@@ -284,14 +288,38 @@ export function partitionType(spec: PartitionSpec, schema: Schema): StructType {
 
 /** Computes a row's partition. `row` is keyed by column name; nested struct sources are objects. */
 export function partitionRecord(spec: PartitionSpec, schema: Schema, row: Record<string, unknown>): PartitionRecord {
-  const out: PartitionRecord = {};
-  for (const f of spec.fields) {
+  return partitioner(spec, schema)(row);
+}
+
+/**
+ * `partitionRecord` compiled for one spec and schema: each source field found and each transform
+ * parsed and checked against its source type once, not for every row (writers call it per row).
+ */
+export function partitioner(spec: PartitionSpec, schema: Schema): (row: Record<string, unknown>) => PartitionRecord {
+  const fields = spec.fields.map((f) => {
     const src = primitiveSource(schema, f['source-id']);
-    let v: unknown = row;
-    for (const p of src.path) v = v === null || v === undefined ? undefined : (v as Record<string, unknown>)[p];
-    out[f.name] = applyTransform(f.transform, src.type, v);
-  }
-  return out;
+    transformResultType(f.transform, src.type); // validates the pairing
+    return { name: f.name, path: src.path, type: src.type, t: parseTransform(f.transform) };
+  });
+  return (row) => {
+    const out: PartitionRecord = {};
+    for (const f of fields) {
+      let v: unknown = row;
+      for (const p of f.path) v = v === null || v === undefined ? undefined : (v as Record<string, unknown>)[p];
+      out[f.name] = applyParsed(f.t, f.type, v);
+    }
+    return out;
+  };
+}
+
+/**
+ * Whether two partitions of one spec are the same, by value, without building their keys:
+ * true only when every field's values are identical primitives (a byte-array value, NaN: false,
+ * and the caller falls back to `partitionKey`).
+ */
+export function samePartition(a: PartitionRecord, b: PartitionRecord): boolean {
+  for (const k in a) if (a[k] !== b[k] || a[k] instanceof Uint8Array) return false;
+  return true;
 }
 
 /** Stable key for grouping rows/files by partition (not a path; exact for every value type). */
