@@ -90,7 +90,7 @@ export interface PollOutcome {
 }
 
 /** One poll's state: where each partition stands, its bounds, and how it ends. */
-class PollSink {
+export class PollSink {
   readonly next: Offsets;
   readonly outcome: PollOutcome;
   done = false;
@@ -148,54 +148,68 @@ class PollSink {
       throw new Error('kafkajs batch without fetchedOffset: the stale-fetch guard cannot work with this kafkajs');
     if (BigInt(fetchedOffset) > BigInt(this.next[key] ?? '0')) return;
     const limit = this.limitOf(key);
-    for (const m of batch.messages) {
-      if (this.done || !isRunning() || isStale()) return;
-      // A fetch issued before our seek took effect may start earlier: skip what the table has.
-      if (BigInt(m.offset) < BigInt(this.next[key] ?? '0')) continue;
-      if (limit !== undefined && BigInt(m.offset) >= limit) break;
-      const size = (m.value?.length ?? 0) + (m.key?.length ?? 0);
-      const o = this.outcome;
-      if (o.records >= this.bounds.maxRecords || (o.records > 0 && o.bytes + size > this.bounds.maxBytes)) {
-        this.stop();
-        return;
-      }
-      try {
-        // A promise only when the record needed something first (its schema fetched, the table evolved).
-        const pending = this.onRecord({
-          partition: batch.partition,
-          offset: m.offset,
-          timestamp: m.timestamp,
-          key: m.key,
-          value: m.value,
-          topic: batch.topic,
-          headers: m.headers,
-        });
-        if (pending) {
-          // The poll's outcome waits for it (`settled`): the record is handled, so it counts below
-          // even when the poll was stopped meanwhile.
-          this.inflight = pending;
-          try {
-            await pending;
-          } finally {
-            this.inflight = undefined;
-          }
+    // kafkajs keeps only the last offset resolved (its next fetch starts after it), so the loop
+    // resolves the last record handled once, before each await and on the way out, instead of
+    // after every record (a Long parsed, added and printed per record).
+    let handled: string | undefined;
+    const resolveHandled = (): void => {
+      if (handled !== undefined) resolveOffset(handled);
+      handled = undefined;
+    };
+    try {
+      for (const m of batch.messages) {
+        if (this.done || !isRunning() || isStale()) return;
+        const offset = BigInt(m.offset);
+        // A fetch issued before our seek took effect may start earlier: skip what the table has.
+        if (offset < BigInt(this.next[key] ?? '0')) continue;
+        if (limit !== undefined && offset >= limit) break;
+        const size = (m.value?.length ?? 0) + (m.key?.length ?? 0);
+        const o = this.outcome;
+        if (o.records >= this.bounds.maxRecords || (o.records > 0 && o.bytes + size > this.bounds.maxBytes)) {
+          this.stop();
+          return;
         }
-      } catch (e) {
-        // Thrown out of eachBatch, kafkajs would retry the batch and then drop the error: the poll
-        // would just time out. The poll fails with it instead (this record stays unread).
-        this.stop(e instanceof Error ? e : new Error(String(e)));
-        return;
+        try {
+          // A promise only when the record needed something first (its schema fetched, the table evolved).
+          const pending = this.onRecord({
+            partition: batch.partition,
+            offset: m.offset,
+            timestamp: m.timestamp,
+            key: m.key,
+            value: m.value,
+            topic: batch.topic,
+            headers: m.headers,
+          });
+          if (pending) {
+            // The poll's outcome waits for it (`settled`): the record is handled, so it counts below
+            // even when the poll was stopped meanwhile.
+            this.inflight = pending;
+            resolveHandled();
+            try {
+              await pending;
+            } finally {
+              this.inflight = undefined;
+            }
+          }
+        } catch (e) {
+          // Thrown out of eachBatch, kafkajs would retry the batch and then drop the error: the poll
+          // would just time out. The poll fails with it instead (this record stays unread).
+          this.stop(e instanceof Error ? e : new Error(String(e)));
+          return;
+        }
+        o.records++;
+        o.bytes += size;
+        this.next[key] = (offset + 1n).toString();
+        handled = m.offset;
+        // A full cycle ends now, not when the next record happens to arrive (a backlog that ends
+        // exactly at the bound would otherwise wait out the whole commit interval).
+        if (o.records >= this.bounds.maxRecords || o.bytes >= this.bounds.maxBytes) {
+          this.stop();
+          return;
+        }
       }
-      o.records++;
-      o.bytes += size;
-      this.next[key] = (BigInt(m.offset) + 1n).toString();
-      resolveOffset(m.offset);
-      // A full cycle ends now, not when the next record happens to arrive (a backlog that ends
-      // exactly at the bound would otherwise wait out the whole commit interval).
-      if (o.records >= this.bounds.maxRecords || o.bytes >= this.bounds.maxBytes) {
-        this.stop();
-        return;
-      }
+    } finally {
+      resolveHandled();
     }
     // Transaction markers and compacted gaps: the batch tells where the partition continues.
     if (!this.done && !isStale() && batch.messages.length > 0) {
