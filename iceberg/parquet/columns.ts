@@ -195,8 +195,13 @@ function buildString(c: PrimitiveColumn): arrow.Data {
       strs[i - c0] = str;
       chars += str.length;
     }
-    const rest = Math.ceil((chars / (c1 - c0)) * (length - c1)); // the coming chunks, if alike
+    // the coming chunks, if alike, with 1/16 to spare: the buffer is then sized once, where an
+    // estimate just short would double it near the end (copying it) and then trim it (again)
+    const coming = Math.ceil((chars / (c1 - c0)) * (length - c1));
+    const rest = coming + (coming >> 4);
     if (chars >= STRING_PER_VALUE * (c1 - c0)) {
+      // UTF-8 takes at least a byte per UTF-16 unit: this chunk needs `chars` bytes or more
+      reserve(chars, rest);
       for (let i = c0; i < c1; i++) {
         const str = strs[i - c0]!;
         // 3 bytes per UTF-16 unit always suffice; only near the end is the exact length needed

@@ -52,3 +52,21 @@ test('an unpaired surrogate is refused in a long-string chunk too', () => {
   assert.equal(decoded(values)[42], values[42]);
   assert.throws(() => rowsToRecordBatch(schema, [{ s: 'x'.repeat(20) }, { s: 5 }]), /column s: expected a string, found 5/);
 });
+
+test('strings of nearly even lengths across chunks: the values buffer is allocated once (no regrowth, no trimming copy)', (t) => {
+  // Lengths vary a little from chunk to chunk, as real values do: an estimate from the first
+  // chunk alone falls just short, which used to double the buffer near the end and then copy it
+  // to trim it (two copies of the whole column).
+  const n = 65536 * 4;
+  const values = Array.from({ length: n }, (_, i) => `${'p'.repeat(95 + (i >> 16))}${i % 10}`);
+  const allocs: number[] = [];
+  const alloc = Buffer.allocUnsafeSlow.bind(Buffer);
+  t.mock.method(Buffer, 'allocUnsafeSlow', (size: number) => {
+    allocs.push(size);
+    return alloc(size);
+  });
+  const got = decoded(values);
+  t.mock.restoreAll();
+  assert.equal(allocs.filter((s) => s > 0).length, 1, `allocations: ${allocs.join(', ')}`);
+  for (let i = 0; i < n; i += 4099) assert.equal(got[i], values[i]);
+});
