@@ -26,8 +26,12 @@ function value(t: PrimitiveType, r: () => number): unknown {
       return r() < 0.5;
     case 'int':
       return k * 4_000_000;
-    case 'long':
-      return BigInt(k) * 10n ** 15n;
+    case 'long': {
+      // large magnitudes, values around 2^32 (equal high words, low words past 2^31) and the extremes
+      const x = r();
+      if (x < 0.02) return x < 0.01 ? -(2n ** 63n) : 2n ** 63n - 1n;
+      return x < 0.5 ? BigInt(k) * 10n ** 15n : BigInt(k) * 8_388_609n;
+    }
     case 'float':
     case 'double': {
       const x = r();
