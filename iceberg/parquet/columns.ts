@@ -11,6 +11,10 @@
  *     two's-complement big-endian bytes
  *   struct: plain object keyed by field name · list: array · map: Map, array of [key, value]
  *     pairs, or (string keys only) a plain object
+ *
+ * Every buffer of a flat batch built here is an ArrayBuffer of its own (never a caller's array,
+ * never a slab of Buffer's pool): the encoder pool moves such batches to its thread whole
+ * instead of copying them (wire.ts, toWire `owned`).
  */
 import * as arrow from 'apache-arrow';
 import { IcebergError } from '../errors';
@@ -247,7 +251,15 @@ function buildBinary(c: PrimitiveColumn): arrow.Data {
     }
     valueOffsets[i + 1] = pos;
   }
-  return finish(c, { valueOffsets, data: Buffer.concat(parts, pos) });
+  // not Buffer.concat: a small result would sit in Buffer's shared pool, and a batch built here
+  // owns its buffers whole (wire.ts may move them to an encoder thread)
+  const data = new Uint8Array(pos);
+  let at = 0;
+  for (const p of parts) {
+    data.set(p, at);
+    at += p.length;
+  }
+  return finish(c, { valueOffsets, data });
 }
 
 /** decimal(P,S): 128-bit little-endian unscaled values from bigint, string, number or bytes. */

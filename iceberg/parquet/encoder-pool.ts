@@ -32,7 +32,11 @@ import { arrowByteLength, type ParquetWriteOptions, type WrittenParquet } from '
 
 /** What the rolling writer needs from the encoder of one file. */
 export interface FileEncoder {
-  write(batch: arrow.RecordBatch, arrowBytes?: number): Promise<void>;
+  /**
+   * `owned`: the caller hands `batch` over (nothing else holds its buffers and it is not used
+   * again), so a thread encoder may move its buffers to the thread instead of copying them.
+   */
+  write(batch: arrow.RecordBatch, arrowBytes?: number, owned?: boolean): Promise<void>;
   finish(): Promise<WrittenParquet>;
   abort(): void;
 }
@@ -138,7 +142,7 @@ const WIRE_KEYS = [
 class RemoteFileEncoder implements FileEncoder {
   private readonly file = ++nextFile;
   private readonly opened: Promise<unknown>;
-  private pending: arrow.RecordBatch[] = [];
+  private pending: Array<{ batch: arrow.RecordBatch; owned: boolean }> = [];
   private pendingRows = 0;
   private pendingBytes = 0;
   private readonly coalesceRows: number;
@@ -164,10 +168,10 @@ class RemoteFileEncoder implements FileEncoder {
     this.opened.catch(() => undefined); // surfaced by the next write/finish
   }
 
-  async write(batch: arrow.RecordBatch, arrowBytes = arrowByteLength(batch.data)): Promise<void> {
+  async write(batch: arrow.RecordBatch, arrowBytes = arrowByteLength(batch.data), owned = false): Promise<void> {
     if (this.done) throw new IcebergError('Unexpected', 'file encoder used after finish()/abort()');
     if (batch.numRows === 0) return;
-    this.pending.push(batch);
+    this.pending.push({ batch, owned });
     this.pendingRows += batch.numRows;
     this.pendingBytes += arrowBytes;
     if (this.pendingRows >= this.coalesceRows || this.pendingBytes >= this.coalesceBytes) await this.flush();
@@ -220,14 +224,20 @@ class RemoteFileEncoder implements FileEncoder {
     this.pendingRows = 0;
     this.pendingBytes = 0;
     if (this.flat) {
-      const wires = batches.map(toWire);
+      const wires = batches.map((b) => toWire(b.batch, b.owned));
       await this.thread.call(
         { op: 'writeColumns', file: this.file, batches: wires.map((w) => w.wire) },
         wires.flatMap((w) => w.transfer),
       );
       return;
     }
-    let ipc = arrow.tableToIPC(new arrow.Table(this.arrowSchema, batches), 'stream');
+    let ipc = arrow.tableToIPC(
+      new arrow.Table(
+        this.arrowSchema,
+        batches.map((b) => b.batch),
+      ),
+      'stream',
+    );
     // Transfer only a buffer the IPC stream owns whole (never one an Arrow batch still uses).
     if (ipc.byteOffset !== 0 || ipc.byteLength !== ipc.buffer.byteLength) ipc = ipc.slice();
     await this.thread.call({ op: 'write', file: this.file, ipc, arrowBytes }, [ipc.buffer as ArrayBuffer]);

@@ -89,7 +89,7 @@ export class RollingParquetWriter {
   async writeColumns(columns: Columns, numRows: number): Promise<void> {
     this.assertOpen();
     await this.flushPendingRows();
-    await this.addBatch(columnsToRecordBatch(this.opts.schema, columns, numRows, this.arrowSchema));
+    await this.addBatch(columnsToRecordBatch(this.opts.schema, columns, numRows, this.arrowSchema), true);
   }
 
   /** Arrow input in any layout conformBatch accepts (e.g. batches read back for compaction). */
@@ -129,10 +129,11 @@ export class RollingParquetWriter {
     if (this.pendingRows.length === 0) return;
     const rows = this.pendingRows;
     this.pendingRows = [];
-    await this.addBatch(rowsToRecordBatch(this.opts.schema, rows, this.arrowSchema));
+    await this.addBatch(rowsToRecordBatch(this.opts.schema, rows, this.arrowSchema), true);
   }
 
-  private async addBatch(batch: arrow.RecordBatch): Promise<void> {
+  /** `owned`: built here for this call (its buffers are nobody else's), so a whole one may move to the encoder. */
+  private async addBatch(batch: arrow.RecordBatch, owned = false): Promise<void> {
     if (batch.numRows === 0) return;
     let rest = batch;
     for (;;) {
@@ -142,8 +143,10 @@ export class RollingParquetWriter {
       // partition spec writes thousands of small files per cycle).
       if (this.ratio === undefined && this.bufferedArrowBytes + bytes > this.target / 2) this.ratio = await this.trialRatio(rest);
       const budget = this.target / (this.ratio ?? 1) - this.bufferedArrowBytes; // Arrow bytes left in this file
+      // a batch never split shares its buffers with nothing: an owned one moves to the encoder
+      const whole = owned && rest === batch;
       if (bytes <= budget) {
-        await this.append(rest, bytes);
+        await this.append(rest, bytes, bytes, whole);
         if (bytes === budget) await this.rollFile();
         return;
       }
@@ -154,7 +157,7 @@ export class RollingParquetWriter {
         await this.append(head, budget, arrowByteLength(head.data));
         rest = rest.slice(take);
       } else {
-        await this.append(rest, bytes);
+        await this.append(rest, bytes, bytes, whole);
         await this.rollFile();
         return;
       }
@@ -176,10 +179,10 @@ export class RollingParquetWriter {
   }
 
   /** `accounted`: bytes charged against the file's budget; `exact`: the batch's real Arrow bytes. */
-  private async append(batch: arrow.RecordBatch, accounted: number, exact = accounted): Promise<void> {
+  private async append(batch: arrow.RecordBatch, accounted: number, exact = accounted, owned = false): Promise<void> {
     this.file ??= this.encoder(this.opts.schema, this.arrowSchema, this.opts);
     this.bufferedArrowBytes += accounted;
-    await this.file.write(batch, exact);
+    await this.file.write(batch, exact, owned);
   }
 
   private async rollFile(): Promise<void> {

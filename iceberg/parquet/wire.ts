@@ -40,28 +40,47 @@ function bitsFrom(src: Uint8Array, from: number, n: number): Uint8Array {
   return out;
 }
 
-/** The batch's columns as wire columns, and the buffers to transfer (all owned by the copies). */
-export function toWire(batch: arrow.RecordBatch): { wire: WireBatch; transfer: ArrayBuffer[] } {
-  const transfer: ArrayBuffer[] = [];
+/**
+ * The batch's columns as wire columns, and the buffers to transfer. `owned`: the caller hands the
+ * batch over (encoder-pool.ts, FileEncoder.write), so a buffer that starts at its column's first
+ * row and is used by nothing else moves as it is; anything else is copied.
+ */
+export function toWire(batch: arrow.RecordBatch, owned = false): { wire: WireBatch; transfer: ArrayBuffer[] } {
+  const transfer = new Set<ArrayBuffer>();
+  /** `view` itself when it may move (owned, from the start of a buffer no other column of the batch uses), else null. */
+  const movable = <T extends ArrayBufferView>(view: T): T | null => {
+    const buffer = view.buffer as ArrayBuffer;
+    if (!owned || view.byteOffset !== 0 || transfer.has(buffer) || buffer instanceof SharedArrayBuffer) return null;
+    // never a slab of Buffer's pool, which small Buffers elsewhere share (columns.ts allocates
+    // none, this guards the rule): a buffer a view does not span must be larger than a slab
+    if (view.byteLength !== buffer.byteLength && buffer.byteLength <= Buffer.poolSize) return null;
+    transfer.add(buffer);
+    return view;
+  };
   const columns = batch.data.children.map((d): WireColumn => {
     const n = d.length;
     if (d.children.length > 0) throw new IcebergError('Unexpected', 'toWire: nested column (flat batches only)');
-    const nullBitmap = d.nullCount > 0 && d.nullBitmap ? bitsFrom(d.nullBitmap, d.offset, n) : null;
-    if (nullBitmap) transfer.push(nullBitmap.buffer as ArrayBuffer);
+    const bitmap = d.nullCount > 0 && d.nullBitmap ? d.nullBitmap : null;
+    const nullBitmap = bitmap && ((d.offset === 0 && movable(bitmap)) || bitsFrom(bitmap, d.offset, n));
     let values: ArrayBufferView, valueOffsets: Int32Array | undefined;
-    if (arrow.DataType.isBool(d.type)) values = bitsFrom(d.values as Uint8Array, d.offset, n);
+    if (arrow.DataType.isBool(d.type))
+      values = (d.offset === 0 && movable(d.values as Uint8Array)) || bitsFrom(d.values as Uint8Array, d.offset, n);
     else if (d.valueOffsets) {
       const off = d.valueOffsets as Int32Array,
         a = off[0]!;
-      values = (d.values as Uint8Array).slice(a, off[n]!);
-      valueOffsets = new Int32Array(n + 1);
-      for (let i = 0; i <= n; i++) valueOffsets[i] = off[i]! - a;
-      transfer.push(valueOffsets.buffer as ArrayBuffer);
-    } else values = (d.values as Int32Array).slice(0, n * d.stride);
-    transfer.push(values.buffer as ArrayBuffer);
+      if (a === 0 && off.length === n + 1 && movable(off)) {
+        valueOffsets = off;
+        values = movable(d.values as Uint8Array) ?? (d.values as Uint8Array).slice(0, off[n]!);
+      } else {
+        values = (d.values as Uint8Array).slice(a, off[n]!);
+        valueOffsets = new Int32Array(n + 1);
+        for (let i = 0; i <= n; i++) valueOffsets[i] = off[i]! - a;
+      }
+    } else values = movable(d.values as Int32Array) ?? (d.values as Int32Array).slice(0, n * d.stride);
+    for (const v of [nullBitmap, values, valueOffsets]) if (v) transfer.add(v.buffer as ArrayBuffer);
     return { length: n, nullCount: nullBitmap ? d.nullCount : 0, nullBitmap, values, ...(valueOffsets ? { valueOffsets } : {}) };
   });
-  return { wire: { numRows: batch.numRows, columns }, transfer };
+  return { wire: { numRows: batch.numRows, columns }, transfer: [...transfer] };
 }
 
 /** The batch again, on the thread, in `arrowSchema`'s layout. */

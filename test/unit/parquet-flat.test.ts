@@ -373,6 +373,54 @@ test('flat batches cross to encoder threads as copied buffers: slices at any bit
   assertReadsBack(await encodeFlat(batch), batch); // the source batch is still whole
 });
 
+test('an owned flat batch moves to the thread without copies; a slice of it, a borrowed one or a pooled Buffer is copied', () => {
+  const n = 1000;
+  const arrowSchema = icebergToArrowSchema(schema);
+  const buffersOf = (b: arrow.RecordBatch): Set<ArrayBufferLike> => {
+    const out = new Set<ArrayBufferLike>();
+    for (const d of b.data.children) for (const v of [d.values, d.valueOffsets, d.nullBitmap]) if (v && v.byteLength > 0) out.add(v.buffer);
+    return out;
+  };
+  // owned: every buffer of the batch is in the transfer list itself, and arrives equal
+  const owned = columnsToRecordBatch(schema, columns(n), n);
+  const expected = columnsToRecordBatch(schema, columns(n), n);
+  const own = buffersOf(owned);
+  const { wire, transfer } = toWire(owned, true);
+  assert.deepEqual(new Set(transfer), own, 'the batch buffers move as they are');
+  const back = fromWire(arrowSchema, structuredClone(wire, { transfer }));
+  for (const f of schema.fields) {
+    const g = back.getChild(f.name)!,
+      w = expected.getChild(f.name)!;
+    for (let k = 0; k < n; k++) if (!same(g.get(k), w.get(k))) assert.fail(`${f.name}[${k}]: ${String(g.get(k))} != ${String(w.get(k))}`);
+  }
+  // borrowed (owned false) or sliced: nothing of the batch moves
+  const batch = columnsToRecordBatch(schema, columns(n), n);
+  for (const [b, isOwned] of [
+    [batch, false],
+    [batch.slice(10, 500), true],
+  ] as const) {
+    const r = toWire(b, isOwned);
+    const mine = buffersOf(batch);
+    for (const t of r.transfer) assert.ok(!mine.has(t), 'a buffer of the batch would be detached');
+  }
+  // a small Buffer sits in a slab of Buffer's shared pool: never moved, even when offered (the
+  // view below starts the slab, as the first Buffer cut from a fresh slab does)
+  const pooled = new Uint8Array(Buffer.from('abcdef').buffer, 0, 6);
+  assert.equal(pooled.buffer.byteLength, Buffer.poolSize, 'Buffer.from of 6 bytes is pooled');
+  const strType = new arrow.Utf8();
+  const one = new arrow.RecordBatch(
+    new arrow.Schema([new arrow.Field('s', strType, false)]),
+    arrow.makeData({
+      type: new arrow.Struct([new arrow.Field('s', strType, false)]),
+      length: 1,
+      nullCount: 0,
+      children: [arrow.makeData({ type: strType, length: 1, nullCount: 0, valueOffsets: new Int32Array([0, 6]), data: pooled })],
+    }),
+  );
+  const r = toWire(one, true);
+  assert.ok(!r.transfer.includes(pooled.buffer as ArrayBuffer), 'the pool slab stays');
+});
+
 async function encodeFlat(batch: arrow.RecordBatch): Promise<Uint8Array> {
   const enc = new FlatParquetEncoder(schema);
   await enc.write(batch);
