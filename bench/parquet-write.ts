@@ -253,7 +253,8 @@ async function main(): Promise<void> {
     for (const c of chunks) {
       const b = columnsToRecordBatch(schema, c.cols, c.n, arrowSchema);
       await inFlight;
-      inFlight = enc.write(b);
+      // handed over, as the worker's rolling writer hands the batches it builds (moved, not copied)
+      inFlight = enc.write(b, undefined, true);
     }
     await inFlight;
     return (await enc.finish()).bytes.length;
