@@ -8,6 +8,8 @@ import {
   DecoderConfigError,
   type DecoderTable,
   type KafkaRecord,
+  MAYBE_UNSAFE_DECIMAL,
+  parseJsonExact,
   type Row,
 } from '../../ingest/decode';
 import type { ColumnConfig } from '../../config';
@@ -905,3 +907,35 @@ describe('nested columns (struct, list, map) from JSON', () => {
     );
   });
 });
+
+describe('which texts take the exact (lossless) parse', () => {
+  it('the unrolled digit-run checks match exactly what /\\d[\\d.]{15,}/ (and the exponent rule) match', () => {
+    const reference = /\d[\d.]{15,}/,
+      referenceDecimal = /\d[\d.]{15,}|\d[eE][+-]?\d{3}/;
+    const alphabet = '0123456789.eE+-x" ';
+    let seed = 7;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    for (let i = 0; i < 20_000; i++) {
+      let s = '';
+      const len = 1 + Math.floor(next() * 40);
+      // mostly digits and dots, so that long runs occur
+      for (let k = 0; k < len; k++) s += alphabet[Math.floor(next() * (next() < 0.7 ? 11 : alphabet.length))];
+      assert.equal(MAYBE_UNSAFE_DECIMAL.test(s), referenceDecimal.test(s), s);
+      assert.equal(parseJsonExactNeedsLossless(s), reference.test(s), s);
+    }
+  });
+
+  it('a 16-digit id or a 16-digit split decimal anywhere in the text keeps its digits; 15 digits parse natively', () => {
+    const t: DecoderTable = { columns: [{ name: 'id', type: 'long', required: true }] };
+    assert.equal(decodeRecord(t, rec('{"pad": "xxxxxxxx", "id": 1234567890123456789}')).id, 1234567890123456789n);
+    assert.equal(decodeRecord(t, rec('{"id": 999999999999999}')).id, 999999999999999n);
+    // a non-integer with 17 significant digits is not rounded to an integer
+    rejects(t, '{"id": 1.0000000000000001}', /^id: expected an integer, found 1\.0000000000000001/);
+  });
+});
+
+/** Whether parseJsonExact takes lossless-json for `text` (it returns LosslessNumbers where JSON.parse returns numbers). */
+function parseJsonExactNeedsLossless(text: string): boolean {
+  const v = parseJsonExact(`{"probe": 1, "s": ${JSON.stringify(text)}}`) as { probe: unknown };
+  return typeof v.probe !== 'number';
+}
