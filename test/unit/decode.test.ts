@@ -8,7 +8,9 @@ import {
   DecoderConfigError,
   type DecoderTable,
   type KafkaRecord,
+  type IsoTimestamp,
   MAYBE_UNSAFE_DECIMAL,
+  parseIsoTimestamp,
   parseJsonExact,
   type Row,
 } from '../../ingest/decode';
@@ -939,3 +941,105 @@ function parseJsonExactNeedsLossless(text: string): boolean {
   const v = parseJsonExact(`{"probe": 1, "s": ${JSON.stringify(text)}}`) as { probe: unknown };
   return typeof v.probe !== 'number';
 }
+
+describe('ISO timestamps are parsed without a regex, exactly as the pattern reads them', () => {
+  const ISO_TS = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?$/;
+  it('agrees with the pattern on every string built from timestamp pieces', () => {
+    const pieces = [
+      '2026',
+      '-',
+      '07',
+      '01',
+      'T',
+      ' ',
+      't',
+      '13',
+      ':',
+      '59',
+      '60',
+      '.',
+      '1',
+      '123456',
+      '1234567',
+      '000',
+      'Z',
+      'z',
+      '+',
+      '-05',
+      '05:30',
+      '0530',
+      '1',
+      'x',
+      '',
+    ];
+    let seed = 11;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const out: IsoTimestamp = {
+      y: 0,
+      mo: 0,
+      d: 0,
+      h: 0,
+      mi: 0,
+      s: 0,
+      fracDigits: 0,
+      micros: 0,
+      subMicros: false,
+      zone: 0,
+      zsign: 1,
+      zh: 0,
+      zm: 0,
+    };
+    const valid = [
+      '2026-07-01T13:59:59',
+      '2026-07-01 00:00:00.1',
+      '1999-12-31T23:59:59.123456789-05:30',
+      '2026-07-01T13:59:59+0530',
+      '0001-01-01T00:00:00Z',
+    ];
+    let matched = 0;
+    for (let i = 0; i < 60_000; i++) {
+      let s: string;
+      if (i % 3 === 0) {
+        // a valid one with one piece changed, added or removed
+        const base = valid[i % valid.length]!;
+        const at = Math.floor(next() * (base.length + 1));
+        const piece = pieces[Math.floor(next() * pieces.length)]!;
+        const cut = Math.floor(next() * 3);
+        s = base.slice(0, at) + piece + base.slice(at + cut);
+      } else {
+        s = valid[i % valid.length]!;
+        if (i % 3 === 2) s += pieces[Math.floor(next() * pieces.length)]!;
+      }
+      const m = ISO_TS.exec(s);
+      const ok = parseIsoTimestamp(s, out);
+      assert.equal(ok, m !== null, s);
+      if (!m) continue;
+      matched++;
+      const frac = m[7] ?? '';
+      const zone = m[8];
+      assert.deepEqual(
+        [out.y, out.mo, out.d, out.h, out.mi, out.s, out.fracDigits, out.micros, out.subMicros],
+        [...m.slice(1, 7).map(Number), frac.length, frac === '' ? 0 : Number(frac.slice(0, 6).padEnd(6, '0')), /[1-9]/.test(frac.slice(6))],
+        s,
+      );
+      assert.deepEqual(
+        [out.zone, out.zone === 2 ? out.zsign : 0, out.zh, out.zm],
+        zone === undefined
+          ? [0, 0, 0, 0]
+          : zone === 'Z'
+            ? [1, 0, 0, 0]
+            : [2, zone[0] === '-' ? -1 : 1, Number(zone.slice(1, 3)), Number(zone.slice(-2))],
+        s,
+      );
+    }
+    assert.ok(matched > 20_000, `only ${matched} matched`);
+  });
+
+  it('timestamps far from 1970 take the bigint path and stay exact', () => {
+    const t: DecoderTable = { columns: [{ name: 'ts', type: 'timestamptz', required: true }] };
+    assert.equal(decodeRecord(t, rec('{"ts": "2026-07-01T00:00:00.123456Z"}')).ts, 1782864000123456n);
+    assert.equal(decodeRecord(t, rec('{"ts": "9999-12-31T23:59:59.999999Z"}')).ts, 253402300799999999n);
+    assert.equal(decodeRecord(t, rec('{"ts": "0001-01-01T00:00:00+01:00"}')).ts, -62135600400000000n);
+    assert.equal(decodeRecord(t, rec('{"ts": "1969-12-31T23:59:59.999999Z"}')).ts, -1n);
+  });
+});
