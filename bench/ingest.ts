@@ -205,11 +205,14 @@ async function main() {
     const f = r.events / r.floeS,
       ref = r.events / r.refS;
     rates[format] = f;
+    rates[`${format}-${partitions}`] = f;
     console.log(
       `${format.padEnd(6)} ${String(r.partitions).padEnd(11)} ${String(r.events).padEnd(8)} ${r.mb.toFixed(1).padEnd(7)} ${r.floeS.toFixed(1).padEnd(7)} ${f.toFixed(0).padEnd(11)} ${(r.mb / r.floeS).toFixed(2).padEnd(10)} | ${r.refS.toFixed(1).padEnd(15)} ${ref.toFixed(0).padEnd(8)} | ${(f / ref).toFixed(2)}`,
     );
   }
   if (FORMAT === 'both') console.log(`avro/json (floe rec/s, same events, 1 partition): ${(rates.avro! / rates.json!).toFixed(2)}`);
+  // the goal: 4 partitions (in 4 groups) at least as fast as 1
+  else console.log(`4 partitions / 1 partition (floe rec/s, ${FORMAT}): ${(rates[`${FORMAT}-4`]! / rates[`${FORMAT}-1`]!).toFixed(2)}`);
   if (FRESH_S <= 0 || FORMAT !== 'json') return;
   const fr = await freshness();
   console.log(
