@@ -271,18 +271,17 @@ const ISO_TIME = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$/;
 const SUB_MICROS = /[1-9]/;
 
 /** Seconds of a clock time h:m:s, or undefined when there is no such time (24:00, 12:60, leap seconds). */
-const clockSeconds = (h: string, m: string, s: string): number | undefined => {
-  const hh = Number(h),
-    mm = Number(m),
-    ss = Number(s);
-  return hh > 23 || mm > 59 || ss > 59 ? undefined : hh * 3600 + mm * 60 + ss;
-};
+const clockSeconds = (hh: number, mm: number, ss: number): number | undefined =>
+  hh > 23 || mm > 59 || ss > 59 ? undefined : hh * 3600 + mm * 60 + ss;
+
+/** The error of a time or timestamp `v` with non-zero digits past the microseconds. */
+const subMicrosError = (col: string, v: unknown, what: string): DecodeError =>
+  new DecodeError(`${col}: ${show(v)} has sub-microsecond digits; a ${what} holds microseconds`);
 
 /** Fraction digits -> micros; digits beyond the sixth must be zeros (never truncated away). */
 function fractionMicros(col: string, frac: string | undefined, v: unknown, what: string): number {
   if (frac === undefined) return 0;
-  if (frac.length > 6 && SUB_MICROS.test(frac.slice(6)))
-    throw new DecodeError(`${col}: ${show(v)} has sub-microsecond digits; a ${what} holds microseconds`);
+  if (frac.length > 6 && SUB_MICROS.test(frac.slice(6))) throw subMicrosError(col, v, what);
   return Number(frac.length >= 6 ? frac.slice(0, 6) : frac.padEnd(6, '0'));
 }
 
@@ -308,6 +307,23 @@ export interface IsoTimestamp {
   zh: number;
   zm: number;
 }
+
+/** A record for parseIsoTimestamp to fill (one per converter, reused for every value). */
+export const isoTimestamp = (): IsoTimestamp => ({
+  y: 0,
+  mo: 0,
+  d: 0,
+  h: 0,
+  mi: 0,
+  s: 0,
+  fracDigits: 0,
+  micros: 0,
+  subMicros: false,
+  zone: 0,
+  zsign: 1,
+  zh: 0,
+  zm: 0,
+});
 
 const digit = (s: string, i: number): number => {
   const c = s.charCodeAt(i) - 48;
@@ -581,7 +597,7 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
       return (v) => {
         const m = typeof v === 'string' ? ISO_TIME.exec(v) : null;
         if (!m) throw fail(col, 'a time HH:MM:SS[.ffffff]', v);
-        const s = clockSeconds(m[1]!, m[2]!, m[3]!);
+        const s = clockSeconds(Number(m[1]), Number(m[2]), Number(m[3]));
         if (s === undefined) throw fail(col, 'a time of day from 00:00:00 to 23:59:59.999999', v);
         return BigInt(s) * 1_000_000n + BigInt(fractionMicros(col, m[4], v, 'time'));
       };
@@ -589,21 +605,7 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
     case 'timestamptz': {
       const bounds = timestampBounds(c, transforms);
       const withZone = t === 'timestamptz';
-      const iso: IsoTimestamp = {
-        y: 0,
-        mo: 0,
-        d: 0,
-        h: 0,
-        mi: 0,
-        s: 0,
-        fracDigits: 0,
-        micros: 0,
-        subMicros: false,
-        zone: 0,
-        zsign: 1,
-        zh: 0,
-        zm: 0,
-      };
+      const iso = isoTimestamp();
       return (v) => {
         if (typeof v !== 'string') {
           const ms = integerOf(v);
@@ -616,14 +618,14 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
         if (!parseIsoTimestamp(v, t)) throw fail(col, 'an ISO-8601 timestamp', v);
         if (withZone && t.zone === 0) throw new DecodeError(`${col}: timestamptz needs a zone (Z or ±hh:mm), found ${show(v)}`);
         const days = civilDays(t.y, t.mo, t.d);
-        const secs = t.h > 23 || t.mi > 59 || t.s > 59 ? undefined : t.h * 3600 + t.mi * 60 + t.s;
+        const secs = clockSeconds(t.h, t.mi, t.s);
         if (days === undefined || secs === undefined) throw fail(col, 'a timestamp that exists (no Feb 30, no 24:00, no leap second)', v);
         let offset = 0;
         if (t.zone === 2) {
           if (t.zh > 18 || t.zm > 59) throw fail(col, 'a zone offset within ±18:00', v);
           offset = t.zsign * (t.zh * 3600 + t.zm * 60);
         }
-        if (t.subMicros) throw new DecodeError(`${col}: ${show(v)} has sub-microsecond digits; a timestamp holds microseconds`);
+        if (t.subMicros) throw subMicrosError(col, v, 'timestamp');
         const sec = days * 86_400 + secs - offset;
         // within ±9e9 s (years 1685 to 2255) the micros are a safe integer: one bigint, not four
         const us = sec > -9e9 && sec < 9e9 ? BigInt(sec * 1_000_000 + t.micros) : BigInt(sec) * 1_000_000n + BigInt(t.micros);

@@ -8,7 +8,7 @@ import {
   DecoderConfigError,
   type DecoderTable,
   type KafkaRecord,
-  type IsoTimestamp,
+  isoTimestamp,
   MAYBE_UNSAFE_DECIMAL,
   parseIsoTimestamp,
   parseJsonExact,
@@ -974,21 +974,7 @@ describe('ISO timestamps are parsed without a regex, exactly as the pattern read
     ];
     let seed = 11;
     const next = (): number => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
-    const out: IsoTimestamp = {
-      y: 0,
-      mo: 0,
-      d: 0,
-      h: 0,
-      mi: 0,
-      s: 0,
-      fracDigits: 0,
-      micros: 0,
-      subMicros: false,
-      zone: 0,
-      zsign: 1,
-      zh: 0,
-      zm: 0,
-    };
+    const out = isoTimestamp();
     const valid = [
       '2026-07-01T13:59:59',
       '2026-07-01 00:00:00.1',
