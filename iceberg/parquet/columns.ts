@@ -35,6 +35,11 @@ type Get = (i: number) => unknown;
 const STRING_CHUNK = 65536;
 /** Average UTF-16 length from which a chunk's strings are written one by one (measured). */
 const STRING_PER_VALUE = 16;
+/**
+ * Rows per batch when a large input is built chunk by chunk (rowsToRecordBatches): 500k event
+ * rows encoded 16Ki rows at a time took ~15% less CPU than as one batch (bench/parquet-write.ts).
+ */
+export const BUILD_CHUNK_ROWS = 16_384;
 
 function bad(path: string, expected: string, v: unknown): IcebergError {
   const shown =
@@ -53,7 +58,11 @@ function bad(path: string, expected: string, v: unknown): IcebergError {
 class Validity {
   bitmap: Uint8Array;
   nullCount = 0;
-  constructor(length: number) {
+  /** `rowBase`: the caller's index of slot 0 (a batch built from rows [from, to) names row from + i). */
+  constructor(
+    length: number,
+    readonly rowBase = 0,
+  ) {
     this.bitmap = new Uint8Array((length + 7) >> 3).fill(0xff);
   }
   setNull(i: number): void {
@@ -65,8 +74,10 @@ class Validity {
 /** Resolves null/required for slot i: returns the value, or null (already recorded), or PARENT_NULL. */
 function nullCheck(v: unknown, i: number, nullable: boolean, validity: Validity, path: string): unknown {
   if (v === null || v === undefined) {
-    if (!nullable)
-      throw new IcebergError('DataInvalid', `column ${path}: required, found null at row ${i}`, { context: { column: path, row: i } });
+    if (!nullable) {
+      const row = validity.rowBase + i;
+      throw new IcebergError('DataInvalid', `column ${path}: required, found null at row ${row}`, { context: { column: path, row } });
+    }
     validity.setNull(i);
     return null;
   }
@@ -308,8 +319,9 @@ function buildPrimitive(
   length: number,
   nullable: boolean,
   path: string,
+  rowBase: number,
 ): arrow.Data {
-  const c: PrimitiveColumn = { arrowType, get, length, nullable, path, validity: new Validity(length) };
+  const c: PrimitiveColumn = { arrowType, get, length, nullable, path, validity: new Validity(length, rowBase) };
   switch (type) {
     case 'boolean':
       return buildBoolean(c);
@@ -347,7 +359,10 @@ function mapEntries(v: unknown, path: string): Array<[unknown, unknown]> {
   throw bad(path, 'a Map, an array of [key, value] or an object', v);
 }
 
-/** Builds one Arrow Data for `type` from `get(0..length-1)`. */
+/**
+ * Builds one Arrow Data for `type` from `get(0..length-1)`. Errors name slot i as row
+ * `rowBase + i` (list and map children: element i).
+ */
 export function buildData(
   type: IcebergType,
   arrowType: arrow.DataType,
@@ -355,9 +370,10 @@ export function buildData(
   length: number,
   nullable: boolean,
   path: string,
+  rowBase = 0,
 ): arrow.Data {
-  if (typeof type === 'string') return buildPrimitive(type, arrowType, get, length, nullable, path);
-  const validity = new Validity(length);
+  if (typeof type === 'string') return buildPrimitive(type, arrowType, get, length, nullable, path, rowBase);
+  const validity = new Validity(length, rowBase);
   switch (type.type) {
     case 'struct': {
       const vals: unknown[] = new Array(length);
@@ -373,7 +389,7 @@ export function buildData(
           const p = vals[i];
           return p === null || p === PARENT_NULL ? PARENT_NULL : (p as Record<string, unknown>)[f.name];
         };
-        return buildData(f.type, childType, childGet, length, !f.required, `${path}.${f.name}`);
+        return buildData(f.type, childType, childGet, length, !f.required, `${path}.${f.name}`, rowBase);
       });
       return arrow.makeData({
         type: arrowType as arrow.Struct,
@@ -440,22 +456,33 @@ function batchFrom(
   schema: Schema,
   arrowSchema: arrow.Schema,
   numRows: number,
+  rowBase: number,
   getterFor: (f: NestedField) => Get,
   direct?: (f: NestedField, arrowType: arrow.DataType) => arrow.Data | undefined,
 ): arrow.RecordBatch {
   const children = schema.fields.map((f, k) => {
     const arrowType = arrowSchema.fields[k]!.type;
-    return direct?.(f, arrowType) ?? buildData(f.type, arrowType, getterFor(f), numRows, !f.required, f.name);
+    return direct?.(f, arrowType) ?? buildData(f.type, arrowType, getterFor(f), numRows, !f.required, f.name, rowBase);
   });
   const struct = arrow.makeData({ type: new arrow.Struct(arrowSchema.fields), length: numRows, nullCount: 0, children });
   return new arrow.RecordBatch(arrowSchema, struct);
 }
 
-/** Row objects keyed by field name -> one Arrow record batch (fields carry Iceberg ids). */
-export function rowsToRecordBatch(schema: Schema, rows: readonly Row[], arrowSchema = icebergToArrowSchema(schema)): arrow.RecordBatch {
-  return batchFrom(schema, arrowSchema, rows.length, (f) => {
+/**
+ * Row objects keyed by field name -> one Arrow record batch (fields carry Iceberg ids): rows
+ * [from, to) of `rows`, all by default; errors name rows by their index in `rows`.
+ */
+export function rowsToRecordBatch(
+  schema: Schema,
+  rows: readonly Row[],
+  arrowSchema = icebergToArrowSchema(schema),
+  from = 0,
+  to = rows.length,
+): arrow.RecordBatch {
+  checkRange(from, to, rows.length);
+  return batchFrom(schema, arrowSchema, to - from, from, (f) => {
     const name = f.name;
-    return (i) => rows[i]![name];
+    return (i) => rows[from + i]![name];
   });
 }
 
@@ -481,36 +508,76 @@ function typedColumnData(
   type: IcebergType,
   arrowType: arrow.DataType,
   col: ArrayLike<unknown> | undefined,
-  numRows: number,
+  from: number,
+  to: number,
 ): arrow.Data | undefined {
   if (typeof type !== 'string' || col === undefined) return undefined;
   const ctor = TYPED_COLUMNS[type];
   if (ctor === undefined || !(col instanceof ctor)) return undefined;
-  const data = (col as unknown as Int32Array).slice(0, numRows);
-  return arrow.makeData({ type: arrowType, length: numRows, nullCount: 0, nullBitmap: null, data } as never);
+  const data = (col as unknown as Int32Array).slice(from, to);
+  return arrow.makeData({ type: arrowType, length: to - from, nullCount: 0, nullBitmap: null, data } as never);
+}
+
+function checkRange(from: number, to: number, numRows: number): void {
+  if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 0 && from <= to && to <= numRows)) {
+    throw new IcebergError('Unexpected', `rows [${from}, ${to}) of ${numRows}: not a range of them`);
+  }
 }
 
 /**
  * Columnar input (the fast path): one array per top-level field, all of length `numRows`.
- * A missing column is all-null (and fails if the field is required).
+ * A missing column is all-null (and fails if the field is required). Rows [from, to), all by
+ * default; errors name rows by their index in the columns.
  */
 export function columnsToRecordBatch(
   schema: Schema,
   columns: Columns,
   numRows: number,
   arrowSchema = icebergToArrowSchema(schema),
+  from = 0,
+  to = numRows,
 ): arrow.RecordBatch {
   for (const [name, col] of Object.entries(columns)) {
     if (col.length !== numRows) throw IcebergError.mismatch('DataInvalid', `column ${name} length`, numRows, col.length);
   }
+  checkRange(from, to, numRows);
   return batchFrom(
     schema,
     arrowSchema,
-    numRows,
+    to - from,
+    from,
     (f) => {
       const col = columns[f.name];
-      return col === undefined ? () => null : (i) => col[i];
+      return col === undefined ? () => null : from === 0 ? (i) => col[i] : (i) => col[from + i];
     },
-    (f, arrowType) => typedColumnData(f.type, arrowType, columns[f.name], numRows),
+    (f, arrowType) => typedColumnData(f.type, arrowType, columns[f.name], from, to),
   );
+}
+
+/**
+ * Rows in batches of `chunkRows`, each built when the consumer asks for it: a large input is
+ * never all Arrow at once, and each chunk's buffers are small enough for the allocator to reuse
+ * freed ones (fresh memory costs a page fault per 4 KiB on first touch).
+ */
+export function* rowsToRecordBatches(
+  schema: Schema,
+  rows: readonly Row[],
+  arrowSchema = icebergToArrowSchema(schema),
+  chunkRows = BUILD_CHUNK_ROWS,
+): Generator<arrow.RecordBatch> {
+  for (let a = 0; a < rows.length; a += chunkRows)
+    yield rowsToRecordBatch(schema, rows, arrowSchema, a, Math.min(rows.length, a + chunkRows));
+}
+
+/** Columns in batches of `chunkRows`, as rowsToRecordBatches. */
+export function* columnsToRecordBatches(
+  schema: Schema,
+  columns: Columns,
+  numRows: number,
+  arrowSchema = icebergToArrowSchema(schema),
+  chunkRows = BUILD_CHUNK_ROWS,
+): Generator<arrow.RecordBatch> {
+  for (let a = 0; a < numRows; a += chunkRows) {
+    yield columnsToRecordBatch(schema, columns, numRows, arrowSchema, a, Math.min(numRows, a + chunkRows));
+  }
 }

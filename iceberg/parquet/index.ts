@@ -11,7 +11,16 @@ export {
   leafColumns,
   type LeafColumn,
 } from './schema';
-export { columnsToRecordBatch, rowsToRecordBatch, buildData, type Columns, type Row } from './columns';
+export {
+  BUILD_CHUNK_ROWS,
+  buildData,
+  columnsToRecordBatch,
+  columnsToRecordBatches,
+  rowsToRecordBatch,
+  rowsToRecordBatches,
+  type Columns,
+  type Row,
+} from './columns';
 export { conformBatch } from './conform';
 export {
   DEFAULT_METRICS_MODE,

@@ -19,7 +19,7 @@ import {
   parquetRowGroupSizeBytes,
 } from '../spec/table-properties';
 import { DataFileContent, type DataFile, type Schema } from '../spec/types';
-import { columnsToRecordBatch, rowsToRecordBatch, type Columns, type Row } from './columns';
+import { columnsToRecordBatches, rowsToRecordBatches, type Columns, type Row } from './columns';
 import { conformBatch } from './conform';
 import { FlatParquetEncoder, flatEncodable } from './flat-encoder';
 import { MetricsCollector, metricsConfigFromProperties, type ColumnMetrics } from './metrics';
@@ -136,21 +136,31 @@ export function arrowByteLength(data: arrow.Data, from = 0, to = data.length): n
 export type WriteInput =
   { batches: readonly arrow.RecordBatch[] } | { table: arrow.Table } | { rows: readonly Row[] } | { columns: Columns; numRows: number };
 
-export function toRecordBatches(schema: Schema, input: WriteInput, arrowSchema = icebergToArrowSchema(schema)): arrow.RecordBatch[] {
-  if ('rows' in input) return [rowsToRecordBatch(schema, input.rows, arrowSchema)];
-  if ('columns' in input) return [columnsToRecordBatch(schema, input.columns, input.numRows, arrowSchema)];
+/**
+ * The batches of an input, conformed to `arrowSchema`. Rows and columns are built
+ * BUILD_CHUNK_ROWS at a time as the consumer iterates (columns.ts, rowsToRecordBatches).
+ */
+export function toRecordBatches(
+  schema: Schema,
+  input: WriteInput,
+  arrowSchema = icebergToArrowSchema(schema),
+): Iterable<arrow.RecordBatch> {
+  if ('rows' in input) return rowsToRecordBatches(schema, input.rows, arrowSchema);
+  if ('columns' in input) return columnsToRecordBatches(schema, input.columns, input.numRows, arrowSchema);
   const batches = 'table' in input ? input.table.batches : input.batches;
   return batches.map((b) => (b.schema === arrowSchema ? b : conformBatch(schema, b, arrowSchema)));
 }
 
 /**
  * Encodes already-conformed batches (layout of `arrowSchema`) as one Parquet file and computes
- * its DataFile facts. Pure CPU + wasm memory; no I/O.
+ * its DataFile facts. Pure CPU + wasm memory; no I/O. A flat schema takes the batches one at a
+ * time as it iterates them (each is encoded into pages and its metrics taken before the next is
+ * asked for), so a lazy iterable never holds the whole file as Arrow.
  */
 export async function encodeParquet(
   schema: Schema,
   arrowSchema: arrow.Schema,
-  batches: readonly arrow.RecordBatch[],
+  batches: Iterable<arrow.RecordBatch>,
   options: ParquetWriteOptions = {},
 ): Promise<WrittenParquet> {
   // One-shot: measured no faster streamed (ParquetStreamWriter), so only the rolling writer,
@@ -158,21 +168,32 @@ export async function encodeParquet(
   const metrics = new MetricsCollector(schema, options.metrics ?? metricsConfigFromProperties(schema));
   let recordCount = 0,
     arrowBytes = 0;
-  for (const b of batches) {
-    recordCount += b.numRows;
-    arrowBytes += arrowByteLength(b.data);
-  }
-  const plain = batches.length > 0 ? highCardinalityColumns(batches[0]!) : [];
-  let bytes: Uint8Array;
-  if (recordCount > 0 && flatEncodable(schema, options.codec)) {
-    const enc = new FlatParquetEncoder(schema, { ...options, plainColumns: plain });
-    for (const b of batches) await enc.write(b);
-    // the metrics while the last pages compress (on libuv's thread pool)
-    for (const b of batches) metrics.add(b);
-    bytes = (await enc.finish()).bytes;
+  let bytes: Uint8Array | undefined;
+  const rest: arrow.RecordBatch[] = [];
+  if (flatEncodable(schema, options.codec)) {
+    let enc: FlatParquetEncoder | undefined;
+    for (const b of batches) {
+      if (b.numRows === 0) continue;
+      recordCount += b.numRows;
+      arrowBytes += arrowByteLength(b.data);
+      enc ??= new FlatParquetEncoder(schema, { ...options, plainColumns: highCardinalityColumns(b) });
+      await enc.write(b);
+      // the metrics while this batch's pages compress (on libuv's thread pool)
+      metrics.add(b);
+    }
+    if (enc) bytes = (await enc.finish()).bytes;
   } else {
-    for (const b of batches) metrics.add(b);
-    const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, batches as arrow.RecordBatch[]), 'stream');
+    for (const b of batches) {
+      recordCount += b.numRows;
+      arrowBytes += arrowByteLength(b.data);
+      metrics.add(b);
+      rest.push(b);
+    }
+  }
+  if (bytes === undefined) {
+    // nested schemas, and files of no rows (parquet-rs writes the empty file)
+    const plain = rest.length > 0 ? highCardinalityColumns(rest[0]!) : [];
+    const ipc = arrow.tableToIPC(new arrow.Table(arrowSchema, rest), 'stream');
     // writeParquet consumes (frees) the wasm table and the properties, even when it throws
     bytes = parquetWasm.writeParquet(parquetWasm.Table.fromIPCStream(ipc), writerProperties(options, plain));
   }
