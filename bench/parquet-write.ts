@@ -2,7 +2,10 @@
  * Parquet write throughput: floe's writer (JS -> Arrow -> Parquet, with Iceberg metrics; this flat
  * schema takes the flat encoder, flat-encoder.ts, nested ones parquet-wasm)
  * vs pyarrow `pq.write_table` on the same 1M-row x 8-column event batch, both ZSTD: on one thread,
- * and as the worker writes (Arrow built on the reading thread beside one encoder thread).
+ * and as the worker writes (Arrow built on the reading thread beside one encoder thread). The
+ * one-thread lines call `writeParquetFile` with the columns (or row objects): it builds Arrow 16Ki
+ * rows at a time and encodes each chunk before building the next. Both sides get one uncounted
+ * warm-up run.
  *
  *   npx tsx bench/parquet-write.ts [--rows 1000000] [--runs 3]
  *

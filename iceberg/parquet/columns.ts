@@ -232,8 +232,9 @@ function buildString(c: PrimitiveColumn): arrow.Data {
       const bytes = Buffer.byteLength(joined, 'utf8');
       if (pos + bytes > 0x7fffffff) throw bad(path, 'less than 2 GiB of string data per batch', `${pos + bytes} bytes`);
       reserve(bytes, rest);
-      buf.write(joined, pos, 'utf8');
+      // as many bytes as UTF-16 units: all ASCII, whose UTF-8 is its Latin-1 (a plain copy)
       const ascii = bytes === joined.length;
+      buf.write(joined, pos, ascii ? 'latin1' : 'utf8');
       for (let i = c0; i < c1; i++) {
         const str = strs[i - c0]!;
         if (!ascii) wellFormed(str, path);
