@@ -614,21 +614,20 @@ function compileConvert(c: ColumnConfig, transforms: string[]): Convert {
           const us = ms * 1000n;
           return us >= bounds.lo && us <= bounds.hi ? us : bounds.check(us, v, `${show(v)} ms`);
         }
-        const t = iso;
-        if (!parseIsoTimestamp(v, t)) throw fail(col, 'an ISO-8601 timestamp', v);
-        if (withZone && t.zone === 0) throw new DecodeError(`${col}: timestamptz needs a zone (Z or ±hh:mm), found ${show(v)}`);
-        const days = civilDays(t.y, t.mo, t.d);
-        const secs = clockSeconds(t.h, t.mi, t.s);
+        if (!parseIsoTimestamp(v, iso)) throw fail(col, 'an ISO-8601 timestamp', v);
+        if (withZone && iso.zone === 0) throw new DecodeError(`${col}: timestamptz needs a zone (Z or ±hh:mm), found ${show(v)}`);
+        const days = civilDays(iso.y, iso.mo, iso.d);
+        const secs = clockSeconds(iso.h, iso.mi, iso.s);
         if (days === undefined || secs === undefined) throw fail(col, 'a timestamp that exists (no Feb 30, no 24:00, no leap second)', v);
         let offset = 0;
-        if (t.zone === 2) {
-          if (t.zh > 18 || t.zm > 59) throw fail(col, 'a zone offset within ±18:00', v);
-          offset = t.zsign * (t.zh * 3600 + t.zm * 60);
+        if (iso.zone === 2) {
+          if (iso.zh > 18 || iso.zm > 59) throw fail(col, 'a zone offset within ±18:00', v);
+          offset = iso.zsign * (iso.zh * 3600 + iso.zm * 60);
         }
-        if (t.subMicros) throw subMicrosError(col, v, 'timestamp');
+        if (iso.subMicros) throw subMicrosError(col, v, 'timestamp');
         const sec = days * 86_400 + secs - offset;
         // within ±9e9 s (years 1685 to 2255) the micros are a safe integer: one bigint, not four
-        const us = sec > -9e9 && sec < 9e9 ? BigInt(sec * 1_000_000 + t.micros) : BigInt(sec) * 1_000_000n + BigInt(t.micros);
+        const us = sec > -9e9 && sec < 9e9 ? BigInt(sec * 1_000_000 + iso.micros) : BigInt(sec) * 1_000_000n + BigInt(iso.micros);
         return bounds.check(us, v);
       };
     }

@@ -538,10 +538,19 @@ export function columnsToRecordBatch(
   from = 0,
   to = numRows,
 ): arrow.RecordBatch {
+  checkLengths(columns, numRows);
+  checkRange(from, to, numRows);
+  return columnsRange(schema, columns, arrowSchema, from, to);
+}
+
+function checkLengths(columns: Columns, numRows: number): void {
   for (const [name, col] of Object.entries(columns)) {
     if (col.length !== numRows) throw IcebergError.mismatch('DataInvalid', `column ${name} length`, numRows, col.length);
   }
-  checkRange(from, to, numRows);
+}
+
+/** Rows [from, to) of columns already checked. */
+function columnsRange(schema: Schema, columns: Columns, arrowSchema: arrow.Schema, from: number, to: number): arrow.RecordBatch {
   return batchFrom(
     schema,
     arrowSchema,
@@ -549,10 +558,15 @@ export function columnsToRecordBatch(
     from,
     (f) => {
       const col = columns[f.name];
-      return col === undefined ? () => null : from === 0 ? (i) => col[i] : (i) => col[from + i];
+      return col === undefined ? () => null : (i) => col[from + i];
     },
     (f, arrowType) => typedColumnData(f.type, arrowType, columns[f.name], from, to),
   );
+}
+
+/** Batches of rows [a, b), `chunkRows` at a time, each built when the consumer asks for it. */
+function* inChunks(numRows: number, chunkRows: number, build: (a: number, b: number) => arrow.RecordBatch): Generator<arrow.RecordBatch> {
+  for (let a = 0; a < numRows; a += chunkRows) yield build(a, Math.min(numRows, a + chunkRows));
 }
 
 /**
@@ -560,17 +574,16 @@ export function columnsToRecordBatch(
  * never all Arrow at once, and each chunk's buffers are small enough for the allocator to reuse
  * freed ones (fresh memory costs a page fault per 4 KiB on first touch).
  */
-export function* rowsToRecordBatches(
+export function rowsToRecordBatches(
   schema: Schema,
   rows: readonly Row[],
   arrowSchema = icebergToArrowSchema(schema),
   chunkRows = BUILD_CHUNK_ROWS,
 ): Generator<arrow.RecordBatch> {
-  for (let a = 0; a < rows.length; a += chunkRows)
-    yield rowsToRecordBatch(schema, rows, arrowSchema, a, Math.min(rows.length, a + chunkRows));
+  return inChunks(rows.length, chunkRows, (a, b) => rowsToRecordBatch(schema, rows, arrowSchema, a, b));
 }
 
-/** Columns in batches of `chunkRows`, as rowsToRecordBatches. */
+/** Columns in batches of `chunkRows`, as rowsToRecordBatches (their lengths checked once, at the first). */
 export function* columnsToRecordBatches(
   schema: Schema,
   columns: Columns,
@@ -578,7 +591,6 @@ export function* columnsToRecordBatches(
   arrowSchema = icebergToArrowSchema(schema),
   chunkRows = BUILD_CHUNK_ROWS,
 ): Generator<arrow.RecordBatch> {
-  for (let a = 0; a < numRows; a += chunkRows) {
-    yield columnsToRecordBatch(schema, columns, numRows, arrowSchema, a, Math.min(numRows, a + chunkRows));
-  }
+  checkLengths(columns, numRows);
+  yield* inChunks(numRows, chunkRows, (a, b) => columnsRange(schema, columns, arrowSchema, a, b));
 }
