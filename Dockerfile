@@ -23,6 +23,7 @@ COPY ingest ./ingest
 COPY maintenance ./maintenance
 COPY observability ./observability
 COPY stack ./stack
+COPY table ./table
 COPY workers ./workers
 COPY workflows ./workflows
 RUN npm run build

@@ -21,6 +21,8 @@ const ioPackages = [
   '../stack/*',
   '../ingest',
   '../ingest/*',
+  '../table',
+  '../table/*',
 ];
 
 export default tseslint.config(

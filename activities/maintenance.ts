@@ -27,7 +27,7 @@ import {
   type RewriteGroupResult,
 } from '../maintenance/index';
 import { tableConfigOrUndefined } from '../maintenance/compact';
-import { clearPending, markPending } from '../maintenance/pending';
+import { clearPending, markPending } from '../table/pending';
 import type { MaintenanceConfig } from '../config';
 import { heartbeating } from './heartbeat';
 import { currentRun } from './failures';
@@ -66,7 +66,7 @@ export const createMaintenanceActivities = (deps: Deps) => ({
   },
   /**
    * Announces that files named `<filePrefix>...` under the table location belong to a commit in
-   * flight, so the orphan sweep keeps them (maintenance/pending.ts). Idempotent.
+   * flight, so the orphan sweep keeps them (table/pending.ts). Idempotent.
    */
   async markPendingFiles(input: { location: string; owner: string; filePrefix: string }): Promise<void> {
     await markPending(deps.tables.io, input.location, input.owner, input.filePrefix);

@@ -85,6 +85,7 @@ import {
   type TopicContents,
 } from '../test/support/chaos-check';
 import { prng } from './support/prng';
+import { ensureIngestTables } from '../ingest/tables';
 
 const SERVICES: ChaosService[] = ['kafka', 'temporal', 's3', 'postgres'];
 /** The running main's cleanup, for the CLI's SIGINT/SIGTERM handler. */
@@ -312,7 +313,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
   const deps = await createDeps(cfg);
   let blockRange: { from: Record<string, string>; to: Record<string, string> };
   try {
-    await deps.tables.ensureIngestTables(t);
+    await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
     const low = await resolveResetTarget(deps.admin, topic, { kind: 'earliest' });
     const high = await resolveResetTarget(deps.admin, topic, { kind: 'latest' });
     blockRange = { from: low, to: high };

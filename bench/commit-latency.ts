@@ -2,7 +2,7 @@
  * Commit latency of a fast append as the table's history grows: p50/p99 over `--samples` appends
  * measured after 10, 1,000 and 10,000 earlier commits (SQLite catalog, local file:// warehouse,
  * one small data file per commit, manifest merging on as by default). The table has floe's default
- * properties, as ingest/tables.ts creates ingest tables: delete-after-commit with 100 previous
+ * properties, as table/tables.ts creates ingest tables: delete-after-commit with 100 previous
  * metadata versions, Parquet/zstd. Between measuring points the table is grown with the same
  * appends (timed too, reported as the build rate).
  * Reference: the same append through PyIceberg (SqlCatalog on the same kind of table) at the first
@@ -45,7 +45,7 @@ const file = (i: number): DataFile => ({
   nullValueCounts: new Map([[1, 0]]),
 });
 
-/** floe's table properties for ingest tables (ingest/tables.ts `create`), kept in step by hand. */
+/** floe's table properties for ingest tables (table/tables.ts `createTable`), kept in step by hand. */
 const FLOE_TABLE_PROPERTIES: Record<string, string> = {
   [WRITE_FORMAT_DEFAULT]: 'parquet',
   [PARQUET_COMPRESSION]: 'zstd',

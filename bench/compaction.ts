@@ -19,7 +19,7 @@ import { ensureStack } from '../stack/stack';
 import { floeHome } from '../stack/paths';
 import { runPythonJson } from '../stack/python';
 import { loadConfig, findTable, type FloeConfig } from '../config';
-import { openTables } from '../ingest/tables';
+import { openTables } from '../table/tables';
 import { mapConcurrent } from '../iceberg/scan/parallel';
 import { liveDataFiles, toLiveFiles } from '../maintenance/index';
 import { fastAppend } from '../iceberg/transaction';
@@ -28,8 +28,9 @@ import { compactTable } from '../client/maintenance';
 import { spawnWorker, WORKER_V8_FLAGS } from '../workers/process';
 import { orderEvents } from '../demo/generator';
 import type { Row } from '../ingest/decode';
-import { s3Options } from '../ingest/storage';
+import { s3Options } from '../table/storage';
 import type { DataFile } from '../iceberg/spec/types';
+import { ensureIngestTables } from '../ingest/tables';
 
 const arg = (name: string, env: string, def: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -69,7 +70,7 @@ async function seed(cfg: FloeConfig, table: string): Promise<{ files: number; by
   const t = findTable(cfg, table);
   const tables = await openTables(cfg);
   try {
-    await tables.ensureIngestTables(t);
+    await ensureIngestTables(tables, t, cfg.schemaRegistry);
     // Each call writes one file per partition (placed, paid) from ROWS events, so a file holds
     // ~ROWS/2 rows (the line printed says how many); kept so figures stay comparable across runs.
     const calls = Math.ceil(FILES / 2);

@@ -25,6 +25,7 @@ import { pollAndWrite } from '../ingest/poll-write';
 import type { FileListEntry } from '../ingest/types';
 import { commitCycle } from '../ingest/commit-cycle';
 import { dataFileToWire } from '../iceberg/spec/data-file';
+import { ensureIngestTables } from '../ingest/tables';
 
 /** `--codec lz4|snappy|zstd|uncompressed`: the table's write.parquet.compression-codec (default: Iceberg's zstd). */
 const CODEC = process.argv.includes('--codec') ? process.argv[process.argv.indexOf('--codec') + 1] : undefined;
@@ -62,7 +63,7 @@ async function main() {
   await produceBenchEvents(kafka, name, PARTITIONS, EVENTS);
   const deps = await createDeps(cfg);
   // created before the clock starts (the overlap check over the catalog's tables is not ingest speed)
-  await deps.tables.ensureIngestTables(t);
+  await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
   const partitions = Array.from({ length: PARTITIONS }, (_, i) => i);
   console.log(
     `cycle phases: ${EVENTS} events of ~1 KiB JSON, ${PARTITIONS} partition(s), ${CYCLES} cycles of ${t.maxRecordsPerCycle} records, ${SPLIT ? `read, decode, write one after another (${FRESH ? 'a fresh consumer per cycle' : 'kept consumer'})` : "the worker's poll step (encoding while reading)"}, encoder threads ${deps.encoders?.size ?? 0}, ${new Date().toISOString()}`,

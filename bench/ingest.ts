@@ -30,12 +30,13 @@ import {
 import { loadConfig, type FloeConfig } from '../config';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus } from '../client';
 import { createWorker } from '../workers';
-import { openTables } from '../ingest/tables';
-import { parseOffsets } from '../ingest/cursor';
+import { openTables } from '../table/tables';
+import { parseOffsets } from '../table/cursor';
 import { ancestors } from '../iceberg/spec/metadata';
 import { readColumnValues } from '../client/tables';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ensureIngestTables } from '../ingest/tables';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -111,7 +112,7 @@ async function throughput(partitions: number, format: 'json' | 'avro' = 'json') 
   // The table exists before the clock starts: creating it checks every table of the catalog for an
   // overlapping location (seconds on a catalog of thousands of tables), which is not ingest speed.
   const tables = await openTables(cfg);
-  await tables.ensureIngestTables(cfg.tables[0]!).finally(() => tables.close());
+  await ensureIngestTables(tables, cfg.tables[0]!, cfg.schemaRegistry).finally(() => tables.close());
   const t0 = await withWorker(cfg, async () => {
     const start = Date.now();
     await startIngest(fc, table);

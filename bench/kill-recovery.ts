@@ -16,7 +16,7 @@ import { ensureStack } from '../stack/stack';
 import { floeHome } from '../stack/paths';
 import { loadConfig } from '../config';
 import { connectClient, signalIngest, startIngest, waitForIngest } from '../client';
-import { openTables } from '../ingest/tables';
+import { openTables } from '../table/tables';
 import { readColumnValues } from '../client/tables';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
 

@@ -1,5 +1,5 @@
 /**
- * What a data-file list costs in Temporal history inline vs staged (maintenance/staged-files.ts),
+ * What a data-file list costs in Temporal history inline vs staged (table/staged-files.ts),
  * and what staging costs: for lists of N files of a 9-column table (examples/orders.yaml columns,
  * partitioned bucket[512](order_id) x currency so every file has its own partition), prints the
  * wire-form JSON bytes (inline, in history twice per cycle: poll result and commit input), the
@@ -14,7 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { ensureStack } from '../stack/stack';
 import { loadConfig } from '../config';
-import { openTables, schemaOf } from '../ingest/tables';
+import { openTables } from '../table/tables';
+import { schemaOf } from '../ingest/tables';
 import { MemoryFileIO } from '../iceberg/io/memory';
 import { newTableMetadata } from '../iceberg/spec/metadata';
 import { writePartitionedRows } from '../iceberg/parquet';
@@ -27,7 +28,7 @@ import {
   readStagedDataFiles,
   wireListBytes,
   writeStagedDataFiles,
-} from '../maintenance/staged-files';
+} from '../table/staged-files';
 
 const argIdx = process.argv.indexOf('--sizes');
 const SIZES = (argIdx >= 0 ? process.argv[argIdx + 1]! : '100,300,1000,5000').split(',').map(Number);

@@ -5,6 +5,7 @@ import { CliError, EXIT, usage } from './exit';
 import { findTable, topicEntry, topicSetLabel } from '../config';
 import { parseDuration } from '../config/units';
 import { ingestStatusLines } from './format';
+import { ensureIngestTables } from '../ingest/tables';
 
 // Loaded by the commands that use them, not at start: `floe --help` should not pay for the
 // Temporal SDK, Kafka, S3 and Parquet modules (~1 s of loading on a small machine).
@@ -177,7 +178,7 @@ function registerIngestReset(ingest: Command): void {
       const target = usage(() => parseResetTarget(o.to));
       const deps = await createDeps(cfg);
       try {
-        await deps.tables.ensureIngestTables(t);
+        await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
         const r = await resetCursor(deps.tables, t, t.ingestId, await resolveResetTarget(deps.admin, t.topic, target));
         if (o.json) {
           printJson({ table: t.table, ingestId: t.ingestId, topic: t.topic, changed: r.changed, before: r.before.offsets, after: r.after });

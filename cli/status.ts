@@ -22,7 +22,7 @@ export function registerStatusCommand(program: Command): void {
       const [{ connectClient }, { statusOverview }, { openTables }] = await Promise.all([
         import('../client'),
         import('../client/overview'),
-        import('../ingest/tables'),
+        import('../table/tables'),
       ]);
       const [fc, tables] = await Promise.all([connectClient(cfg), openTables(cfg)]);
       const tty = process.stdout.isTTY && !o.json;

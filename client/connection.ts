@@ -17,9 +17,10 @@ import { loadClientConfigProfile, type ClientConfigProfile, type ConfigDataSourc
 // Type only: loading @temporalio/worker (the Rust core bridge, ~0.5 s) is for workers, not for every CLI call.
 import type { NativeConnection } from '@temporalio/worker';
 import type { TemporalConfig } from '../config';
+import { PORTS } from '../config/local-stack';
 import { SEARCH_ATTRIBUTES } from '../contract';
 
-export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+export const DEFAULT_TEMPORAL_ADDRESS = `127.0.0.1:${PORTS.temporal}`;
 
 export interface TemporalTarget {
   address: string;

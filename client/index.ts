@@ -58,7 +58,8 @@ export async function connectClient(cfg: FloeConfig): Promise<FloeClient> {
 export async function ingestTableDrift(cfg: FloeConfig, t: TableConfig): Promise<string[]> {
   // Loaded here, not at the top: the catalog, S3 and Parquet modules cost ~0.5 s, and the status,
   // signal and stop paths of the CLI never need them (only Temporal).
-  const { deadLetterColumns, openTables } = await import('../ingest/tables');
+  const { openTables } = await import('../table/tables');
+  const { deadLetterColumns } = await import('../ingest/tables');
   const { parseIdentifier } = await import('../iceberg/catalog/catalog');
   const tables = await openTables(cfg);
   try {

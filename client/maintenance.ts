@@ -19,7 +19,7 @@ import {
 } from '@temporalio/client';
 import type { FloeConfig, TableConfig } from '../config';
 import { entryTables, findTable } from '../config';
-import { openTables } from '../ingest/tables';
+import { openTables } from '../table/tables';
 import {
   fileStats,
   liveDataFiles,

@@ -9,7 +9,7 @@ import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import type { TableConfig } from '../config';
 import { maintenanceScheduleId } from '../workflows';
 import { ingestStatus, rootCause, type FloeClient, type IngestStatusView } from './ingest-status';
-import type { Tables } from '../ingest/tables';
+import type { Tables } from '../table/tables';
 
 export const MAINTENANCE_KINDS = ['compact', 'expire', 'orphans'] as const;
 export type MaintenanceKind = (typeof MAINTENANCE_KINDS)[number];

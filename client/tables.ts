@@ -4,9 +4,9 @@
  */
 import { entryTables, type FloeConfig } from '../config';
 import { listedRouteTables, minimumOffsets } from '../ingest/route';
-import { openTables, type Tables } from '../ingest/tables';
+import { openTables, type Tables } from '../table/tables';
 import { ancestors } from '../iceberg/spec/metadata';
-import { readCursor } from '../ingest/cursor';
+import { readCursor } from '../table/cursor';
 import type { IngestStatus } from '../workflows';
 import { planFiles } from '../iceberg/scan';
 import { readParquetBatches } from '../iceberg/parquet';

@@ -92,7 +92,7 @@ export const SEARCH_ATTRIBUTES = { FloeTable: 'Keyword', FloeKind: 'Keyword', Fl
 /** FloeKind: which job a workflow is. */
 export type FloeKind = 'ingest' | 'backfill' | 'compact' | 'expire' | 'orphans' | 'maintain';
 
-/** Table property holding an ingest id's cursor (see ingest/cursor.ts). */
+/** Table property holding an ingest id's cursor (see table/cursor.ts). */
 export const CURSOR_PROPERTY_PREFIX = 'floe.cursor.';
 /** Dead-letter table property: offsets below which this ingest id's dead letters are recorded. */
 export const DEAD_LETTER_CURSOR_PROPERTY_PREFIX = 'floe.dead-letter-cursor.';

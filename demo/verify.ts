@@ -6,7 +6,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import type { FloeConfig } from '../config';
 import { findTable } from '../config';
-import { openTables } from '../ingest/tables';
+import { openTables } from '../table/tables';
 import { readColumnValues } from '../client/tables';
 import { runPythonJson } from '../stack/python';
 

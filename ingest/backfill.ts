@@ -6,10 +6,11 @@
  */
 import { createHash } from 'node:crypto';
 import { FailureType, nonRetryable } from '../contract';
-import { allCursors, formatOffsets, type Offsets } from './cursor';
+import { allCursors, formatOffsets, type Offsets } from '../table/cursor';
 import { topicWatermarks } from './kafka';
 import { ingestTableConfig, type Deps } from './deps';
 import type { OffsetRange } from './types';
+import { ensureIngestTables } from './tables';
 
 /** A range end: an ISO time (first offset at/after it), offsets per partition, or one offset for all. */
 export type BackfillBound = { time: string } | { offsets: Offsets } | { offset: string };
@@ -37,7 +38,7 @@ export async function prepareBackfill(deps: Deps, input: PrepareBackfillInput): 
       FailureType.ConfigError,
       `table ${t.table} routes its records over several tables: a backfill of a route is not supported`,
     );
-  await deps.tables.ensureIngestTables(t);
+  await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
   const wm = await topicWatermarks(deps.admin, t.topic);
   const resolve = async (b: BackfillBound, what: string): Promise<Offsets> => {
     const out: Offsets = {};

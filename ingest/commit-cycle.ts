@@ -10,9 +10,9 @@ import { isIcebergError } from '../iceberg/errors';
 import { mapConcurrent } from '../iceberg/scan/parallel';
 import type { TableMetadata } from '../iceberg/spec/types';
 import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
-import { clearPending } from '../maintenance/pending';
-import { deleteStaged, expandFileList, stagedLocations } from '../maintenance/staged-files';
-import { crashPoint } from './crash-points';
+import { clearPending } from '../table/pending';
+import { deleteStaged, expandFileList, stagedLocations } from '../table/staged-files';
+import { crashPoint } from '../table/crash-points';
 import {
   SUMMARY_COMMIT_ID,
   SUMMARY_DEAD_LETTERS,
@@ -27,7 +27,7 @@ import {
   maxOffsets,
   readCursor,
   readDeadLetterCursor,
-} from './cursor';
+} from '../table/cursor';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { mirrorOffsets } from './mirror';
 import type { CommitInput, CommitResult } from './types';

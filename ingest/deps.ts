@@ -11,8 +11,8 @@ import type { BufferBudget } from './buffer-budget';
 import { ConsumerPool } from './kafka';
 import { connectKafka } from './kafka-security';
 import { awaitMirrors } from './mirror';
-import { checkStorageCredentials } from './storage';
-import { openTables, type Tables } from './tables';
+import { checkStorageCredentials } from '../table/storage';
+import { openTables, type Tables } from '../table/tables';
 
 export interface Deps {
   cfg: FloeConfig;
@@ -110,7 +110,7 @@ export function ingestTableConfig(cfg: FloeConfig, table: string, topic?: string
   }
 }
 
-/** Owner of an ingest id's pending-file markers (maintenance/pending.ts). */
+/** Owner of an ingest id's pending-file markers (table/pending.ts). */
 export const pendingOwner = (ingestId: string): string => `ingest-${ingestId}`;
 
 // A table's location never changes under floe (set-location is not used): cache it per Tables.

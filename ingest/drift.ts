@@ -26,7 +26,7 @@
 import type { ColumnConfig, PartitionFieldConfig, TableConfig } from '../config/types';
 import { currentSchema, defaultSpec } from '../iceberg/spec/metadata';
 import type { IcebergType, NestedField, StructType, TableMetadata } from '../iceberg/spec/types';
-import { columnType } from './tables';
+import { columnType } from '../ingest/tables';
 import { typeString } from '../iceberg/spec/schema';
 
 export { typeString };

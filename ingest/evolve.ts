@@ -24,7 +24,8 @@ import type { IcebergType, LoadedTable, NestedField, TableMetadata } from '../ic
 import { Transaction, type PendingCommit, type TableAction } from '../iceberg/transaction';
 import { olderField } from './drift';
 import { newSchemaCommit } from './schema-commit';
-import { columnType, icebergType, type Tables } from './tables';
+import { type Tables } from '../table/tables';
+import { columnType, icebergType } from '../ingest/tables';
 
 /** Optional config columns absent from the current schema and from every older one. */
 export function columnsToAdd(columns: readonly ColumnConfig[], m: TableMetadata): ColumnConfig[] {

@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { KafkaRecord } from './decode';
-import type { Offsets } from './cursor';
+import type { Offsets } from '../table/cursor';
 
 export interface Watermarks {
   low: Offsets;

@@ -3,7 +3,7 @@
  * the table is the source of truth, the group is never read back.
  */
 import type { TableConfig } from '../config';
-import type { Offsets } from './cursor';
+import type { Offsets } from '../table/cursor';
 import type { Admin } from 'kafkajs';
 
 /** In-flight cursor mirrors by consumer group (one per group at a time; awaited by Deps.close). */

@@ -7,13 +7,21 @@
 import type { TableConfig } from '../config';
 import { FailureType, nonRetryable, type StepRun } from '../contract';
 import type { TableMetadata } from '../iceberg/spec/types';
-import { allCursors, formatOffsets, readCursor, readDeadLetterCursor, type Cursor, type DeadLetterCursor, type Offsets } from './cursor';
+import {
+  allCursors,
+  formatOffsets,
+  readCursor,
+  readDeadLetterCursor,
+  type Cursor,
+  type DeadLetterCursor,
+  type Offsets,
+} from '../table/cursor';
 import { ingestTableConfig, type Deps } from './deps';
-import { crashPoint } from './crash-points';
+import { crashPoint } from '../table/crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
 import { addConfiguredColumns } from './evolve';
 import { ingestWatermarks, type MissingTopic } from './watermarks';
-import { deadLetterColumns } from './tables';
+import { deadLetterColumns } from '../ingest/tables';
 import {
   ROUTE_BASE_PROPERTY,
   ROUTE_TABLE_PROPERTY_PREFIX,
@@ -23,6 +31,7 @@ import {
   staticRouteTables,
 } from './route';
 import type { CyclePlan, RouteTablePlan, TableRef } from './types';
+import { ensureIngestTables } from './tables';
 
 /** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */
 function refuseSecondLiveIngest(t: TableConfig, ingestId: string, m: TableMetadata): void {
@@ -45,7 +54,7 @@ const missingMeans = (ref: TableRef, cursor: { commitId: string | null }): Missi
 export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promise<CyclePlan> {
   const t = ingestTableConfig(deps.cfg, ref.table, ref.topic);
   if (t.route) return planRoute(deps, t, ref, run);
-  await deps.tables.ensureIngestTables(t);
+  await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
   // Optional columns added to the config join the table's schema before anything is written.
   const evolved = await addConfiguredColumns(deps.tables, t, await deps.tables.load(t.table));
   if (evolved.added.length > 0) crashPoint('after-evolve');
@@ -158,7 +167,7 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
       FailureType.ConfigError,
       `table ${t.table} routes its records over several tables: a backfill of a route is not supported`,
     );
-  await deps.tables.ensureIngestTables(t);
+  await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
   const base = await deps.tables.load(t.table);
   const deadLetterMetadata = (await deps.tables.load(t.deadLetterTable)).metadata;
   const statics = staticRouteTables(t);
@@ -176,7 +185,11 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
     // records from the earliest offset, as a new table does.
     const dynamic = !statics.includes(name);
     if (name !== t.table)
-      await deps.tables.ensureIngestTables(dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt);
+      await ensureIngestTables(
+        deps.tables,
+        dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt,
+        deps.cfg.schemaRegistry,
+      );
     const evolved = await addConfiguredColumns(deps.tables, rt, name === t.table ? base : await deps.tables.load(name));
     if (evolved.added.length > 0) crashPoint('after-evolve');
     const m = evolved.table.metadata;

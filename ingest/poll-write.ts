@@ -6,11 +6,12 @@
  * attempt; the dead attempt's files are orphans. No Temporal here (activities/index.ts binds it).
  */
 import { FailureType, StepCancelled, nonRetryable, type StepRun } from '../contract';
-import { markPending } from '../maintenance/pending';
-import { INLINE_FILE_LIST_BUDGET_BYTES, fileListForHistory } from '../maintenance/staged-files';
-import type { Offsets } from './cursor';
-import { crashPoint } from './crash-points';
-import { DecoderConfigError, deadLetterRow, type KafkaRecord, type Row } from './decode';
+import { markPending } from '../table/pending';
+import { INLINE_FILE_LIST_BUDGET_BYTES, fileListForHistory } from '../table/staged-files';
+import type { Offsets } from '../table/cursor';
+import { crashPoint } from '../table/crash-points';
+import { deadLetterRow, type KafkaRecord, type Row } from './decode';
+import { DecoderConfigError } from './formats/errors';
 import { TableSink } from './table-sink';
 import { RoutedWriters, routedFileLists } from './route-write';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
@@ -132,7 +133,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   for (const p of input.partitions) highWatermarks[String(p)] = wm.high[String(p)] ?? '0';
   // A list past its group's share of the inline budget (thousands of files: a wide partition
   // spec, a backlog) would not fit Temporal's payload limit: it is staged as a manifest named
-  // `<prefix>.avro` (marked pending above) and history carries the reference (maintenance/staged-files.ts).
+  // `<prefix>.avro` (marked pending above) and history carries the reference (table/staged-files.ts).
   const budget = Math.floor(INLINE_FILE_LIST_BUDGET_BYTES / Math.max(1, Math.min(t.parallelism, allPartitions.length)));
   const stage = (table: string) => ({ metadata: async () => (await deps.tables.load(table)).metadata, baseName: prefix });
   return {

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Admin } from 'kafkajs';
 import type { TableConfig } from '../config';
 import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
-import type { Tables } from './tables';
+import type { Tables } from '../table/tables';
 import { topicWatermarks } from './kafka';
 import { listedRouteTables, staticRouteTables } from './route';
 import {
@@ -28,7 +28,7 @@ import {
   sameOffsets,
   type Cursor,
   type Offsets,
-} from './cursor';
+} from '../table/cursor';
 
 export const SUMMARY_RESET = 'floe.reset';
 

@@ -10,8 +10,9 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import type { PartitionedRowWriter } from '../iceberg/parquet';
 import type { DataFile, TableMetadata } from '../iceberg/spec/types';
 import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
-import { formatOffsets, readCursor, type Offsets } from './cursor';
-import { DecodeError, type KafkaRecord } from './decode';
+import { formatOffsets, readCursor, type Offsets } from '../table/cursor';
+import type { KafkaRecord } from './decode';
+import { DecodeError } from './formats/errors';
 import type { Deps } from './deps';
 import { RecordSides, type Decoded } from './formats/reader';
 import { TableSink, type DeadLetter } from './table-sink';
@@ -25,7 +26,8 @@ import {
 } from './route';
 import type { PollInput, RoutedFiles } from './types';
 import type { FileIO } from '../iceberg/io/file-io';
-import { fileListForHistory } from '../maintenance/staged-files';
+import { fileListForHistory } from '../table/staged-files';
+import { ensureIngestTables } from './tables';
 
 interface Target {
   /** The table's decoding (JSON or its schema format, evolving it first when needed) and writing. */
@@ -51,11 +53,15 @@ export interface RoutedTableFiles {
  * (concurrent listings of different tables do not overwrite each other), committed by CAS.
  */
 export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<TableMetadata> {
-  await deps.tables.ensureIngestTables({
-    ...t,
-    table: name,
-    properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
-  });
+  await ensureIngestTables(
+    deps.tables,
+    {
+      ...t,
+      table: name,
+      properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table, [routeStartPropertyKey(ingestId)]: formatOffsets(start) },
+    },
+    deps.cfg.schemaRegistry,
+  );
   // One writer per table: a table of that name that this route did not create (another route's
   // template made the same name, or it was there before) is a config problem, not a record's.
   const { metadata } = await deps.tables.load(name);

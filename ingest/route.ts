@@ -8,7 +8,7 @@
  */
 import { ROUTE_VALUE_PLACEHOLDER, entryTables, type FloeConfig, type TableConfig } from '../config';
 import type { KafkaRecord } from './decode';
-import { parseOffsets, type Offsets } from './cursor';
+import { parseOffsets, type Offsets } from '../table/cursor';
 
 /** A record's fate: a table of the route, a dead letter with its reason, or nothing (covered, not written). */
 export type RouteDecision = { table: string } | { deadLetter: string } | { skip: true };

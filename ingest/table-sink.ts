@@ -13,10 +13,11 @@ import { parseIdentifier } from '../iceberg/catalog/catalog';
 import type { PartitionedRowWriter } from '../iceberg/parquet';
 import type { DataFile } from '../iceberg/spec/types';
 import { Transaction } from '../iceberg/transaction';
-import { crashPoint } from './crash-points';
-import { DecoderConfigError, decodeRecord, type KafkaRecord, type Row } from './decode';
+import { crashPoint } from '../table/crash-points';
+import { decodeRecord, type KafkaRecord, type Row } from './decode';
 import type { Deps } from './deps';
 import type { Derived } from './formats/convert';
+import { DecoderConfigError } from './formats/errors';
 import { FormatReader, SchemaIncompatibleStop, type Decoded } from './formats/reader';
 import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
 

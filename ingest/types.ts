@@ -2,33 +2,12 @@
  * Activity inputs/outputs. Everything here crosses Temporal history as JSON: offsets and
  * snapshot ids are decimal strings, data files are in their wire form (iceberg/spec/data-file.ts).
  */
-import type { OffsetRange, Offsets } from './cursor';
+import type { OffsetRange, Offsets } from '../table/cursor';
+import type { FileListEntry, StagedFileList, WireDataFile } from '../table/wire';
 
 export type { OffsetRange };
 
-/** A DataFile in its JSON wire form; opaque to workflows. */
-export type WireDataFile = Record<string, unknown>;
-
-/**
- * A large file list staged in the object store in place of its entries (maintenance/staged-files.ts):
- * an Iceberg manifest under `<table location>/metadata/floe-staged/`, named `<commitId>-g<group>-a<attempt>.avro`.
- * A type (not an interface) so it is a WireDataFile too: file lists stay `Record<string, unknown>[]`.
- */
-export type StagedFileList = {
-  /** Location of the staged list. */
-  stagedFiles: string;
-  /** Data files it holds. */
-  count: number;
-  /** Size of the staged object. */
-  bytes: number;
-};
-
-/**
- * An element of a file list in history: a data file in wire form, or a StagedFileList of them.
- * The workflow only concatenates such lists (so a reference passes through it unchanged); the
- * commit reads staged lists back. Small lists stay inline, exactly as before staging existed.
- */
-export type FileListEntry = WireDataFile;
+export type { FileListEntry, StagedFileList, WireDataFile };
 
 export interface TableRef {
   table: string;

@@ -8,7 +8,7 @@
  * fail it and a group whose inputs vanished (concurrent compaction, expiry) is dropped from the
  * commit and reported instead of failing the others.
  *
- * History stays small whatever the plan's size (maintenance/staged-files.ts): given the run id,
+ * History stays small whatever the plan's size (table/staged-files.ts): given the run id,
  * the planner stages each group's file list as `<location>/metadata/floe-staged/<runId>-plan-a<attempt>-g<index>.json`
  * (after marking `<runId>-` pending) and returns group summaries; a rewrite reads its group from
  * there and stages its outputs beside it (`...-g<index>-out-a<attempt>.json`); the commit gets
@@ -28,11 +28,11 @@ import { partitionPath } from '../iceberg/spec/partition';
 import { readManifestList } from '../iceberg/spec/manifest-list';
 import { type DataFile, ManifestContent, type TableMetadata } from '../iceberg/spec/types';
 import { rewriteFiles } from '../iceberg/transaction';
-import { findCommit, SUMMARY_COMMIT_ID } from '../ingest/cursor';
-import { crashPoint } from '../ingest/crash-points';
-import type { Tables } from '../ingest/tables';
-import { markPending } from './pending';
-import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from './staged-files';
+import { findCommit, SUMMARY_COMMIT_ID } from '../table/cursor';
+import { crashPoint } from '../table/crash-points';
+import type { Tables } from '../table/tables';
+import { markPending } from '../table/pending';
+import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from '../table/staged-files';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
 import { absPath, liveDataFiles, relPath } from './reachable';
@@ -50,7 +50,7 @@ import {
   type RewriteGroupInput,
   type RewriteGroupResult,
 } from './types';
-import type { WireDataFile } from '../ingest/types';
+import type { WireDataFile } from '../table/wire';
 
 /** Where group `index` of a staged plan keeps its file list (`staged`: CompactionPlan.staged). */
 export const stagedGroupLocation = (staged: string, index: number): string => `${staged}-g${index}.json`;

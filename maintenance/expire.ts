@@ -22,11 +22,11 @@ import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transacti
 import type { PendingCommit, TableAction } from '../iceberg/transaction/snapshot-producer';
 import type { TableUpdate } from '../iceberg/transaction/updates';
 import { CURSOR_PROPERTY_PREFIX, DETACHED_RUN, nonRetryable, type StepRun } from '../contract';
-import { carryLegacyCursors } from '../ingest/cursor';
-import type { Tables } from '../ingest/tables';
+import { carryLegacyCursors } from '../table/cursor';
+import type { Tables } from '../table/tables';
 import { checkAsOf } from './window';
 import { mapConcurrent } from '../iceberg/scan/parallel';
-import { crashPoint } from '../ingest/crash-points';
+import { crashPoint } from '../table/crash-points';
 import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireCommitInput, ExpireCommitResult } from './types';
 
 export const PROP_EXPIRE_ID = 'floe.maintenance.expire-id';
@@ -36,7 +36,7 @@ export const PROP_EXPIRE_BEFORE = 'floe.maintenance.expire-base-metadata';
  * `remove-snapshots` for what is old enough, plus the table properties that make the commit
  * findable by a retry. Tables written before ingest cursors were properties have their cursors
  * only in summaries; this commit carries them into properties first, so no cursor depends on
- * history that it cuts (ingest/cursor.ts).
+ * history that it cuts (table/cursor.ts).
  */
 class ExpireAction implements TableAction {
   baseLocation = '';

@@ -3,7 +3,7 @@
  * what the current metadata reaches (every retained snapshot's manifest list, manifests and
  * files, statistics, the current metadata.json and its metadata log), and delete what is left if
  * it is older than the grace period. Never deleted, whatever their age:
- * - files a pending commit announced (maintenance/pending.ts markers), and the markers themselves;
+ * - files a pending commit announced (table/pending.ts markers), and the markers themselves;
  * - anything under another table's location (a table nested inside this one's location).
  *
  * Concurrency: a commit in flight writes files before its CAS makes them reachable. Writers that
@@ -15,8 +15,8 @@
  */
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { locationContains, normalizeLocation, tableLocations } from '../iceberg/catalog/locations';
-import { isPendingMarker, isProtected, listPending } from './pending';
-import type { Tables } from '../ingest/tables';
+import { isPendingMarker, isProtected, listPending } from '../table/pending';
+import type { Tables } from '../table/tables';
 import { reachableFiles, reachableSize } from './reachable';
 import { mapConcurrent } from '../iceberg/scan/parallel';
 import { checkAsOf } from './window';

@@ -3,7 +3,7 @@
  * orphan removal). Everything here crosses Temporal history as JSON: snapshot ids are decimal
  * strings, data files are in their wire form, file lists are kept short (relative paths, caps).
  */
-import type { WireDataFile } from '../ingest/types';
+import type { WireDataFile } from '../table/wire';
 
 export type MaintenanceKind = 'compact' | 'expire' | 'orphans';
 
@@ -276,7 +276,7 @@ export interface OrphansResult {
   orphanBytes: number;
   /** Unreachable but younger than the grace period (an in-flight commit may still claim them). */
   keptByGracePeriod: number;
-  /** Unreachable but announced by a pending commit's marker (maintenance/pending.ts), whatever their age. */
+  /** Unreachable but announced by a pending commit's marker (table/pending.ts), whatever their age. */
   keptByPending: number;
   /** Pending markers found (never deleted by the sweep). */
   pendingMarkers: number;

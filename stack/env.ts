@@ -1,37 +1,14 @@
 import { join } from 'node:path';
+import { CCOMPAT_PATH, PG_DEFAULTS, PORTS, S3_DEFAULTS } from '../config/local-stack';
 import { stackPaths } from './paths';
 
 // Endpoints of the local stack. Each can be overridden by the environment variable the rest of
 // floe reads (config/load.ts), so tests and the worker can point at an external stack; a service
 // whose endpoint is overridden is treated as external: ensureStack() only health-checks it.
 
-export const PORTS = {
-  temporal: 7233,
-  temporalUi: 8233,
-  kafka: 9092,
-  kafkaController: 9093,
-  /** The broker's SASL_SSL listener (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER over TLS with the stack's test CA). */
-  kafkaSaslSsl: 9094,
-  /** The broker's SSL listener that requires a client certificate (mutual TLS, no SASL). */
-  kafkaMtls: 9095,
-  s3: 8333,
-  icebergRest: 8181,
-  postgres: 5433,
-  /** Apicurio Registry (the Schema Registry's conventional port); its Confluent API is under /apis/ccompat/v7. */
-  schemaRegistry: 8081,
-} as const;
-
-/** Where Apicurio serves the Confluent Schema Registry API: the base URL Confluent clients take. */
-export const CCOMPAT_PATH = '/apis/ccompat/v7';
-
-export const S3_DEFAULTS = {
-  accessKeyId: 'floe',
-  secretAccessKey: 'floe-secret',
-  bucket: 'floe',
-  region: 'us-east-1',
-} as const;
-
-export const PG_DEFAULTS = { user: 'floe', password: 'floe', database: 'floe' } as const;
+// The defaults themselves live in config/local-stack.ts: the worker's config reads them too, and
+// production code never imports stack/.
+export { CCOMPAT_PATH, PG_DEFAULTS, PORTS, S3_DEFAULTS };
 
 /**
  * Variables the floe worker reads; docker-compose.yml must set every one of them for

@@ -4,7 +4,7 @@
  * results merge into one commit, and how the status follows a cycle. Deterministic, no I/O, no
  * Temporal: unit-tested with plain node:test (test/unit/ingest-state.test.ts).
  */
-import type { Offsets } from '../ingest/cursor';
+import type { Offsets } from '../table/cursor';
 import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult, RoutedFiles, TableRef } from '../ingest/types';
 
 export interface IngestInput {
@@ -247,7 +247,7 @@ export interface RouteCommit {
   records: number;
 }
 
-/** Per-partition maximum (the workflow's own copy: ingest/cursor.ts is not workflow code). */
+/** Per-partition maximum (the workflow's own copy: table/cursor.ts is not workflow code). */
 function maxOffsets(a: Offsets, b: Offsets): Offsets {
   const out: Offsets = { ...a };
   for (const [p, o] of Object.entries(b)) if (out[p] === undefined || BigInt(o) > BigInt(out[p]!)) out[p] = o;

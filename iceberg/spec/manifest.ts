@@ -181,112 +181,150 @@ export interface ManifestWriteArgs {
 const mapToAvro = <V, W>(m: Map<number, V> | undefined, f: (v: V) => W): Array<{ key: number; value: W }> | null =>
   m === undefined ? null : [...m].map(([key, value]) => ({ key, value: f(value) }));
 
-/** Encodes a manifest; returns the bytes and its manifest-list entry (sequence numbers may be UNASSIGNED_SEQ). */
-export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manifest: ManifestFile } {
-  const partSchema = partitionAvroSchema(a.spec, a.schema);
-  const ptype = partitionType(a.spec, a.schema);
-  const schema = manifestEntrySchema(partSchema);
-  const partFields = partSchema['fields'] as Array<{ name: string; type: AvroSchemaJson }>;
-  const stats = ptype.fields.map(() => ({
-    containsNull: false,
-    containsNan: false,
-    min: undefined as PartitionValue | undefined,
-    max: undefined as PartitionValue | undefined,
-  }));
-  let added = 0,
-    existing = 0,
-    deleted = 0,
-    addedRows = 0,
-    existingRows = 0,
-    deletedRows = 0;
-  let minSeq: bigint | undefined;
+/** Files and rows by entry status, and the lowest data sequence number of the live entries (the manifest list's counts). */
+class EntryCounts {
+  added = 0;
+  existing = 0;
+  deleted = 0;
+  addedRows = 0;
+  existingRows = 0;
+  deletedRows = 0;
+  minSeq: bigint | undefined;
 
-  const toRecord = (e: ManifestEntry) => {
+  /** Counts `e`; only ADDED entries may inherit the data sequence number (a null one). */
+  count(e: ManifestEntry): void {
     const df = e.dataFile;
-    if (df.specId !== a.spec['spec-id']) {
-      throw IcebergError.mismatch('DataInvalid', `data file ${df.filePath} spec id`, a.spec['spec-id'], df.specId, false);
-    }
     if (e.status === ManifestEntryStatus.Added) {
-      added++;
-      addedRows += df.recordCount;
+      this.added++;
+      this.addedRows += df.recordCount;
     } else if (e.status === ManifestEntryStatus.Existing) {
-      existing++;
-      existingRows += df.recordCount;
+      this.existing++;
+      this.existingRows += df.recordCount;
     } else {
-      deleted++;
-      deletedRows += df.recordCount;
+      this.deleted++;
+      this.deletedRows += df.recordCount;
     }
-    if (e.status !== ManifestEntryStatus.Deleted && e.sequenceNumber !== null && (minSeq === undefined || e.sequenceNumber < minSeq))
-      minSeq = e.sequenceNumber;
+    if (
+      e.status !== ManifestEntryStatus.Deleted &&
+      e.sequenceNumber !== null &&
+      (this.minSeq === undefined || e.sequenceNumber < this.minSeq)
+    )
+      this.minSeq = e.sequenceNumber;
     if (e.sequenceNumber === null && e.status !== ManifestEntryStatus.Added) {
       throw new IcebergError('DataInvalid', `manifest entry for ${df.filePath}: only ADDED entries may inherit the data sequence number`);
     }
+  }
+}
+
+/**
+ * Data files' partition tuples as Avro records, and per partition field what they held: nulls,
+ * NaNs, the lowest and highest value (the manifest list's field summaries).
+ */
+class PartitionSummaries {
+  private readonly fields: Array<{ name: string; type: PrimitiveType; avroName: string; avro: AvroSchemaJson }>;
+  private readonly stats: Array<{ containsNull: boolean; containsNan: boolean; min?: PartitionValue; max?: PartitionValue }>;
+
+  constructor(spec: PartitionSpec, schema: Schema, partSchema: AvroSchemaObject) {
+    const partFields = partSchema['fields'] as Array<{ name: string; type: AvroSchemaJson }>;
+    this.fields = partitionType(spec, schema).fields.map((f, i) => ({
+      name: f.name,
+      type: f.type as PrimitiveType,
+      avroName: partFields[i]!.name,
+      avro: unwrapOptional(partFields[i]!.type),
+    }));
+    this.stats = this.fields.map(() => ({ containsNull: false, containsNan: false }));
+  }
+
+  /** `df`'s partition tuple as the manifest's Avro record, its values observed for the summaries. */
+  record(df: DataFile): Record<string, unknown> {
     const partition: Record<string, unknown> = {};
-    ptype.fields.forEach((f, i) => {
+    this.fields.forEach((f, i) => {
       const v = df.partition[f.name] ?? null;
-      const st = stats[i]!;
-      const t = f.type as PrimitiveType;
+      const st = this.stats[i]!;
       if (v === null) st.containsNull = true;
       else if (typeof v === 'number' && Number.isNaN(v)) st.containsNan = true;
       else {
-        if (st.min === undefined || compareValues(t, v, st.min as PrimitiveValue) < 0) st.min = v;
-        if (st.max === undefined || compareValues(t, v, st.max as PrimitiveValue) > 0) st.max = v;
+        if (st.min === undefined || compareValues(f.type, v, st.min as PrimitiveValue) < 0) st.min = v;
+        if (st.max === undefined || compareValues(f.type, v, st.max as PrimitiveValue) > 0) st.max = v;
       }
-      partition[partFields[i]!.name] = partitionValueToAvro(t, v, unwrapOptional(partFields[i]!.type));
+      partition[f.avroName] = partitionValueToAvro(f.type, v, f.avro);
     });
-    return {
-      status: e.status,
-      snapshot_id: e.snapshotId,
-      sequence_number: e.sequenceNumber,
-      file_sequence_number: e.fileSequenceNumber,
-      data_file: {
-        content: df.content,
-        file_path: df.filePath,
-        file_format: df.fileFormat,
-        partition,
-        record_count: BigInt(df.recordCount),
-        file_size_in_bytes: BigInt(df.fileSizeInBytes),
-        column_sizes: mapToAvro(df.columnSizes, BigInt),
-        value_counts: mapToAvro(df.valueCounts, BigInt),
-        null_value_counts: mapToAvro(df.nullValueCounts, BigInt),
-        nan_value_counts: mapToAvro(df.nanValueCounts, BigInt),
-        lower_bounds: mapToAvro(df.lowerBounds, buf),
-        upper_bounds: mapToAvro(df.upperBounds, buf),
-        key_metadata: null,
-        split_offsets: df.splitOffsets ? df.splitOffsets.map(BigInt) : null,
-        equality_ids: df.equalityIds ?? null,
-        sort_order_id: df.sortOrderId ?? null,
-      },
-    };
+    return partition;
+  }
+
+  /** One summary per partition field of every tuple recorded; NaNs are summarized for float and double only. */
+  summaries(): FieldSummary[] {
+    return this.fields.map((f, i) => {
+      const st = this.stats[i]!;
+      const t = f.type;
+      const s: FieldSummary = { containsNull: st.containsNull };
+      if (t === 'float' || t === 'double') s.containsNan = st.containsNan;
+      if (st.min !== undefined) s.lowerBound = toBytes(t, st.min as never);
+      if (st.max !== undefined) s.upperBound = toBytes(t, st.max as never);
+      return s;
+    });
+  }
+}
+
+/** A manifest entry as its Avro record (spec: manifest_entry, data_file). */
+function entryRecord(e: ManifestEntry, partition: Record<string, unknown>): unknown {
+  const df = e.dataFile;
+  return {
+    status: e.status,
+    snapshot_id: e.snapshotId,
+    sequence_number: e.sequenceNumber,
+    file_sequence_number: e.fileSequenceNumber,
+    data_file: {
+      content: df.content,
+      file_path: df.filePath,
+      file_format: df.fileFormat,
+      partition,
+      record_count: BigInt(df.recordCount),
+      file_size_in_bytes: BigInt(df.fileSizeInBytes),
+      column_sizes: mapToAvro(df.columnSizes, BigInt),
+      value_counts: mapToAvro(df.valueCounts, BigInt),
+      null_value_counts: mapToAvro(df.nullValueCounts, BigInt),
+      nan_value_counts: mapToAvro(df.nanValueCounts, BigInt),
+      lower_bounds: mapToAvro(df.lowerBounds, buf),
+      upper_bounds: mapToAvro(df.upperBounds, buf),
+      key_metadata: null,
+      split_offsets: df.splitOffsets ? df.splitOffsets.map(BigInt) : null,
+      equality_ids: df.equalityIds ?? null,
+      sort_order_id: df.sortOrderId ?? null,
+    },
   };
+}
+
+/** The Avro file header's metadata Java and PyIceberg write. */
+function manifestHeader(a: ManifestWriteArgs, content: ManifestContent): Record<string, string> {
+  return {
+    schema: stringifyIcebergJson(a.schema),
+    'schema-id': String(a.schema['schema-id']),
+    'partition-spec': stringifyIcebergJson(a.spec.fields),
+    'partition-spec-id': String(a.spec['spec-id']),
+    'format-version': '2',
+    content: content === ManifestContent.Data ? 'data' : 'deletes',
+  };
+}
+
+/** Encodes a manifest; returns the bytes and its manifest-list entry (sequence numbers may be UNASSIGNED_SEQ). */
+export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manifest: ManifestFile } {
+  const partSchema = partitionAvroSchema(a.spec, a.schema);
+  const partitions = new PartitionSummaries(a.spec, a.schema, partSchema);
+  const counts = new EntryCounts();
   function* records(): Generator<unknown> {
-    for (const e of a.entries) yield toRecord(e);
+    for (const e of a.entries) {
+      const df = e.dataFile;
+      if (df.specId !== a.spec['spec-id']) {
+        throw IcebergError.mismatch('DataInvalid', `data file ${df.filePath} spec id`, a.spec['spec-id'], df.specId, false);
+      }
+      counts.count(e);
+      yield entryRecord(e, partitions.record(df));
+    }
   }
 
   const content = a.content ?? ManifestContent.Data;
-  const bytes = writeAvroFile(
-    schema,
-    records(),
-    {
-      schema: stringifyIcebergJson(a.schema),
-      'schema-id': String(a.schema['schema-id']),
-      'partition-spec': stringifyIcebergJson(a.spec.fields),
-      'partition-spec-id': String(a.spec['spec-id']),
-      'format-version': '2',
-      content: content === ManifestContent.Data ? 'data' : 'deletes',
-    },
-    a.codec ?? 'deflate',
-  );
-
-  const partitions: FieldSummary[] = ptype.fields.map((f, i) => {
-    const st = stats[i]!;
-    const t = f.type as PrimitiveType;
-    const s: FieldSummary = { containsNull: st.containsNull };
-    if (t === 'float' || t === 'double') s.containsNan = st.containsNan;
-    if (st.min !== undefined) s.lowerBound = toBytes(t, st.min as never);
-    if (st.max !== undefined) s.upperBound = toBytes(t, st.max as never);
-    return s;
-  });
+  const bytes = writeAvroFile(manifestEntrySchema(partSchema), records(), manifestHeader(a, content), a.codec ?? 'deflate');
   return {
     bytes,
     manifest: {
@@ -295,15 +333,15 @@ export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manif
       partitionSpecId: a.spec['spec-id'],
       content,
       sequenceNumber: UNASSIGNED_SEQ,
-      minSequenceNumber: minSeq ?? UNASSIGNED_SEQ,
+      minSequenceNumber: counts.minSeq ?? UNASSIGNED_SEQ,
       addedSnapshotId: a.snapshotId,
-      addedFilesCount: added,
-      existingFilesCount: existing,
-      deletedFilesCount: deleted,
-      addedRowsCount: addedRows,
-      existingRowsCount: existingRows,
-      deletedRowsCount: deletedRows,
-      partitions,
+      addedFilesCount: counts.added,
+      existingFilesCount: counts.existing,
+      deletedFilesCount: counts.deleted,
+      addedRowsCount: counts.addedRows,
+      existingRowsCount: counts.existingRows,
+      deletedRowsCount: counts.deletedRows,
+      partitions: partitions.summaries(),
     },
   };
 }

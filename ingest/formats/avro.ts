@@ -15,9 +15,10 @@
  */
 import avro from 'avsc';
 import type { IcebergType, PrimitiveType } from '../../iceberg/spec/types';
-import { DecodeError, type RowValue } from '../decode';
+import type { RowValue } from '../decode';
 import { typeString } from '../../iceberg/spec/schema';
-import { SchemaMappingError, type Derived, type ValueConverter, compileTo, decimalOf, isStruct } from './convert';
+import { type Derived, type ValueConverter, compileTo, decimalOf, isStruct } from './convert';
+import { DecodeError, SchemaMappingError } from './errors';
 
 /** avsc's long as a bigint: exact over the whole 64-bit range (avsc's default is a JS number). */
 const LongAsBigInt = avro.types.LongType.__with({

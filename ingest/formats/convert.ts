@@ -7,7 +7,7 @@
  */
 import type { IcebergType, PrimitiveType, StructType } from '../../iceberg/spec/types';
 import { parseDecimalType, parseFixedType } from '../../iceberg/spec/conversions';
-import { DecodeError } from '../decode';
+import { DecodeError, SchemaMappingError } from './errors';
 import { typeString } from '../../iceberg/spec/schema';
 
 /**
@@ -21,11 +21,6 @@ export interface Derived {
   doc?: string;
   /** The nested fields of a struct (same shape), for the required check at every level. */
   fields?: Derived[];
-}
-
-/** A schema (or a record's schema against the table) that floe cannot map: names the field and both types. */
-export class SchemaMappingError extends Error {
-  override name = 'SchemaMappingError';
 }
 
 /** A decoded value (canonical for its format) -> the Parquet writer's row value; `path` names it in errors. */

@@ -9,12 +9,14 @@
  * schema are T, optional. Local `$ref`s (#/definitions/..., #/$defs/...) resolve. A property in
  * `required` is required by the schema (checked when it first appears in a later version).
  *
- * Values are read exactly as floe's JSON columns are (ingest/decode.ts): a 64-bit integer or a
+ * Values are read exactly as floe's JSON columns are (json.ts): a 64-bit integer or a
  * long decimal never passes through a double, timestamps are checked, and so on.
  */
 import type { IcebergType, PrimitiveType } from '../../iceberg/spec/types';
-import { DecodeError, compileJsonValue, type RowValue } from '../decode';
-import { SchemaMappingError, type Derived, type ValueConverter, isStruct } from './convert';
+import type { RowValue } from '../decode';
+import { type Derived, type ValueConverter, isStruct } from './convert';
+import { DecodeError, SchemaMappingError } from './errors';
+import { compileJsonValue } from './json';
 
 type Node = Record<string, unknown>;
 

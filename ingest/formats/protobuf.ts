@@ -13,9 +13,9 @@
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor';
 import type { IcebergType } from '../../iceberg/spec/types';
-import { DecodeError } from '../decode';
 import { typeString } from '../../iceberg/spec/schema';
-import { SchemaMappingError, type Derived, type ValueConverter, compileTo, isStruct } from './convert';
+import { type Derived, type ValueConverter, compileTo, isStruct } from './convert';
+import { DecodeError, SchemaMappingError } from './errors';
 
 /** The message types of a .proto text by Confluent message index ([0] is the first top-level message). */
 export class ProtoFile {

@@ -13,8 +13,10 @@
  */
 import type { KeyFormatConfig, SchemaRegistryConfig, TableConfig, ValueFormatConfig } from '../../config';
 import type { NestedField, StructType, TableMetadata } from '../../iceberg/spec/types';
-import { DecodeError, columnRange, compileDecoder, type KafkaRecord, type Row, type RowValue } from '../decode';
-import { SchemaMappingError, type Derived, type ValueConverter } from './convert';
+import { compileDecoder, type KafkaRecord, type Row, type RowValue } from '../decode';
+import type { Derived, ValueConverter } from './convert';
+import { DecodeError, SchemaMappingError } from './errors';
+import { columnRange } from './ranges';
 import { registryClient, unframe, writerSchema, type WriterSchema } from './registry';
 import { planUnion, valueStruct } from './union';
 

@@ -12,9 +12,10 @@ import createApiClient from '@kafkajs/confluent-schema-registry/dist/api';
 import type { SchemaRegistryConfig, ValueFormat } from '../../config/types';
 import { readSecret } from '../../config/secrets';
 import type { IcebergType } from '../../iceberg/spec/types';
-import { DecodeError, MAYBE_UNSAFE_DECIMAL, parseJsonExact } from '../decode';
 import { avroConverter, avroType, deriveAvro, deriveAvroType } from './avro';
-import { SchemaMappingError, type Derived, type ValueConverter } from './convert';
+import { type Derived, type ValueConverter } from './convert';
+import { DecodeError, SchemaMappingError } from './errors';
+import { MAYBE_UNSAFE_DECIMAL, parseJsonExact } from './json';
 import { deriveJsonSchema, deriveJsonSchemaType, jsonConverter } from './json-schema';
 import { ProtoFile, TO_OBJECT, deriveProtobuf, protobufConverter } from './protobuf';
 

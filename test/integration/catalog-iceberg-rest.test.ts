@@ -33,13 +33,14 @@ import { icebergRestUri, icebergRestWarehouse } from '../../stack/services/icebe
 import { loadConfig, type FloeConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { compactTable, expireTable, removeOrphans } from '../../client/maintenance';
-import { readCursor } from '../../ingest/cursor';
-import { openTables } from '../../ingest/tables';
+import { readCursor } from '../../table/cursor';
+import { openTables } from '../../table/tables';
 import { plantOrphan } from '../support/orphans';
 import { ingestWorkflowId } from '../../workflows';
 import { produceOrderEvents } from '../support/produce';
 import { withWorker } from './maintenance-oracles';
 import { assertHistoriesFreeOf } from '../support/history-secrets';
+import { ensureIngestTables } from '../../ingest/tables';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
@@ -309,7 +310,7 @@ describe('a REST warehouse given by name (Polaris, Glue)', { timeout: 120_000 },
     assert.equal(cfg.catalog.warehouse, 'lake');
     const tables = await openTables(cfg);
     try {
-      await tables.ensureIngestTables(cfg.tables[0]!);
+      await ensureIngestTables(tables, cfg.tables[0]!, cfg.schemaRegistry);
       const loaded = await tables.load(table);
       assert.ok(
         loaded.metadata.location.startsWith(`${icebergRestWarehouse()}/`),

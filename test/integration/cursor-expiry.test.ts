@@ -21,8 +21,8 @@ import {
   type FloeClient,
 } from '../../client';
 import { expireTable } from '../../client/maintenance';
-import { openTables, type Tables } from '../../ingest/tables';
-import { readCursor } from '../../ingest/cursor';
+import { openTables, type Tables } from '../../table/tables';
+import { readCursor } from '../../table/cursor';
 import { loadConfig, type FloeConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, orderRows, withWorker } from './maintenance-oracles';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -19,7 +19,7 @@ import { readColumnValues } from '../../client/tables';
 import { connectClient, ingestStatus, startIngest } from '../../client';
 import { createWorker } from '../../workers';
 import { orderEvents } from '../../demo/generator';
-import { readCursor } from '../../ingest/cursor';
+import { readCursor } from '../../table/cursor';
 import { parseResetTarget, resetCursor, resolveResetTarget } from '../../ingest/reset';
 import { setTimeout as sleep } from 'node:timers/promises';
 

@@ -15,7 +15,7 @@ import { verifyTable } from '../../demo/verify';
 import { loadConfig, findTable, type FloeConfig } from '../../config';
 import { connectClient, ingestStatus, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { readColumnValues } from '../../client/tables';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 

@@ -17,7 +17,7 @@ import { verifyTable } from '../../demo/verify';
 import { findTable, loadConfig, type FloeConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { readColumnValues } from '../../client/tables';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages, type TestMessage } from '../support/produce';
 

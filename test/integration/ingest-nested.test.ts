@@ -26,7 +26,7 @@ import { fromBytes } from '../../iceberg/spec/conversions';
 import { currentSchema } from '../../iceberg/spec/metadata';
 import type { ListType, MapType, StructType } from '../../iceberg/spec/types';
 import { planFiles } from '../../iceberg/scan';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages, type TestMessage } from '../support/produce';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { ensureStack } from '../../stack/stack';
 import { runScenario, type ScenarioResult } from '../../demo/scenario';
 import { loadConfig } from '../../config';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { tableCommitRows } from '../../client/tables';
 import { connectClient } from '../../client';
 import { ingestWorkflowId } from '../../workflows';

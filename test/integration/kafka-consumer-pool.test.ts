@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { Kafka, logLevel } from 'kafkajs';
 import { ensureStack, stackDown } from '../../stack/stack';
 import { ConsumerPool, pollPartitions, topicWatermarks, type PollBounds } from '../../ingest/kafka';
-import type { Offsets } from '../../ingest/cursor';
+import type { Offsets } from '../../table/cursor';
 import { startScratchBroker, type ScratchBroker } from '../support/scratch-broker';
 
 const BROKERS = [process.env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092'];

@@ -17,7 +17,7 @@ import { createActivities, createDeps, type Deps } from '../../activities';
 import type { CyclePlan, OffsetRange, PollResult } from '../../ingest/types';
 import { readColumnValues } from '../../client/tables';
 import { orderEvents } from '../../demo/generator';
-import { readCursor } from '../../ingest/cursor';
+import { readCursor } from '../../table/cursor';
 
 const env = new MockActivityEnvironment();
 

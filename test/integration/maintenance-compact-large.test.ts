@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { temporal } from '@temporalio/proto';
 import { ensureStack } from '../../stack/stack';
 import { findTable, type FloeConfig } from '../../config';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import type { Row } from '../../ingest/decode';
 import { relPath } from '../../maintenance/reachable';
 import { mapConcurrent } from '../../iceberg/scan/parallel';
@@ -24,8 +24,9 @@ import { writePartitionedRows } from '../../iceberg/parquet';
 import type { DataFile } from '../../iceberg/spec/types';
 import { connectClient } from '../../client';
 import { compactWorkflow } from '../../workflows';
-import { INLINE_FILE_LIST_BUDGET_BYTES, STAGED_DIR } from '../../maintenance/staged-files';
+import { INLINE_FILE_LIST_BUDGET_BYTES, STAGED_DIR } from '../../table/staged-files';
 import { engineReads, maintenanceTestConfig, withWorker } from './maintenance-oracles';
+import { ensureIngestTables } from '../../ingest/tables';
 
 const FILES = Number(process.env.FLOE_COMPACT_LARGE_FILES ?? 6_000);
 const DAYS = 15;
@@ -53,7 +54,7 @@ async function seedCopies(cfg: FloeConfig, table: string): Promise<Seeded> {
   const t = findTable(cfg, table);
   const tables = await openTables(cfg);
   try {
-    await tables.ensureIngestTables(t);
+    await ensureIngestTables(tables, t, cfg.schemaRegistry);
     const { metadata } = await tables.load(table);
     let n = 0,
       amountQuarters = 0;

@@ -8,7 +8,7 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ensureStack } from '../../stack/stack';
 import { loadConfig } from '../../config';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { connectClient } from '../../client';
 import { compactTable, tableFiles } from '../../client/maintenance';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';

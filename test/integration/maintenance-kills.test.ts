@@ -17,7 +17,7 @@ import type { temporal } from '@temporalio/proto';
 import { ensureStack } from '../../stack/stack';
 import { connectClient, type FloeClient } from '../../client';
 import { compactTable, expireTable } from '../../client/maintenance';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { reachableFiles } from '../../maintenance/index';
 import { compactWorkflow } from '../../workflows';
 import type { FloeConfig } from '../../config';

@@ -16,9 +16,10 @@ import { ensureStack } from '../../stack/stack';
 import { runPythonJson } from '../../stack/python';
 import { connectClient } from '../../client';
 import { removeOrphans } from '../../client/maintenance';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { findTable, loadConfig } from '../../config';
 import { engineReads, maintenanceTestConfig, seedSmallFiles, withWorker } from './maintenance-oracles';
+import { ensureIngestTables } from '../../ingest/tables';
 
 // PyIceberg on the same SQLite catalog: create a.b.c at <wh>/a/b/c (no floe check on this path)
 // and append to it three times, or scan it.
@@ -72,7 +73,7 @@ describe('nested table locations (real stack)', { timeout: 10 * 60_000 }, () => 
 
       // floe refuses the nested table, naming both.
       const nested = { ...findTable(cfg, 'a.b'), table: 'a.b.c', deadLetterTable: 'dl.a_b_c_dead_letters' };
-      await assert.rejects(tables.ensureIngestTables(nested), (e: Error) => {
+      await assert.rejects(ensureIngestTables(tables, nested, cfg.schemaRegistry), (e: Error) => {
         assert.match(
           e.message,
           /cannot create table a\.b\.c at s3:\/\/floe\/.*\/a\/b\/c: its location lies inside the location of table a\.b/,

@@ -6,7 +6,7 @@
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import type { FloeConfig } from '../../config';
 import { findTable, loadConfig } from '../../config';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { runPythonJson } from '../../stack/python';
 import { createWorker } from '../../workers';
 import { orderEvents } from '../../demo/generator';
@@ -15,6 +15,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { floeHome } from '../../stack/paths';
+import { ensureIngestTables } from '../../ingest/tables';
 
 /**
  * A config for a fresh table `demo.<name>` (topic `<name>`, task queue `floe-<name>`), derived
@@ -80,7 +81,7 @@ export async function seedSmallFiles(cfg: FloeConfig, table: string, commits: nu
   const t = findTable(cfg, table);
   const tables = await openTables(cfg);
   try {
-    await tables.ensureIngestTables(t);
+    await ensureIngestTables(tables, t, cfg.schemaRegistry);
     let files = 0;
     for (let c = 0; c < commits; c++) {
       const written = await tables.writeDataFiles(t.table, orderRows(c * rowsPerCommit, rowsPerCommit), `seed-${c}`, t.targetFileSizeBytes);

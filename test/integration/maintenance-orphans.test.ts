@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { ensureStack } from '../../stack/stack';
 import { connectClient } from '../../client';
 import { compactTable, removeOrphans } from '../../client/maintenance';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { reachableFiles } from '../../maintenance/index';
 import { superviseWorker } from '../support/supervised-worker';
 import type { FloeConfig } from '../../config';

@@ -4,7 +4,7 @@
  * (bucket[320] x 10 currencies) through the real ingest workflow commits them all, and its history
  * stays small because past the inline budget pollAndWrite stages its file list as an Iceberg
  * manifest under `<table>/metadata/floe-staged/` and history carries a reference
- * (maintenance/staged-files.ts). Inline, the same list would be ~2.5 MB in one payload.
+ * (table/staged-files.ts). Inline, the same list would be ~2.5 MB in one payload.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,14 +17,14 @@ import { duckdbCounts } from '../../demo/verify';
 import { loadConfig, findTable, type FloeConfig } from '../../config';
 import { connectClient, waitForIngest } from '../../client';
 import { drainAndStopSignal, ingestWorkflow, ingestWorkflowId } from '../../workflows';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { mapConcurrent } from '../../iceberg/scan/parallel';
 import { planFiles } from '../../iceberg/scan';
 import { readParquetBatches } from '../../iceberg/parquet';
 import { dataFileToWire } from '../../iceberg/spec/data-file';
 import { applyTransform } from '../../iceberg/spec/partition';
 import { currentSnapshot } from '../../iceberg/spec/metadata';
-import { STAGED_DIR } from '../../maintenance/staged-files';
+import { STAGED_DIR } from '../../table/staged-files';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 

@@ -7,8 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../config';
-import { checkStorageCredentials, s3Options } from '../../ingest/storage';
-import { openTables } from '../../ingest/tables';
+import { checkStorageCredentials, s3Options } from '../../table/storage';
+import { openTables } from '../../table/tables';
 import { S3FileIO } from '../../iceberg/io';
 
 const [configPath, location] = process.argv.slice(2);

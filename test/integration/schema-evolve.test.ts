@@ -19,7 +19,7 @@ import { scenarioConfig } from '../../demo/scenario';
 import { verifyTable } from '../../demo/verify';
 import { loadConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest } from '../../client';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { currentSchema } from '../../iceberg/spec/metadata';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages } from '../support/produce';

@@ -17,11 +17,12 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { ensureStack } from '../../stack/stack';
 import { runPythonJson } from '../../stack/python';
 import { connectClient, ingestStatus, rootCause, startIngest, TableDriftError } from '../../client';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { findTable, loadConfig, type FloeConfig } from '../../config';
 import { ingestWorkflowId } from '../../workflows';
 import { scenarioConfig } from '../../demo/config';
 import { withWorker } from './maintenance-oracles';
+import { ensureIngestTables } from '../../ingest/tables';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 
@@ -134,7 +135,7 @@ describe('table drift (real stack)', { timeout: 10 * 60_000 }, () => {
     const t = findTable(cfg, c.table);
     const tables = await openTables(cfg);
     try {
-      await tables.ensureIngestTables(t);
+      await ensureIngestTables(tables, t, cfg.schemaRegistry);
     } finally {
       await tables.close();
     }

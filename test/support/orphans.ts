@@ -4,7 +4,7 @@
  * attempts), and a planted one.
  */
 import type { FloeConfig } from '../../config';
-import { openTables, type Tables } from '../../ingest/tables';
+import { openTables, type Tables } from '../../table/tables';
 import { planFiles } from '../../iceberg/scan';
 
 export async function unreferencedDataFiles(tables: Tables, table: string): Promise<string[]> {

@@ -36,7 +36,7 @@ import type {
   RewriteGroupResult,
 } from '../../maintenance/types';
 import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../../ingest/types';
-import type { Offsets } from '../../ingest/cursor';
+import type { Offsets } from '../../table/cursor';
 import { venvBin } from '../../stack/python';
 import { INGEST_ID_ATTRIBUTE, KIND_ATTRIBUTE, TABLE_ATTRIBUTE } from '../../workflows/search-attributes';
 import type { Client } from '@temporalio/client';

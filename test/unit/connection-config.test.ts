@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../config';
 import { resolveTemporalTarget } from '../../client/connection';
-import { s3Options, storageCredentialsRequired } from '../../ingest/storage';
+import { s3Options, storageCredentialsRequired } from '../../table/storage';
 import { S3FileIO } from '../../iceberg/io';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-conn-'));

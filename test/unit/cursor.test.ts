@@ -13,7 +13,7 @@ import {
   readCursor,
   readDeadLetterCursor,
   deadLetterCursorProperty,
-} from '../../ingest/cursor';
+} from '../../table/cursor';
 import type { Snapshot, TableMetadata } from '../../iceberg/spec/types';
 
 const snap = (id: bigint, parent: bigint | undefined, summary: Record<string, string>): Snapshot => ({

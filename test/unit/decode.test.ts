@@ -1,19 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  compileDecoder,
-  deadLetterRow,
-  decodeRecord,
-  DecodeError,
-  DecoderConfigError,
-  type DecoderTable,
-  type KafkaRecord,
-  isoTimestamp,
-  MAYBE_UNSAFE_DECIMAL,
-  parseIsoTimestamp,
-  parseJsonExact,
-  type Row,
-} from '../../ingest/decode';
+import { compileDecoder, deadLetterRow, decodeRecord, type DecoderTable, type KafkaRecord, type Row } from '../../ingest/decode';
+import { DecodeError, DecoderConfigError } from '../../ingest/formats/errors';
+import { MAYBE_UNSAFE_DECIMAL, parseJsonExact } from '../../ingest/formats/json';
+import { isoTimestamp, parseIsoTimestamp } from '../../ingest/formats/primitives';
 import type { ColumnConfig } from '../../config';
 import { schemaOf } from '../../ingest/tables';
 import { MemoryCatalog } from '../../iceberg/catalog/memory';

@@ -5,7 +5,7 @@ import { avroType } from '../../ingest/formats/avro';
 import { decimalOf } from '../../ingest/formats/convert';
 import { unframe, writerSchema } from '../../ingest/formats/registry';
 import { planUnion, withDerived } from '../../ingest/formats/union';
-import { DecodeError } from '../../ingest/decode';
+import { DecodeError } from '../../ingest/formats/errors';
 import type { Schema, TableMetadata } from '../../iceberg/spec/types';
 
 const ORDER_AVRO = {

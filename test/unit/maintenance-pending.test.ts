@@ -11,12 +11,12 @@ import { toFailure } from '../../activities/failures';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { removeOrphanFiles } from '../../maintenance/orphans';
 import { expireSnapshotsCommit } from '../../maintenance/expire';
-import type { Tables } from '../../ingest/tables';
+import type { Tables } from '../../table/tables';
 import { MemoryCatalog } from '../../iceberg/catalog/memory';
 import { MemoryFileIO } from '../../iceberg/io/memory';
 import { newTableMetadata } from '../../iceberg/spec/metadata';
 import type { Schema } from '../../iceberg/spec/types';
-import { clearPending, escapeSegment, isProtected, listPending, markPending, pendingDir, unescapeSegment } from '../../maintenance/pending';
+import { clearPending, escapeSegment, isProtected, listPending, markPending, pendingDir, unescapeSegment } from '../../table/pending';
 import { InvalidWindowError, parseOptionalWindow, parseWindow, WINDOW_MAX_SKEW_MS } from '../../maintenance/window';
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };

@@ -19,13 +19,14 @@ import {
   staticRouteTables,
 } from '../../ingest/route';
 import { RoutedWriters, ensureRouteTable } from '../../ingest/route-write';
-import { openTables } from '../../ingest/tables';
+import { openTables } from '../../table/tables';
 import { resetCursor } from '../../ingest/reset';
-import { cursorProperty, readCursor } from '../../ingest/cursor';
+import { cursorProperty, readCursor } from '../../table/cursor';
 import { planCycle } from '../../ingest/plan-cycle';
 import { DETACHED_RUN } from '../../contract';
 import type { CyclePlan, PollInput } from '../../ingest/types';
 import { mergeCycle, pollInputs, routeCommits } from '../../workflows/ingest-state';
+import { ensureIngestTables } from '../../ingest/tables';
 
 const entry = (route: unknown, over: Record<string, unknown> = {}) => ({
   table: 'shop.events',
@@ -296,7 +297,7 @@ describe('dynamic tables of a route (SQLite catalog in memory)', () => {
     const tables = await openTables(cfg);
     try {
       const t = cfg.tables[0]!;
-      await tables.ensureIngestTables(t);
+      await ensureIngestTables(tables, t, cfg.schemaRegistry);
       const deps = { cfg, tables } as unknown as Deps;
       const m = await ensureRouteTable(deps, t, 'shop.events_a', 'main', { 0: '7' });
       assert.equal(m.properties[ROUTE_BASE_PROPERTY], 'shop.events');
@@ -307,7 +308,11 @@ describe('dynamic tables of a route (SQLite catalog in memory)', () => {
       const base = (await tables.load('shop.events')).metadata;
       assert.deepEqual(listedRouteTables(base.properties), ['shop.events_a']);
       // shop.events_b exists already, not created by the route: never written to
-      await tables.ensureIngestTables({ ...cfg.tables[1]!, table: 'shop.events_b', deadLetterTable: 'shop.x_dead_letters' });
+      await ensureIngestTables(
+        tables,
+        { ...cfg.tables[1]!, table: 'shop.events_b', deadLetterTable: 'shop.x_dead_letters' },
+        cfg.schemaRegistry,
+      );
       await assert.rejects(
         ensureRouteTable(deps, t, 'shop.events_b', 'main', { 0: '7' }),
         /names table shop\.events_b, which it did not create/,

@@ -14,7 +14,8 @@ import { currentSchema, newTableMetadata } from '../../iceberg/spec/metadata';
 import { addConfiguredColumns, AddColumns, columnsToAdd, nestedFieldsToAdd } from '../../ingest/evolve';
 import { checkTableDrift } from '../../ingest/drift';
 import type { ListType, MapType, StructType } from '../../iceberg/spec/types';
-import { schemaOf, type Tables } from '../../ingest/tables';
+import { type Tables } from '../../table/tables';
+import { schemaOf } from '../../ingest/tables';
 import { Transaction } from '../../iceberg/transaction';
 
 const v1: ColumnConfig[] = [

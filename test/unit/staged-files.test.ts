@@ -1,5 +1,5 @@
 /**
- * Staged file lists (maintenance/staged-files.ts): a large list goes to the object store as an
+ * Staged file lists (table/staged-files.ts): a large list goes to the object store as an
  * Iceberg manifest and comes back exactly (wire form equal, typed partition values included); a
  * small one stays inline as before; names carry the marked prefix so pending markers protect them.
  */
@@ -11,7 +11,7 @@ import { dataFileToWire } from '../../iceberg/spec/data-file';
 import { toPartitionValue } from '../../iceberg/spec/partition';
 import { readAvroFile } from '../../iceberg/spec/avro';
 import { type DataFile, DataFileContent, type Schema } from '../../iceberg/spec/types';
-import { isProtected } from '../../maintenance/pending';
+import { isProtected } from '../../table/pending';
 import {
   STAGED_DIR,
   deleteStaged,
@@ -22,7 +22,7 @@ import {
   stagedLocations,
   wireListBytes,
   writeStagedDataFiles,
-} from '../../maintenance/staged-files';
+} from '../../table/staged-files';
 
 const schema: Schema = {
   type: 'struct',

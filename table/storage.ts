@@ -6,7 +6,7 @@
 import { tableLocationBase, type FloeConfig, type S3Config } from '../config';
 import { readSecret } from '../config/secrets';
 import { S3FileIO, schemeOf, type S3Options } from '../iceberg/io';
-import { S3_DEFAULTS } from '../stack/env';
+import { S3_DEFAULTS } from '../config/local-stack';
 
 /**
  * S3 options for `s3`: the local stack's keys (FLOE_S3_ACCESS_KEY / FLOE_S3_SECRET_KEY, else the

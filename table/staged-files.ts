@@ -7,7 +7,7 @@
  * metadata, and history carries a reference to them.
  *
  * Layout: `<tableLocation>/metadata/floe-staged/<name>`. Every name starts with the file-name
- * prefix its writer marked pending (maintenance/pending.ts) *before* writing it: `<commitId>-` for
+ * prefix its writer marked pending (table/pending.ts) *before* writing it: `<commitId>-` for
  * an ingest cycle, `<runId>-` for a compaction run. So the orphan sweep keeps a staged list while
  * its commit may still read it; afterwards it is deleted (best effort) or, unreachable from any
  * metadata, removed by the sweep like any orphan.
@@ -30,7 +30,7 @@ import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
 import { decodeManifest, encodeManifest } from '../iceberg/spec/manifest';
 import { currentSchema, specById } from '../iceberg/spec/metadata';
 import { type DataFile, ManifestEntryStatus, type TableMetadata } from '../iceberg/spec/types';
-import type { FileListEntry, StagedFileList } from '../ingest/types';
+import type { FileListEntry, StagedFileList } from './wire';
 
 /** Folder (relative to the table location) holding staged lists. */
 export const STAGED_DIR = 'metadata/floe-staged';

@@ -1,0 +1,140 @@
+/**
+ * A column type's string form, a small recursive-descent parser:
+ *
+ *   type   := primitive | struct<field, …> | list<type [not null]> | map<key, type [not null]>
+ *   field  := name: type [not null]
+ *   key    := string | int | long | uuid | date | time | timestamp | timestamptz | decimal(P, S)
+ *
+ * Iceberg's and Spark's spelling (`struct<name: string, qty: int not null>`; `not null` in any
+ * case). Whatever is not marked `not null` is optional, as a column's `required` defaults to
+ * false: a struct field, a list's elements, a map's values (a map's keys are always required).
+ * Whitespace between tokens is free; decimal and fixed come out canonical (`decimal(10, 2)`).
+ * Errors say what was expected at which character.
+ */
+import type { PrimitiveType } from '../iceberg/spec/types';
+import { ConfigError } from './problems';
+import { isMapKeyType, MAP_KEY_TYPES, type ColumnType } from './types';
+
+export const PRIMITIVE = /^(boolean|int|long|float|double|date|time|timestamp|timestamptz|string|uuid|binary|decimal\(\d+,\s*\d+\)|fixed\[\d+\])$/;
+/** A string in the nested grammar (else a primitive or a mistake). */
+export const NESTED_TYPE_TEXT = /^\s*(struct|list|map)\s*</;
+export const PRIMITIVE_EXPECTED = 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)';
+export const TYPE_EXPECTED = `${PRIMITIVE_EXPECTED} or a nested type (list<string>, map<string, long>, struct<id: long not null, …>, or a mapping {type: struct|list|map, …})`;
+export const MAP_KEY_EXPECTED = `a map key type (${MAP_KEY_TYPES.join(', ')})`;
+
+/** `text` parsed, or the problem: `expected … at character N of "…", found …`. */
+export function readColumnType(text: string): { type: ColumnType } | { problem: string } {
+  try {
+    return { type: parse(text) };
+  } catch (e) {
+    if (e instanceof TypeTextError) return { problem: e.message };
+    throw e;
+  }
+}
+
+/** `text` parsed; a ConfigError naming `key` otherwise. */
+export function parseColumnType(text: string, key: string): ColumnType {
+  const r = readColumnType(text);
+  if ('problem' in r) throw ConfigError.problem(key, r.problem);
+  return r.type;
+}
+
+class TypeTextError extends Error {}
+
+function parse(text: string): ColumnType {
+  let pos = 0;
+  const ws = () => {
+    while (pos < text.length && /\s/.test(text[pos]!)) pos++;
+  };
+  const fail = (expected: string): never => {
+    const rest = text.slice(pos);
+    const found = rest === '' ? 'the end' : JSON.stringify(rest.length > 24 ? `${rest.slice(0, 24)}…` : rest);
+    throw new TypeTextError(`expected ${expected} at character ${pos + 1} of ${JSON.stringify(text)}, found ${found}`);
+  };
+  const eat = (token: string): boolean => {
+    ws();
+    if (!text.startsWith(token, pos)) return false;
+    pos += token.length;
+    return true;
+  };
+  const expect = (token: string, what = JSON.stringify(token)) => {
+    if (!eat(token)) fail(what);
+  };
+  const notNull = (): boolean => {
+    ws();
+    const m = /^not\s+null\b/i.exec(text.slice(pos));
+    if (!m) return false;
+    pos += m[0].length;
+    return true;
+  };
+  const word = (): string | undefined => {
+    ws();
+    const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(text.slice(pos));
+    if (!m) return undefined;
+    pos += m[0].length;
+    return m[0];
+  };
+  const struct = (): ColumnType => {
+    const fields: Array<{ name: string; type: ColumnType; required: boolean }> = [];
+    do {
+      const name = word();
+      if (name === undefined) return fail(`a field name ([A-Za-z_][A-Za-z0-9_]*)${fields.length ? '' : ' (a struct has at least one field)'}`);
+      if (fields.some((f) => f.name === name)) {
+        pos -= name.length;
+        return fail(`a field name not used before in the struct`);
+      }
+      expect(':', `":" after the field name ${name}`);
+      const t = type(`the type of field ${name}`);
+      fields.push({ name, type: t, required: notNull() });
+    } while (eat(','));
+    expect('>', '"," or ">" after a struct field');
+    return { type: 'struct', fields };
+  };
+  const map = (): ColumnType => {
+    ws();
+    const at = pos;
+    const k = type('the key type of the map');
+    if (typeof k !== 'string' || !isMapKeyType(k)) {
+      pos = at;
+      return fail(MAP_KEY_EXPECTED);
+    }
+    expect(',', '"," after the map key type');
+    const value = type('the value type of the map');
+    const valueRequired = notNull();
+    expect('>', '">" or "not null" after the map value type');
+    return { type: 'map', key: k, value, valueRequired };
+  };
+  const type = (what: string): ColumnType => {
+    ws();
+    const start = pos;
+    const w = word();
+    if (w === undefined) return fail(what);
+    if (w === 'decimal' || w === 'fixed') {
+      const m = (w === 'decimal' ? /^\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)/ : /^\s*\[\s*(\d+)\s*\]/).exec(text.slice(pos));
+      if (!m) return fail(w === 'decimal' ? '(precision, scale) after decimal' : '[length] after fixed');
+      pos += m[0].length;
+      return (w === 'decimal' ? `decimal(${Number(m[1])}, ${Number(m[2])})` : `fixed[${Number(m[1])}]`) as PrimitiveType;
+    }
+    if (w === 'struct' || w === 'list' || w === 'map') {
+      expect('<', `"<" after ${w}`);
+      if (w === 'struct') return struct();
+      if (w === 'map') return map();
+      const element = type('the element type of the list');
+      const elementRequired = notNull();
+      expect('>', '">" or "not null" after the element type');
+      return { type: 'list', element, elementRequired };
+    }
+    if (!PRIMITIVE.test(w)) {
+      pos = start;
+      return fail(what);
+    }
+    return w as PrimitiveType;
+  };
+  const t = type(TYPE_EXPECTED);
+  ws();
+  const end = pos;
+  const trailingNotNull = notNull();
+  pos = end;
+  if (pos < text.length) fail(trailingNotNull ? 'the end of the type (required: true makes a column or field required)' : 'the end of the type');
+  return t;
+}
