@@ -8,7 +8,8 @@
 import { FailureType, nonRetryable } from '../contract';
 import { isIcebergError } from '../iceberg/errors';
 import { mapConcurrent } from '../iceberg/scan/parallel';
-import type { TableMetadata } from '../iceberg/spec/types';
+import type { DataFile, TableMetadata } from '../iceberg/spec/types';
+import type { TableConfig } from '../config';
 import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
 import { clearPending } from '../table/pending';
 import { deleteStaged, expandFileList, stagedLocations } from '../table/staged-files';
@@ -55,23 +56,13 @@ async function requireFilesExist(deps: Deps, paths: string[], what: string): Pro
   }
 }
 
-export async function commitCycle(deps: Deps, input: CommitInput): Promise<CommitResult> {
-  const t = ingestTableConfig(deps.cfg, input.table, input.topic);
-  // A route commits each of its tables in turn, all with the cycle's commit id and end offsets.
-  const table = input.routeTable ?? t.table;
-  // Chaos tests: every table of the cycle but the last has committed (the widest gap between cursors).
-  if (input.routeCount !== undefined && input.routeCount > 1 && input.routeIndex === input.routeCount - 1)
-    crashPoint('between-table-commits');
-  const staged = [...stagedLocations(input.files), ...stagedLocations(input.deadLetterFiles)];
-  const before = await deps.tables.load(table);
-  const landed = landedCommit(before.metadata, input.ingestId, input.commitId);
-  if (landed !== null) {
-    await deleteStaged(deps.tables.io, staged);
-    return commitResult(before.metadata, landed, true);
-  }
-  // Large cycles staged their file lists (pollAndWrite); one swept while the cycle waited is
-  // missing files like any other: the loop reloads and re-reads the same offsets.
-  let files, deadLetterFiles;
+/**
+ * The cycle's data and dead-letter files, staged lists read back. Large cycles staged their file
+ * lists (pollAndWrite); one swept while the cycle waited is missing files like any other, as is a
+ * data file: FilesMissing, and the loop reloads and re-reads the same offsets.
+ */
+async function readFileLists(deps: Deps, input: CommitInput, table: string): Promise<{ files: DataFile[]; deadLetterFiles: DataFile[] }> {
+  let files: DataFile[], deadLetterFiles: DataFile[];
   try {
     [files, deadLetterFiles] = await Promise.all([
       expandFileList(deps.tables.io, input.files),
@@ -92,7 +83,51 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     [...files, ...deadLetterFiles].map((f) => f.filePath),
     `${table} commit ${input.commitId}`,
   );
+  return { files, deadLetterFiles };
+}
 
+/**
+ * Dead letters have their own fenced cursor in the dead-letter table: offsets below it are
+ * recorded. It lands before the main commit; a batch that re-reads those offsets later (after the
+ * main commit was fenced or the worker died) skips them at poll time.
+ */
+async function commitDeadLetters(deps: Deps, t: TableConfig, input: CommitInput, deadLetterFiles: DataFile[]): Promise<void> {
+  await deps.tables.appendOnce(t.deadLetterTable, {
+    files: deadLetterFiles,
+    summary: { [SUMMARY_COMMIT_ID]: input.commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_INGEST_ID + '.source']: input.ingestId },
+    properties: () =>
+      deadLetterCursorProperty(input.ingestId, t.topic, {
+        offsets: maxOffsets(input.deadLetterFloor, input.endOffsets),
+        commitId: input.commitId,
+      }),
+    validate: (m) => {
+      const dl = readDeadLetterCursor(m, input.ingestId);
+      if (dl.commitId === input.commitId) return ALREADY_COMMITTED;
+      if (dl.commitId !== input.deadLetterBaseCommitId) {
+        throw nonRetryable(
+          FailureType.StaleCursor,
+          `stale dead-letter cursor for ${t.deadLetterTable}/${input.ingestId}: expected commit ${input.deadLetterBaseCommitId ?? 'none'}, found ${dl.commitId ?? 'none'}`,
+        );
+      }
+    },
+  });
+}
+
+export async function commitCycle(deps: Deps, input: CommitInput): Promise<CommitResult> {
+  const t = ingestTableConfig(deps.cfg, input.table, input.topic);
+  // A route commits each of its tables in turn, all with the cycle's commit id and end offsets.
+  const table = input.routeTable ?? t.table;
+  // Chaos tests: every table of the cycle but the last has committed (the widest gap between cursors).
+  if (input.routeCount !== undefined && input.routeCount > 1 && input.routeIndex === input.routeCount - 1)
+    crashPoint('between-table-commits');
+  const staged = [...stagedLocations(input.files), ...stagedLocations(input.deadLetterFiles)];
+  const before = await deps.tables.load(table);
+  const landed = landedCommit(before.metadata, input.ingestId, input.commitId);
+  if (landed !== null) {
+    await deleteStaged(deps.tables.io, staged);
+    return commitResult(before.metadata, landed, true);
+  }
+  const { files, deadLetterFiles } = await readFileLists(deps, input, table);
   const fence = (m: TableMetadata) => {
     const cur = readCursor(m, input.ingestId);
     if (cur.snapshotId !== input.baseSnapshotId) {
@@ -102,30 +137,8 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
       );
     }
   };
-  if (deadLetterFiles.length > 0) {
-    // Dead letters have their own fenced cursor in the dead-letter table: offsets below it are
-    // recorded. It lands before the main commit; a batch that re-reads those offsets later
-    // (after the main commit was fenced or the worker died) skips them at poll time.
-    await deps.tables.appendOnce(t.deadLetterTable, {
-      files: deadLetterFiles,
-      summary: { [SUMMARY_COMMIT_ID]: input.commitId, [SUMMARY_TOPIC]: t.topic, [SUMMARY_INGEST_ID + '.source']: input.ingestId },
-      properties: () =>
-        deadLetterCursorProperty(input.ingestId, t.topic, {
-          offsets: maxOffsets(input.deadLetterFloor, input.endOffsets),
-          commitId: input.commitId,
-        }),
-      validate: (m) => {
-        const dl = readDeadLetterCursor(m, input.ingestId);
-        if (dl.commitId === input.commitId) return ALREADY_COMMITTED;
-        if (dl.commitId !== input.deadLetterBaseCommitId) {
-          throw nonRetryable(
-            FailureType.StaleCursor,
-            `stale dead-letter cursor for ${t.deadLetterTable}/${input.ingestId}: expected commit ${input.deadLetterBaseCommitId ?? 'none'}, found ${dl.commitId ?? 'none'}`,
-          );
-        }
-      },
-    });
-  }
+  // Dead letters first, under the same commit id: a retry after a crash between the two finds them.
+  if (deadLetterFiles.length > 0) await commitDeadLetters(deps, t, input, deadLetterFiles);
   const summary = {
     [SUMMARY_INGEST_ID]: input.ingestId,
     [SUMMARY_OFFSETS]: formatOffsets(input.endOffsets),

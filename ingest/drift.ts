@@ -26,7 +26,8 @@
 import type { ColumnConfig, PartitionFieldConfig, TableConfig } from '../config/types';
 import { currentSchema, defaultSpec } from '../iceberg/spec/metadata';
 import type { IcebergType, NestedField, StructType, TableMetadata } from '../iceberg/spec/types';
-import { columnType } from '../ingest/tables';
+import { FailureType, FloeFailure } from '../contract';
+import { columnType } from './tables';
 import { typeString } from '../iceberg/spec/schema';
 
 export { typeString };
@@ -252,10 +253,14 @@ export function tableDriftMessage(problems: string[]): string {
   );
 }
 
-/** Thrown by `ingest start` when a table drifted; `problems` as checkTableDrift reports them. */
-export class TableDriftError extends Error {
+/**
+ * Thrown by `ingest start` when a table drifted; `problems` as checkTableDrift reports them. A
+ * FloeFailure of type TableDrift, so wherever it is thrown it reaches Temporal through
+ * activities/failures.ts `toFailure` like every other domain failure, not by its class name.
+ */
+export class TableDriftError extends FloeFailure {
   constructor(readonly problems: string[]) {
-    super(tableDriftMessage(problems));
-    this.name = 'TableDrift';
+    super(FailureType.TableDrift, tableDriftMessage(problems));
+    this.name = 'TableDriftError';
   }
 }

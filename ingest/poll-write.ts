@@ -18,6 +18,7 @@ import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './dep
 import { pollPartitions } from './kafka';
 import { ingestWatermarks } from './watermarks';
 import type { PollInput, PollResult } from './types';
+import type { TableConfig } from '../config';
 
 export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): Promise<PollResult> {
   const t = ingestTableConfig(deps.cfg, input.table, input.topic);
@@ -29,37 +30,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const allPartitions = Object.keys(wm.high).map(Number);
   const deadRows: Row[] = [];
   const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
-  // Rows are encoded while the poll goes on (on the encoder threads when the worker has them).
-  // Until this cycle commits, its files are unreachable: a marker written before the first of them
-  // keeps the orphan sweep off them however long the cycle takes (another group stuck, a paused
-  // worker). The commit clears it.
-  const openTableWriter = (name: string, p: string) =>
-    deps.tables.openRowWriter(name, p, {
-      targetFileSizeBytes: t.targetFileSizeBytes,
-      ...(deps.encoders ? { encoder: deps.encoders.open } : {}),
-      beforeFirstFile: async () =>
-        markPending(deps.tables.io, await tableLocation(deps.tables, name), pendingOwner(input.ingestId), `${input.commitId}-`),
-    });
-  // A route writes the tables its records go to, each from its own cursor (ingest/route.ts).
-  const router = input.route
-    ? new RoutedWriters(
-        deps,
-        t,
-        { ...input, route: input.route },
-        (name, suffix = '') => openTableWriter(name, `${prefix}${suffix}`),
-        (msg) => run.warn(msg),
-      )
-    : undefined;
-  // A table's own poll: one sink decodes (JSON or a schema format, evolving the table first
-  // when a record's schema needs it) and writes.
-  const sink = router
-    ? undefined
-    : await TableSink.open(
-        deps,
-        t,
-        (suffix) => openTableWriter(t.table, `${prefix}${suffix}`),
-        (msg) => run.warn(msg),
-      );
+  const { router, sink } = await openWriters(deps, t, input, prefix, run);
   const add = (rec: KafkaRecord): void | Promise<void> => (router ? router.add(rec, deadLetter) : sink!.add(rec, deadLetter));
   // A record that cannot be a row (no route, a value that does not decode) is a dead letter.
   const deadLetter = (rec: KafkaRecord, e: unknown): void => {
@@ -106,10 +77,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   }
   // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
   // did not land (fenced, or its worker died): recording them again would duplicate them.
-  const floor = input.deadLetterFloor ?? {};
-  const freshDeadRows = deadRows.filter(
-    (r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!),
-  );
+  const freshDeadRows = aboveFloor(deadRows, input.deadLetterFloor ?? {});
   if (freshDeadRows.length > 0)
     await markPending(
       deps.tables.io,
@@ -148,4 +116,55 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     bytes: outcome.bytes,
     ...(routed ? { routed: await routedFileLists(deps.tables.io, routed, budget, stage) } : {}),
   };
+}
+
+/**
+ * The poll's writers: a route's (each table from its own cursor, ingest/route.ts) or the table's
+ * own sink, which decodes (JSON or a schema format, evolving the table first when a record's schema
+ * needs it) and writes.
+ */
+async function openWriters(
+  deps: Deps,
+  t: TableConfig,
+  input: PollInput,
+  prefix: string,
+  run: StepRun,
+): Promise<{ router: RoutedWriters | undefined; sink: TableSink | undefined }> {
+  // Rows are encoded while the poll goes on (on the encoder threads when the worker has them).
+  // Until this cycle commits, its files are unreachable: a marker written before the first of them
+  // keeps the orphan sweep off them however long the cycle takes (another group stuck, a paused
+  // worker). The commit clears it.
+  const openTableWriter = (name: string, p: string) =>
+    deps.tables.openRowWriter(name, p, {
+      targetFileSizeBytes: t.targetFileSizeBytes,
+      ...(deps.encoders ? { encoder: deps.encoders.open } : {}),
+      beforeFirstFile: async () =>
+        markPending(deps.tables.io, await tableLocation(deps.tables, name), pendingOwner(input.ingestId), `${input.commitId}-`),
+    });
+  // A route writes the tables its records go to, each from its own cursor (ingest/route.ts).
+  const router = input.route
+    ? new RoutedWriters(
+        deps,
+        t,
+        { ...input, route: input.route },
+        (name, suffix = '') => openTableWriter(name, `${prefix}${suffix}`),
+        (msg) => run.warn(msg),
+      )
+    : undefined;
+  // A table's own poll: one sink decodes (JSON or a schema format, evolving the table first
+  // when a record's schema needs it) and writes.
+  const sink = router
+    ? undefined
+    : await TableSink.open(
+        deps,
+        t,
+        (suffix) => openTableWriter(t.table, `${prefix}${suffix}`),
+        (msg) => run.warn(msg),
+      );
+  return { router, sink };
+}
+
+/** Dead letters at or past the dead-letter cursor: those below it an earlier batch already recorded. */
+function aboveFloor(rows: Row[], floor: Offsets): Row[] {
+  return rows.filter((r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!));
 }

@@ -385,6 +385,48 @@ async function rewriteGroupFiles(
 }
 
 /**
+ * The groups that may commit: every input still live (a group with a replaced file that is gone
+ * is skipped) and every output present at its size. Never commit a dangling reference: a sweep, a
+ * lifecycle rule or a lost write may have removed an output since the rewrite; such a group is
+ * left out and its inputs stay live, so the next run rewrites it. Each skipped group is added to
+ * `skipped` with the reason.
+ */
+async function committableGroups(
+  tables: Tables,
+  location: string,
+  pending: Pending[],
+  live: Map<string, DataFile>,
+  skipped: CommitRewriteResult['skippedGroups'],
+): Promise<Pending[]> {
+  const ready: Pending[] = [];
+  for (const p of pending) {
+    const missing = p.group.files.map((f) => absPath(location, f.path)).filter((l) => !live.has(l));
+    if (missing.length)
+      skipped.push({
+        index: p.group.index,
+        reason: `${missing.length} of ${p.group.files.length} input files are no longer live (e.g. ${missing[0]})`,
+      });
+    else ready.push(p);
+  }
+  // Never commit a dangling reference: every output must exist, at its size, right before the
+  // commit (a sweep, a lifecycle rule or a lost write may have removed one since the rewrite).
+  // A group with a missing output is left out; its inputs stay live, so the next run rewrites it.
+  const complete: Pending[] = [];
+  for (const p of ready) {
+    const problems = (await mapConcurrent(p.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
+    if (problems.length) {
+      skipped.push({
+        index: p.group.index,
+        reason: `${problems.length} of ${p.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run`,
+      });
+    } else {
+      complete.push(p);
+    }
+  }
+  return complete;
+}
+
+/**
  * Commits finished groups as one `replace` snapshot, exactly once per `commitId`: a retry first
  * looks for its commit id in main's ancestry. Groups with a replaced file that is no longer live
  * are left out (and their outputs deleted: they were never referenced); the rest commit.
@@ -434,31 +476,7 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     const live = new Map(
       (await liveDataFiles(tables.io, loaded.metadata, { metrics: false })).map((f) => [f.dataFile.filePath, f.dataFile]),
     );
-    const ready: Pending[] = [];
-    for (const p of pending) {
-      const missing = p.group.files.map((f) => absPath(input.location, f.path)).filter((l) => !live.has(l));
-      if (missing.length)
-        skipped.push({
-          index: p.group.index,
-          reason: `${missing.length} of ${p.group.files.length} input files are no longer live (e.g. ${missing[0]})`,
-        });
-      else ready.push(p);
-    }
-    // Never commit a dangling reference: every output must exist, at its size, right before the
-    // commit (a sweep, a lifecycle rule or a lost write may have removed one since the rewrite).
-    // A group with a missing output is left out; its inputs stay live, so the next run rewrites it.
-    const complete: Pending[] = [];
-    for (const p of ready) {
-      const problems = (await mapConcurrent(p.outputs, 16, async (o) => outputProblem(tables, o))).filter((x): x is string => x !== null);
-      if (problems.length) {
-        skipped.push({
-          index: p.group.index,
-          reason: `${problems.length} of ${p.outputs.length} rewritten output files are missing or incomplete (e.g. ${problems[0]}); not committed, the group is rewritten on the next run`,
-        });
-      } else {
-        complete.push(p);
-      }
-    }
+    const complete = await committableGroups(tables, input.location, pending, live, skipped);
     await dropOutputs(pending.filter((p) => !complete.includes(p)));
     pending = complete;
     if (pending.length === 0) return { snapshotId: null, alreadyCommitted: false, committedGroups: [], skippedGroups: skipped };

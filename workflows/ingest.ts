@@ -151,6 +151,58 @@ async function unlessTopicGone<T>(
   }
 }
 
+/**
+ * Commits a cycle that advanced: a route (the plan lists its tables) commits each table in turn;
+ * plans of a plain table, and every history recorded before routes existed, take the one commit.
+ * Fenced (another writer moved this ingest's cursor) or files gone: the cycle's files are orphans
+ * and the next cycle starts over from the table ('refused'; 'reload' before the patch that counts
+ * refused cycles towards continue-as-new).
+ */
+async function commitCycle(
+  input: IngestInput,
+  plan: CyclePlan,
+  cycle: ReturnType<typeof mergeCycle>,
+  commitId: string,
+  status: IngestStatus,
+  started: number,
+): Promise<'committed' | 'refused' | 'reload'> {
+  try {
+    const res = plan.routeTables
+      ? await commitRoute(input, plan, cycle, commitId, status)
+      : await commit({
+          table: input.table,
+          ingestId: input.ingestId,
+          ...topicOf(input),
+          commitId,
+          baseSnapshotId: plan.baseSnapshotId,
+          deadLetterFloor: plan.deadLetterFloor,
+          deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+          startOffsets: plan.startOffsets,
+          endOffsets: cycle.endOffsets,
+          files: cycle.files,
+          deadLetterFiles: cycle.deadLetterFiles,
+          records: cycle.records,
+          deadLetters: cycle.deadLetters,
+          range: input.range,
+        });
+    recordCommit(status, cycle, commitId, res, Date.now() - started);
+    logCommit(input, commitId, res, cycle);
+    return 'committed';
+  } catch (err) {
+    if (!(err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && INGEST_RELOAD.includes(err.cause.type ?? '')))
+      throw err;
+    status.fencedCommits++;
+    log.warn('commit refused; reloading the cursor from the table', {
+      table: input.table,
+      ingestId: input.ingestId,
+      commitId,
+      reason: err.cause.type,
+    });
+    // Refused cycles still count towards continue-as-new, or history would grow unbounded.
+    return patched(PATCH_REFUSED_CYCLES_CONTINUE_AS_NEW) ? 'refused' : 'reload';
+  }
+}
+
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
   const status = initialStatus(input);
   let paused = status.state === 'paused';
@@ -202,50 +254,10 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     cyclesThisRun++;
     const cycle = mergeCycle(plan, results);
 
-    let refused = false;
-    if (cycle.advanced) {
-      try {
-        // A route (the plan lists its tables) commits each table in turn; plans of a plain table,
-        // and every history recorded before routes existed, take the one commit below.
-        const res = plan.routeTables
-          ? await commitRoute(input, plan, cycle, commitId, status)
-          : await commit({
-              table: input.table,
-              ingestId: input.ingestId,
-              ...topicOf(input),
-              commitId,
-              baseSnapshotId: plan.baseSnapshotId,
-              deadLetterFloor: plan.deadLetterFloor,
-              deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
-              startOffsets: plan.startOffsets,
-              endOffsets: cycle.endOffsets,
-              files: cycle.files,
-              deadLetterFiles: cycle.deadLetterFiles,
-              records: cycle.records,
-              deadLetters: cycle.deadLetters,
-              range: input.range,
-            });
-        recordCommit(status, cycle, commitId, res, Date.now() - started);
-        logCommit(input, commitId, res, cycle);
-      } catch (err) {
-        // Fenced (another writer moved this ingest's cursor) or files gone: our files are orphans;
-        // start over from the table.
-        if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && INGEST_RELOAD.includes(err.cause.type ?? '')) {
-          status.fencedCommits++;
-          log.warn('commit refused; reloading the cursor from the table', {
-            table: input.table,
-            ingestId: input.ingestId,
-            commitId,
-            reason: err.cause.type,
-          });
-          // Refused cycles still count towards continue-as-new, or history would grow unbounded.
-          if (!patched(PATCH_REFUSED_CYCLES_CONTINUE_AS_NEW)) continue;
-          refused = true;
-        } else {
-          throw err;
-        }
-      }
-    }
+    // 'reload': refused before the patch that counts refused cycles; the loop starts over at once.
+    const outcome = cycle.advanced ? await commitCycle(input, plan, cycle, commitId, status, started) : 'committed';
+    if (outcome === 'reload') continue;
+    const refused = outcome === 'refused';
     if (!refused) status.lag = lagOf(status.cursor, cycle.highWatermarks);
     setCurrentDetails(currentDetails(status, reportedState(status, paused, draining)));
     behind = !refused && leftBehind(cycle);
