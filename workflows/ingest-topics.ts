@@ -44,6 +44,15 @@ export interface IngestTopicsInput {
   started?: string[];
   gone?: string[];
   paused?: boolean;
+  /**
+   * Also carried: a drain-and-stop, and pause/resume signals not yet forwarded to the topics'
+   * ingests, that arrived while the last run was refreshing. Dropped, `ingest stop --wait` hung and
+   * a topic's ingest missed a pause.
+   */
+  draining?: boolean;
+  forwards?: Forward[];
+  /** Refreshes per run before continue-as-new (default 500; tests make it small). */
+  refreshesPerRun?: number;
 }
 
 export interface IngestTopicsStatus {
@@ -70,15 +79,15 @@ export const topicsQuery = defineQuery<IngestTopicsStatus>('topics');
 /** Refreshes per run before continue-as-new (a refresh is ~6 history events). */
 const REFRESHES_PER_RUN = 500;
 
-type Forward = 'pause' | 'resume' | 'stop';
+export type Forward = 'pause' | 'resume' | 'stop';
 
 export async function ingestTopicsWorkflow(input: IngestTopicsInput): Promise<IngestTopicsStatus> {
   const started = new Set(input.started ?? []);
   const gone = new Set(input.gone ?? []);
   let paused = input.paused ?? false;
-  let draining = false;
+  let draining = input.draining ?? false;
   let missing: string[] = [];
-  const pending: Forward[] = [];
+  const pending: Forward[] = [...(input.forwards ?? [])];
   setHandler(pauseSignal, () => {
     paused = true;
     pending.push('pause');
@@ -154,12 +163,15 @@ export async function ingestTopicsWorkflow(input: IngestTopicsInput): Promise<In
           .signal(pauseSignal)
           .catch(() => undefined);
     }
-    if (refreshes + 1 >= REFRESHES_PER_RUN || workflowInfo().continueAsNewSuggested) {
+    if (refreshes + 1 >= (input.refreshesPerRun ?? REFRESHES_PER_RUN) || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof ingestTopicsWorkflow>({
         ...input,
         started: [...started].sort(),
-        ...(gone.size > 0 ? { gone: [...gone].sort() } : {}),
+        // Explicitly unset when empty: `...input` would carry the last run's values over.
+        gone: gone.size > 0 ? [...gone].sort() : undefined,
         paused,
+        draining: draining || undefined,
+        forwards: pending.length > 0 ? [...pending] : undefined,
       });
     }
     await condition(() => pending.length > 0 || draining, found.refreshMs);

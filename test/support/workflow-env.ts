@@ -320,7 +320,14 @@ export function fakeIngest(opts: FakeIngestOptions) {
  * runs), and each topic's ingest activities are a fakeIngest of its own (made on first use),
  * chosen by the activity input's `topic`; an input without one fails the activity.
  */
-export function fakeTopics(opts: { topics: string[]; high: Offsets; perPoll?: number; refreshMs?: number }) {
+export function fakeTopics(opts: {
+  topics: string[];
+  high: Offsets;
+  perPoll?: number;
+  refreshMs?: number;
+  /** Awaited inside listEntryTopics (n counts calls from 1): a test sends signals while a refresh runs. */
+  duringList?: (n: number) => Promise<void>;
+}) {
   // `gone`: topics deleted from the cluster: their ingest activities fail with TopicGone, as ingest/watermarks.ts does.
   const state = { topics: [...opts.topics], missing: [] as string[], gone: new Set<string>() };
   const fakes = new Map<string, ReturnType<typeof fakeIngest>>();
@@ -335,6 +342,7 @@ export function fakeTopics(opts: { topics: string[]; high: Offsets; perPoll?: nu
   const activities = {
     async listEntryTopics(_input: { table: string }) {
       calls.listEntryTopics++;
+      await opts.duringList?.(calls.listEntryTopics);
       return { topics: [...state.topics].sort(), missing: [...state.missing], refreshMs: opts.refreshMs ?? 100 };
     },
     loadCursor: (ref: TableRef) => of(ref.topic).activities.loadCursor(ref),

@@ -147,4 +147,52 @@ describe('ingestTopicsWorkflow, with mocked activities', () => {
       }
     });
   });
+
+  it('a drain or pause that arrives while a refresh runs survives the continue-as-new that follows it', async () => {
+    // The second refresh of each run is its last (refreshesPerRun 2): signals sent while it runs
+    // reach the workflow between its loop's check and continue-as-new.
+    let release: (() => void) | undefined;
+    const signalled: string[] = [];
+    const fake = fakeTopics({
+      topics: ['a', 'b'],
+      high: { 0: '4' },
+      perPoll: 1,
+      duringList: async (n) => {
+        if (n === 2 || n === 4) await new Promise<void>((r) => (release = r));
+      },
+    });
+    const table = uniqueId('shop.carry');
+    await withWorker(env, fake.activities, async (taskQueue) => {
+      const handle = await client.workflow.start(ingestTopicsWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, 'main'),
+        args: [{ table, ingestId: 'main', refreshesPerRun: 2 }],
+      });
+      const child = (topic: string) => topicIngest(table, topic);
+      const firstRun = handle.firstExecutionRunId;
+      // Run 1, refresh 2: pause arrives mid-refresh; the run continues as new right after.
+      await until('the second refresh runs', () => release !== undefined);
+      await handle.signal(pauseSignal);
+      signalled.push('pause');
+      release!();
+      release = undefined;
+      // The next run forwards the pause it was handed: both topics' ingests pause.
+      for (const t of ['a', 'b']) await until(`${t} paused`, async () => (await child(t).query(statusQuery)).state === 'paused');
+      assert.notEqual((await handle.describe()).runId, firstRun, 'the entry continued as new');
+      // Run 2, refresh 2 (call 4): drain arrives mid-refresh; continue-as-new follows.
+      await until('the next run refreshes', () => release !== undefined);
+      await handle.signal(resumeSignal);
+      await handle.signal(drainAndStopSignal);
+      signalled.push('resume', 'drain');
+      release!();
+      // Without the carried drain the new run would refresh forever and `ingest stop --wait` hang.
+      const set = await handle.result();
+      assert.equal(set.state, 'stopped');
+      for (const t of ['a', 'b']) {
+        assert.equal((await child(t).result()).state, 'stopped');
+        assert.deepEqual(fake.topic(t).state.cursor, { 0: '4' }, `${t}: drained to its end`);
+      }
+      assert.deepEqual(signalled, ['pause', 'resume', 'drain']);
+    });
+  });
 });
