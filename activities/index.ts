@@ -33,8 +33,10 @@ function withBufferBudget<T extends { pollAndWrite: (input: PollInput) => Promis
   return {
     ...acts,
     pollAndWrite: async (input: PollInput) => {
-      const lease = await budget.acquire(input.maxBytes, () =>
-        Context.current().heartbeat({ phase: 'waiting-for-buffer', inUse: budget.inUse }),
+      const lease = await budget.acquire(
+        input.maxBytes,
+        () => Context.current().heartbeat({ phase: 'waiting-for-buffer', inUse: budget.inUse }),
+        Context.current().cancellationSignal,
       );
       try {
         return await acts.pollAndWrite({ ...input, maxBytes: lease.granted });

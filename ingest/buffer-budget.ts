@@ -1,3 +1,5 @@
+import { StepCancelled } from '../contract';
+
 /**
  * A worker-wide bound on the bytes its poll activities buffer at once. Each poll holds its cycle's
  * records in memory until they are written as Parquet; with up to 16 concurrent activities and
@@ -19,15 +21,35 @@ export class BufferBudget {
     return this.used;
   }
 
-  /** Reserves min(bytes, total); resolves to a release function and the bytes actually granted. */
-  async acquire(bytes: number, onWait?: () => void): Promise<{ granted: number; release: () => void }> {
+  /**
+   * Reserves min(bytes, total); resolves to a release function and the bytes actually granted.
+   * `signal` (the activity's cancellation) ends a wait: the waiter leaves the queue and the promise
+   * rejects with StepCancelled, so a cancelled poll never waits for a budget it will not use.
+   */
+  async acquire(bytes: number, onWait?: () => void, signal?: AbortSignal): Promise<{ granted: number; release: () => void }> {
     const granted = Math.max(1, Math.min(bytes, this.totalBytes));
+    if (signal?.aborted) throw new StepCancelled('cancelled while waiting for the worker buffer budget');
     if (this.waiters.length > 0 || this.used + granted > this.totalBytes) {
       const beat = onWait ? setInterval(onWait, 2000) : undefined;
+      let onAbort: (() => void) | undefined;
       try {
-        await new Promise<void>((wake) => this.waiters.push({ bytes: granted, wake }));
+        await new Promise<void>((wake, cancel) => {
+          const waiter = { bytes: granted, wake };
+          this.waiters.push(waiter);
+          onAbort = () => {
+            const i = this.waiters.indexOf(waiter);
+            // Already woken (granted) in the same turn: the caller releases it as usual.
+            if (i < 0) return;
+            this.waiters.splice(i, 1);
+            // The head may have left: the next ones may fit now.
+            this.drain();
+            cancel(new StepCancelled('cancelled while waiting for the worker buffer budget'));
+          };
+          signal?.addEventListener('abort', onAbort, { once: true });
+        });
       } finally {
         if (beat) clearInterval(beat);
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
       }
     } else {
       this.used += granted;

@@ -339,7 +339,9 @@ export class PartitionReader {
     if (sink.caughtUp()) return sink.outcome;
     const timer = setTimeout(() => sink.stop(), bounds.maxWaitMs);
     const onAbort = () => sink.stop();
-    bounds.signal?.addEventListener('abort', onAbort, { once: true });
+    // An already-aborted signal never fires 'abort' again: stop now, or the poll reads a whole interval.
+    if (bounds.signal?.aborted) sink.stop();
+    else bounds.signal?.addEventListener('abort', onAbort, { once: true });
     const progress = setInterval(() => onProgress?.(sink.outcome), 2000);
     try {
       // Until the group is joined only the poll's timer or signal ends the wait, reading nothing.

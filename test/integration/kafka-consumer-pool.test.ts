@@ -119,6 +119,12 @@ describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
     );
   });
 
+  it('a poll whose activity was already cancelled reads nothing (an aborted signal never fires its listener again)', async () => {
+    // Records wait from offset 0; before the fix the poll read them all and then its whole interval.
+    const { got } = await poll({ 0: '0', 1: '0' }, { signal: AbortSignal.abort(), maxWaitMs: 3000 });
+    assert.equal(got.length, 0);
+  });
+
   it('a group of one partition reads only it', async () => {
     const { got, next } = await poll({ 1: '10' }, { maxRecords: 50 }, [1]);
     assert.ok(got.every((g) => g.p === 1));

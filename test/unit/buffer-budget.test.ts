@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { BufferBudget, bufferBudgetFromEnv } from '../../ingest/buffer-budget';
+import { StepCancelled } from '../../contract';
 
 describe('worker buffer budget', () => {
   it('concurrent polls never hold more than the budget: the next waits until bytes are released', async () => {
@@ -48,5 +49,28 @@ describe('worker buffer budget', () => {
   it('a bad FLOE_WORKER_BUFFER_BYTES fails naming the variable', () => {
     assert.throws(() => bufferBudgetFromEnv({ FLOE_WORKER_BUFFER_BYTES: '64MB' }), /FLOE_WORKER_BUFFER_BYTES: expected a positive integer/);
     assert.equal(bufferBudgetFromEnv({}).totalBytes, 256 * 1024 * 1024);
+  });
+  it('a cancelled wait leaves the queue and rejects StepCancelled; the waiters behind it go on', async () => {
+    const b = new BufferBudget(100);
+    const first = await b.acquire(90);
+    const ac = new AbortController();
+    const cancelled = b.acquire(80, undefined, ac.signal);
+    let smallGranted = false;
+    const small = b.acquire(10).then((l) => {
+      smallGranted = true;
+      return l;
+    });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(smallGranted, false, 'FIFO: behind the big waiter');
+    ac.abort();
+    await assert.rejects(cancelled, (e: Error) => e instanceof StepCancelled);
+    // The head left: the small one fits beside the first lease without waiting for its release.
+    (await small).release();
+    assert.equal(b.inUse, 90);
+    first.release();
+    assert.equal(b.inUse, 0);
+    // Already cancelled: refused at once, nothing reserved.
+    await assert.rejects(b.acquire(10, undefined, ac.signal), (e: Error) => e instanceof StepCancelled);
+    assert.equal(b.inUse, 0);
   });
 });
