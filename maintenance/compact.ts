@@ -35,7 +35,7 @@ import { markPending } from '../table/pending';
 import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from '../table/staged-files';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
-import { absPath, liveDataFiles, relPath } from './reachable';
+import { absPath, liveDataFiles, reachableFiles, relPath } from './reachable';
 import { mapConcurrent } from '../iceberg/scan/parallel';
 import { parseOptionalWindow } from './window';
 import {
@@ -440,8 +440,14 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     ? undefined
     : input.groups.map(({ group, result }) => ({ group, outputs: result.outputs }));
   let rounds = 0;
-  const dropOutputs = async (gs: Pending[]) => {
-    for (const { outputs } of gs) await Promise.all(outputs.map((o) => tables.io.delete(String(o.filePath)).catch(() => undefined)));
+  // Never delete a written file unless the table proves it unreferenced: a commit of ours that
+  // landed (its response lost) and whose snapshot expiry then removed is invisible to findCommit,
+  // yet its outputs are live; so are outputs a retained snapshot still reads.
+  const dropOutputs = async (gs: Pending[], m: TableMetadata) => {
+    const paths = gs.flatMap((g) => g.outputs.map((o) => String(o.filePath)));
+    if (paths.length === 0) return;
+    const referenced = (await reachableFiles(tables.io, m)).dataFiles;
+    await Promise.all(paths.filter((p) => !referenced.has(p)).map((p) => tables.io.delete(p).catch(() => undefined)));
   };
   const done = async (r: CommitRewriteResult): Promise<CommitRewriteResult> => {
     if (input.staged && r.committedGroups.length > 0) {
@@ -473,11 +479,29 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
     }
     pending ??= await readStagedGroups(tables, input.staged!, skipped);
     // Partition and spec of the outputs come from the files they replace (same partition by plan).
-    const live = new Map(
-      (await liveDataFiles(tables.io, loaded.metadata, { metrics: false })).map((f) => [f.dataFile.filePath, f.dataFile]),
-    );
+    const liveFiles = await liveDataFiles(tables.io, loaded.metadata, { metrics: false });
+    const live = new Map(liveFiles.map((f) => [f.dataFile.filePath, f.dataFile]));
+    // Outputs are named by this commit's rewrite attempts, so only this commit can have made one
+    // live: it landed on an earlier attempt, and its snapshot (with the commit id) has since
+    // been expired. Nothing is committed again and nothing is dropped.
+    const landed = pending.filter((p) => p.outputs.some((o) => live.has(String(o.filePath))));
+    if (landed.length > 0) {
+      // The snapshot that wrote the manifest now listing an output: ours, unless a later commit
+      // rewrote that manifest.
+      const output = String(landed[0]!.outputs.find((o) => live.has(String(o.filePath)))!.filePath);
+      const writer = liveFiles.find((f) => f.dataFile.filePath === output)!.manifest.addedSnapshotId;
+      return done({
+        snapshotId: writer.toString(),
+        alreadyCommitted: true,
+        committedGroups: landed.map((p) => p.group.index),
+        skippedGroups: skipped,
+      });
+    }
     const complete = await committableGroups(tables, input.location, pending, live, skipped);
-    await dropOutputs(pending.filter((p) => !complete.includes(p)));
+    await dropOutputs(
+      pending.filter((p) => !complete.includes(p)),
+      loaded.metadata,
+    );
     pending = complete;
     if (pending.length === 0) return { snapshotId: null, alreadyCommitted: false, committedGroups: [], skippedGroups: skipped };
 
