@@ -65,7 +65,7 @@ import type { ServiceName } from '../stack/service';
 
 /** The services chaos restarts (the stack's other services are left alone). */
 type ChaosService = Extract<ServiceName, 'kafka' | 'temporal' | 's3' | 'postgres'>;
-import { findTable, loadConfig, parseDuration } from '../config';
+import { findTable, loadConfig, parseDuration, type FloeConfig, type TableConfig } from '../config';
 import { connectClient, runBackfill, signalIngest, startIngest, waitForIngest, ingestStatus, type FloeClient } from '../client';
 import { applySchedules, maintenanceScheduleId, removeOrphans, setSchedulesPaused, SCHEDULE_KINDS } from '../client/maintenance';
 import { createDeps } from '../activities';
@@ -84,6 +84,7 @@ import {
   type FileAudit,
   type TopicContents,
 } from '../test/support/chaos-check';
+import { benchArgs } from './support/args';
 import { prng } from './support/prng';
 import { ensureIngestTables } from '../ingest/tables';
 
@@ -237,48 +238,33 @@ async function retrying<T>(what: string, fn: () => Promise<T>, log: (m: string) 
   }
 }
 
-export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResult> {
-  const o: ChaosOptions = { ...DEFAULTS, ...opts, restarts: { ...DEFAULTS.restarts, ...(opts.restarts ?? {}) } };
-  const t00 = Date.now();
-  const log = (m: string) => (o.log ?? ((x: string) => console.log(x)))(`[chaos +${((Date.now() - t00) / 1000).toFixed(1)}s] ${m}`);
-  const rnd = prng(o.seed);
-  const between = ([a, b]: [number, number]) => a + rnd() * (b - a);
-  const problems: string[] = [];
+type Log = (m: string) => void;
+type Between = (range: [number, number]) => number;
+type BlockRange = { from: Record<string, string>; to: Record<string, string> };
+type OrphanSweeps = { runs: number; deleted: number; errors: number };
 
-  await ensureStack(SERVICES);
-  const name =
-    o.name ??
-    `chaos_${new Date()
-      .toISOString()
-      .replace(/[-:T.Z]/g, '')
-      .slice(0, 14)}_${o.seed}`;
-  const { path: configPath, table, topic } = writeConfig(name, o);
-  const cfg = loadConfig(configPath);
-  const t = findTable(cfg, table);
-  log(
-    `run ${name} (seed ${o.seed}): table ${table} (catalog ${CATALOG_NAME} on Postgres), topic ${topic}, ${o.workers} workers, ${o.ratePerS} msg/s for ${formatElapsed(o.durationMs)}, kill every ~${o.killEveryMs / 1000}s; config ${configPath}`,
-  );
+/** The chaos messages: n -> (key, value, headers), every --malformed-every-th one malformed; sent at least once. */
+class ChaosFeed {
+  readonly produced = { good: 0, bad: 0 };
+  /** sends that failed and were retried */
+  errors = 0;
+  private readonly events = orderEvents();
+  private nextSeq = 0;
 
-  const kafka = new Kafka({ clientId: 'floe-chaos', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: o.partitions, replicationFactor: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-  const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 10, maxRetryTime: 5000 } });
-  await producer.connect();
+  constructor(
+    readonly producer: Producer,
+    private readonly topic: string,
+    private readonly malformedEvery: number,
+    private readonly log: Log,
+  ) {}
 
-  // ---- messages: n -> (key, value, headers); every n-th is malformed ----
-  const events = orderEvents();
-  let nextSeq = 0;
-  const produced = { good: 0, bad: 0 };
-  let producerErrors = 0;
-  const makeBatch = (count: number): Message[] => {
+  batch(count: number): Message[] {
     const out: Message[] = [];
     for (let i = 0; i < count; i++) {
-      const n = nextSeq++;
-      const e = events.next().value!;
+      const n = this.nextSeq++;
+      const e = this.events.next().value!;
       const good = JSON.stringify(e);
-      const bad = o.malformedEvery > 0 && (n + 1) % o.malformedEvery === 0;
+      const bad = this.malformedEvery > 0 && (n + 1) % this.malformedEvery === 0;
       out.push({
         key: eventKey(e),
         value: bad ? malformed(n, good) : good,
@@ -286,227 +272,334 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
       });
     }
     return out;
-  };
-  const send = async (messages: Message[], deadline: number) => {
+  }
+
+  async send(messages: Message[], deadline: number): Promise<void> {
     // At-least-once into Kafka: a send that failed after the broker stored it is sent again; the
     // checker sees the copy as a repeated chaos-seq, not as a floe duplicate.
     await retrying(
       `produce ${messages.length} messages`,
-      () => producer.send({ topic, messages, compression: CompressionTypes.None }),
+      () => this.producer.send({ topic: this.topic, messages, compression: CompressionTypes.None }),
       (m) => {
-        producerErrors++;
-        log(m);
+        this.errors++;
+        this.log(m);
       },
       deadline,
       1000,
     );
-    for (const m of messages) produced[m.headers![KIND_HEADER] === 'bad' ? 'bad' : 'good']++;
-  };
+    for (const m of messages) this.produced[m.headers![KIND_HEADER] === 'bad' ? 'bad' : 'good']++;
+  }
+}
 
-  // ---- the backfill block, then the live cursor past it ----
+/** The run's topic, created, and an idempotent producer into it. */
+async function openTopic(brokers: string[], topic: string, partitions: number): Promise<Producer> {
+  const kafka = new Kafka({ clientId: 'floe-chaos', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 10, maxRetryTime: 5000 } });
+  await producer.connect();
+  return producer;
+}
+
+/**
+ * The backfill's block: --backfill-block seconds' worth of messages, then the live ingest's cursor
+ * reset past it (`floe ingest reset --to latest`), so only the backfill loads the block.
+ */
+async function produceBackfillBlock(
+  o: ChaosOptions,
+  cfg: FloeConfig,
+  t: TableConfig,
+  topic: string,
+  feed: ChaosFeed,
+  log: Log,
+): Promise<BlockRange> {
   const blockSize = Math.round(o.backfillBlockS * o.ratePerS);
   for (let sent = 0; sent < blockSize;) {
     const n = Math.min(1000, blockSize - sent);
-    await send(makeBatch(n), Date.now() + 5 * 60_000);
+    await feed.send(feed.batch(n), Date.now() + 5 * 60_000);
     sent += n;
   }
   const deps = await createDeps(cfg);
-  let blockRange: { from: Record<string, string>; to: Record<string, string> };
   try {
     await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
     const low = await resolveResetTarget(deps.admin, topic, { kind: 'earliest' });
     const high = await resolveResetTarget(deps.admin, topic, { kind: 'latest' });
-    blockRange = { from: low, to: high };
     const r = await resetCursor(deps.tables, t, t.ingestId, high); // floe ingest reset --to latest
     log(
       `produced a block of ${blockSize} messages for the backfill (offsets ${JSON.stringify(low)}..${JSON.stringify(high)}); live cursor reset to the block's end (snapshot ${r.snapshotId})`,
     );
+    return { from: low, to: high };
   } finally {
     await deps.close();
   }
+}
 
-  const fc: FloeClient = await connectClient(cfg);
-  const pool = new ChaosWorkerPool({ configPath, count: o.workers, logDir: join(floeHome(), 'logs'), name, log, random: rnd });
-  const restarts: Record<ChaosService, number> = { kafka: 0, temporal: 0, s3: 0, postgres: 0 };
-  let stopChaos = false;
-  const chaosSleep = async (ms: number) => {
+/** One chaos run once its topic and backfill block exist: the workers, the chaos, the drain and the check. */
+class ChaosRun {
+  readonly restarts: Record<ChaosService, number> = { kafka: 0, temporal: 0, s3: 0, postgres: 0 };
+  readonly problems: string[] = [];
+  readonly orphanSweeps: OrphanSweeps = { runs: 0, deleted: 0, errors: 0 };
+  readonly pool: ChaosWorkerPool;
+  private readonly table: string;
+  private stopChaos = false;
+  private backfillDone = false;
+  private drained = false;
+  private cleaned: Promise<void> | null = null;
+
+  constructor(
+    private readonly o: ChaosOptions,
+    private readonly x: {
+      name: string;
+      configPath: string;
+      cfg: FloeConfig;
+      t: TableConfig;
+      topic: string;
+      fc: FloeClient;
+      feed: ChaosFeed;
+      rnd: () => number;
+      t00: number;
+      log: Log;
+    },
+  ) {
+    this.table = x.t.table;
+    this.pool = new ChaosWorkerPool({
+      configPath: x.configPath,
+      count: o.workers,
+      logDir: join(floeHome(), 'logs'),
+      name: x.name,
+      log: x.log,
+      random: x.rnd,
+    });
+  }
+
+  private readonly log: Log = (m) => this.x.log(m);
+  private readonly between: Between = ([a, b]) => a + this.x.rnd() * (b - a);
+
+  /** Sleeps `ms`, or less once the chaos stops. */
+  private async chaosSleep(ms: number): Promise<void> {
     const until = Date.now() + ms;
-    while (!stopChaos && Date.now() < until) await sleep(Math.min(250, until - Date.now()));
-  };
-  const orphanSweeps = { runs: 0, deleted: 0, errors: 0 };
-  let backfillDone = false;
-  let drained = false;
+    while (!this.stopChaos && Date.now() < until) await sleep(Math.min(250, until - Date.now()));
+  }
 
-  // Runs once, at the end or on SIGINT/SIGTERM (the CLI): workers stopped, Schedules deleted and
-  // nothing of this run left running on the server (its task queue has no worker any more).
-  let cleaned: Promise<void> | null = null;
-  const cleanup = () =>
-    (cleaned ??= (async () => {
-      stopChaos = true;
-      await pool.stopAll().catch(() => undefined);
-      await producer.disconnect().catch(() => undefined);
+  private get runningQuery(): string {
+    return `TaskQueue = '${this.x.cfg.temporal.taskQueue}' AND ExecutionStatus = 'Running'`;
+  }
+
+  /**
+   * Runs once, at the end or on SIGINT/SIGTERM (the CLI): workers stopped, Schedules deleted and
+   * nothing of this run left running on the server (its task queue has no worker any more).
+   */
+  cleanup(): Promise<void> {
+    return (this.cleaned ??= (async () => {
+      const { fc } = this.x;
+      this.stopChaos = true;
+      await this.pool.stopAll().catch(() => undefined);
+      await this.x.feed.producer.disconnect().catch(() => undefined);
       for (const k of SCHEDULE_KINDS) {
         await fc.client.schedule
-          .getHandle(maintenanceScheduleId(k, table))
+          .getHandle(maintenanceScheduleId(k, this.table))
           .delete()
           .catch((e) => {
-            if (!(e instanceof ScheduleNotFoundError)) log(`deleting schedule ${k}: ${(e as Error).message}`);
+            if (!(e instanceof ScheduleNotFoundError)) this.log(`deleting schedule ${k}: ${(e as Error).message}`);
           });
       }
-      const left = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}' AND ExecutionStatus = 'Running'`).catch(() => []);
+      const left = await listWorkflows(fc, this.runningQuery).catch(() => []);
       for (const w of left) {
         await fc.client.workflow
           .getHandle(w.workflowId, w.runId)
           .terminate('chaos run ended')
           .catch((e) => {
-            if (!(e instanceof WorkflowNotFoundError)) log(`terminate ${w.workflowId}: ${(e as Error).message}`);
+            if (!(e instanceof WorkflowNotFoundError)) this.log(`terminate ${w.workflowId}: ${(e as Error).message}`);
           });
       }
       await fc.close().catch(() => undefined);
     })());
-  interrupted = cleanup;
+  }
 
-  try {
-    pool.startAll();
-    await startIngest(fc, table);
-    const applied = await applySchedules(fc, [table]);
-    log(`schedules: ${applied.map((s) => `${s.kind} "${s.cron}"${s.paused ? ' (paused)' : ''}`).join(', ')}`);
-    const t0 = Date.now();
-    const tEnd = t0 + o.durationMs;
-
-    // ---- producer: steady rate, catching up after a broker restart ----
-    const producing = (async () => {
-      let sent = 0;
-      while (Date.now() < tEnd) {
-        const due = Math.floor(((Date.now() - t0) / 1000) * o.ratePerS);
-        if (due > sent) {
-          const n = Math.min(2000, due - sent);
-          await send(makeBatch(n), tEnd + 10 * 60_000);
-          sent += n;
-        } else {
-          await sleep(100);
-        }
-      }
-    })();
-
-    // ---- SIGKILL a random worker at random moments ----
-    const killing = (async () => {
-      while (!stopChaos) {
-        await chaosSleep(o.killEveryMs * (0.5 + rnd()));
-        if (stopChaos) break;
-        const delay = between(o.restartDelayMs);
-        const k = await pool.killRandom(delay);
-        if (k) log(`kill #${pool.kills}: worker w${k.slot} (pid ${k.pid}) SIGKILLed; back in ${(delay / 1000).toFixed(1)}s`);
-      }
-    })();
-
-    // ---- service restarts: spread over the run, random order, one at a time ----
-    const plan: ChaosService[] = SERVICES.flatMap((s) => Array.from({ length: o.restarts[s] }, () => s));
-    for (let i = plan.length - 1; i > 0; i--) {
-      const j = Math.floor(rnd() * (i + 1));
-      [plan[i], plan[j]] = [plan[j]!, plan[i]!];
+  /** The whole run, top-down; cleans up whatever happens. */
+  async run(blockRange: BlockRange): Promise<ChaosResult> {
+    try {
+      this.pool.startAll();
+      await startIngest(this.x.fc, this.table);
+      const applied = await applySchedules(this.x.fc, [this.table]);
+      this.log(`schedules: ${applied.map((s) => `${s.kind} "${s.cron}"${s.paused ? ' (paused)' : ''}`).join(', ')}`);
+      const { backfilling } = await this.chaos(blockRange);
+      await this.drain(backfilling);
+      const stillRunning = await this.quiesce();
+      const cutoffs = await this.finalSweep();
+      await this.pool.stopAll();
+      const workflows = await this.workflowReport();
+      return await this.check(stillRunning, cutoffs, workflows);
+    } finally {
+      await this.cleanup();
     }
-    const restarting = (async () => {
-      const span = o.durationMs * 0.9;
-      for (let i = 0; i < plan.length && !stopChaos; i++) {
-        const slot = span / (plan.length + 1);
-        const at = t0 + slot * (i + 1) + (rnd() - 0.5) * slot * 0.5;
-        await chaosSleep(at - Date.now());
-        if (stopChaos) break;
-        const svc = plan[i]!;
-        const t1 = Date.now();
-        try {
-          await stackDown([svc], { log: () => undefined });
-          await sleep(between(o.serviceDownMs));
-          await retrying(`start ${svc}`, () => ensureStack([svc], { log: () => undefined }), log, Date.now() + 5 * 60_000, 3000);
-          restarts[svc]++;
-          log(`restart: ${svc} stopped and back in ${((Date.now() - t1) / 1000).toFixed(1)}s`);
-        } catch (e) {
-          problems.push(`restart of ${svc} failed: ${(e as Error).message}`);
-          log(`restart of ${svc} failed: ${(e as Error).message}`);
-        }
-      }
-    })();
+  }
 
-    // ---- orphan sweeps with a short grace (force) on both tables ----
-    const sweep = async (): Promise<Array<{ table: string; cutoffMs: number }>> => {
-      const out: Array<{ table: string; cutoffMs: number }> = [];
-      for (const tbl of [table, t.deadLetterTable]) {
-        const r = await removeOrphans(fc, tbl, { olderThanMs: o.orphanGraceMs, force: true });
-        orphanSweeps.runs++;
-        orphanSweeps.deleted += r.deleted;
-        out.push({ table: tbl, cutoffMs: r.cutoffMs });
-        log(
-          `orphan sweep ${tbl}: listed ${r.filesListed}, deleted ${r.deleted}, kept young ${r.keptByGracePeriod}, kept pending ${r.keptByPending}`,
-        );
-      }
-      return out;
-    };
-    const sweeping = (async () => {
-      while (!stopChaos) {
-        await chaosSleep(o.orphansEveryMs);
-        if (stopChaos) break;
-        try {
-          await sweep();
-        } catch (e) {
-          orphanSweeps.errors++;
-          log(`orphan sweep: ${(e as Error).message.split('\n')[0]}`);
-        }
-      }
-    })();
-
-    // ---- the backfill of the block (then once more: must add nothing) ----
-    const backfillBounds = { from: { offsets: blockRange.from }, to: { offsets: blockRange.to } };
-    const backfilling = (async () => {
-      await sleep(Math.max(0, t0 + o.durationMs * o.backfillAtFrac - Date.now()));
-      log(`backfill of ${JSON.stringify(blockRange)} started`);
-      const deadline = tEnd + o.drainTimeoutMs;
-      const first = await retrying(
-        'backfill',
-        () => runBackfill(fc, table, backfillBounds.from, backfillBounds.to, true),
-        log,
-        deadline,
-        3000,
-      );
-      log(
-        `backfill done: ${first.status.totalRows} rows, ${first.status.totalDeadLetters} dead letters in ${first.status.commits} commits (${first.status.fencedCommits} fenced)`,
-      );
-      const again = await retrying(
-        'backfill re-run',
-        () => runBackfill(fc, table, backfillBounds.from, backfillBounds.to, true),
-        log,
-        deadline,
-        3000,
-      );
-      log(`backfill re-run: ${again.status.totalRows} rows`);
-      backfillDone = true;
-    })();
-    backfilling.catch(() => undefined); // awaited below
-
-    // ---- progress ----
-    const reporting = (async () => {
-      while (Date.now() < tEnd && !stopChaos) {
-        await chaosSleep(60_000);
-        const s = await ingestStatus(fc, table).catch(() => null);
-        log(
-          `progress: produced ${produced.good + produced.bad}, kills ${pool.kills}, workers up ${pool.running()}/${o.workers}, restarts ${JSON.stringify(restarts)}` +
-            (s
-              ? `, ingest ${s.state}: ${s.commits} commits (${s.fencedCommits} fenced), ${s.totalRows} rows, lag ${JSON.stringify(s.lag)}`
-              : ''),
-        );
-      }
-    })();
+  /**
+   * --duration of chaos: the producer at its rate, worker kills, service restarts, orphan sweeps,
+   * progress lines and the backfill, side by side; then everything brought back up. Returns the
+   * backfill, which may still be running (wrapped: an async function would await it).
+   */
+  private async chaos(blockRange: BlockRange): Promise<{ backfilling: Promise<void> }> {
+    const t0 = Date.now();
+    const tEnd = t0 + this.o.durationMs;
+    const producing = this.produceSteadily(t0, tEnd);
+    // the order these start in is the order they draw from the seeded random source
+    const killing = this.killWorkers();
+    const restarting = this.restartServices(t0);
+    const sweeping = this.sweepPeriodically();
+    const backfilling = this.backfill(blockRange, t0, tEnd);
+    backfilling.catch(() => undefined); // awaited by drain
+    const reporting = this.reportProgress(tEnd);
 
     await producing;
-    log(
-      `produced ${produced.good + produced.bad} messages (${produced.bad} malformed, incl. the block) with ${producerErrors} failed sends; stopping chaos`,
+    const { produced } = this.x.feed;
+    this.log(
+      `produced ${produced.good + produced.bad} messages (${produced.bad} malformed, incl. the block) with ${this.x.feed.errors} failed sends; stopping chaos`,
     );
-    stopChaos = true;
+    this.stopChaos = true;
     await Promise.all([killing, restarting, sweeping, reporting]);
-    await retrying('stack up', () => ensureStack(SERVICES, { log: () => undefined }), log, Date.now() + 5 * 60_000, 3000);
-    pool.ensureAllRunning();
+    await retrying('stack up', () => ensureStack(SERVICES, { log: () => undefined }), this.log, Date.now() + 5 * 60_000, 3000);
+    this.pool.ensureAllRunning();
+    return { backfilling };
+  }
 
-    // ---- drain: backfill finished, ingest stopped (floe ingest stop --wait) ----
+  /** The producer: a steady rate, catching up after a broker restart. */
+  private async produceSteadily(t0: number, tEnd: number): Promise<void> {
+    let sent = 0;
+    while (Date.now() < tEnd) {
+      const due = Math.floor(((Date.now() - t0) / 1000) * this.o.ratePerS);
+      if (due > sent) {
+        const n = Math.min(2000, due - sent);
+        await this.x.feed.send(this.x.feed.batch(n), tEnd + 10 * 60_000);
+        sent += n;
+      } else {
+        await sleep(100);
+      }
+    }
+  }
+
+  /** SIGKILL a random worker at random moments. */
+  private async killWorkers(): Promise<void> {
+    while (!this.stopChaos) {
+      await this.chaosSleep(this.o.killEveryMs * (0.5 + this.x.rnd()));
+      if (this.stopChaos) break;
+      const delay = this.between(this.o.restartDelayMs);
+      const k = await this.pool.killRandom(delay);
+      if (k) this.log(`kill #${this.pool.kills}: worker w${k.slot} (pid ${k.pid}) SIGKILLed; back in ${(delay / 1000).toFixed(1)}s`);
+    }
+  }
+
+  /** Service restarts: spread over the run, in random order, one at a time. */
+  private async restartServices(t0: number): Promise<void> {
+    const { o, x } = this;
+    const plan: ChaosService[] = SERVICES.flatMap((s) => Array.from({ length: o.restarts[s] }, () => s));
+    for (let i = plan.length - 1; i > 0; i--) {
+      const j = Math.floor(x.rnd() * (i + 1));
+      [plan[i], plan[j]] = [plan[j]!, plan[i]!];
+    }
+    const span = o.durationMs * 0.9;
+    for (let i = 0; i < plan.length && !this.stopChaos; i++) {
+      const slot = span / (plan.length + 1);
+      const at = t0 + slot * (i + 1) + (x.rnd() - 0.5) * slot * 0.5;
+      await this.chaosSleep(at - Date.now());
+      if (this.stopChaos) break;
+      await this.restartService(plan[i]!);
+    }
+  }
+
+  private async restartService(svc: ChaosService): Promise<void> {
+    const t1 = Date.now();
+    try {
+      await stackDown([svc], { log: () => undefined });
+      await sleep(this.between(this.o.serviceDownMs));
+      await retrying(`start ${svc}`, () => ensureStack([svc], { log: () => undefined }), this.log, Date.now() + 5 * 60_000, 3000);
+      this.restarts[svc]++;
+      this.log(`restart: ${svc} stopped and back in ${((Date.now() - t1) / 1000).toFixed(1)}s`);
+    } catch (e) {
+      this.problems.push(`restart of ${svc} failed: ${(e as Error).message}`);
+      this.log(`restart of ${svc} failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** An orphan sweep with a short grace (force) on both tables; each table's cutoff. */
+  private async sweep(): Promise<Array<{ table: string; cutoffMs: number }>> {
+    const out: Array<{ table: string; cutoffMs: number }> = [];
+    for (const tbl of [this.table, this.x.t.deadLetterTable]) {
+      const r = await removeOrphans(this.x.fc, tbl, { olderThanMs: this.o.orphanGraceMs, force: true });
+      this.orphanSweeps.runs++;
+      this.orphanSweeps.deleted += r.deleted;
+      out.push({ table: tbl, cutoffMs: r.cutoffMs });
+      this.log(
+        `orphan sweep ${tbl}: listed ${r.filesListed}, deleted ${r.deleted}, kept young ${r.keptByGracePeriod}, kept pending ${r.keptByPending}`,
+      );
+    }
+    return out;
+  }
+
+  private async sweepPeriodically(): Promise<void> {
+    while (!this.stopChaos) {
+      await this.chaosSleep(this.o.orphansEveryMs);
+      if (this.stopChaos) break;
+      try {
+        await this.sweep();
+      } catch (e) {
+        this.orphanSweeps.errors++;
+        this.log(`orphan sweep: ${(e as Error).message.split('\n')[0]}`);
+      }
+    }
+  }
+
+  /** The backfill of the block, then once more: the re-run must add nothing. */
+  private async backfill(blockRange: BlockRange, t0: number, tEnd: number): Promise<void> {
+    const { o, log } = this;
+    const fc = this.x.fc;
+    const backfillBounds = { from: { offsets: blockRange.from }, to: { offsets: blockRange.to } };
+    await sleep(Math.max(0, t0 + o.durationMs * o.backfillAtFrac - Date.now()));
+    log(`backfill of ${JSON.stringify(blockRange)} started`);
+    const deadline = tEnd + o.drainTimeoutMs;
+    const first = await retrying(
+      'backfill',
+      () => runBackfill(fc, this.table, backfillBounds.from, backfillBounds.to, true),
+      log,
+      deadline,
+      3000,
+    );
+    log(
+      `backfill done: ${first.status.totalRows} rows, ${first.status.totalDeadLetters} dead letters in ${first.status.commits} commits (${first.status.fencedCommits} fenced)`,
+    );
+    const again = await retrying(
+      'backfill re-run',
+      () => runBackfill(fc, this.table, backfillBounds.from, backfillBounds.to, true),
+      log,
+      deadline,
+      3000,
+    );
+    log(`backfill re-run: ${again.status.totalRows} rows`);
+    this.backfillDone = true;
+  }
+
+  /** A progress line a minute. */
+  private async reportProgress(tEnd: number): Promise<void> {
+    const { produced } = this.x.feed;
+    while (Date.now() < tEnd && !this.stopChaos) {
+      await this.chaosSleep(60_000);
+      const s = await ingestStatus(this.x.fc, this.table).catch(() => null);
+      this.log(
+        `progress: produced ${produced.good + produced.bad}, kills ${this.pool.kills}, workers up ${this.pool.running()}/${this.o.workers}, restarts ${JSON.stringify(this.restarts)}` +
+          (s
+            ? `, ingest ${s.state}: ${s.commits} commits (${s.fencedCommits} fenced), ${s.totalRows} rows, lag ${JSON.stringify(s.lag)}`
+            : ''),
+      );
+    }
+  }
+
+  /** Drain: the backfill finished, the ingest stopped (floe ingest stop --wait), both within --drain-timeout. */
+  private async drain(backfilling: Promise<void>): Promise<void> {
+    const { o, log } = this;
+    const fc = this.x.fc;
     const drainDeadline = Date.now() + o.drainTimeoutMs;
     const timeout = <T>(p: Promise<T>, what: string) =>
       Promise.race([
@@ -522,42 +615,46 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     try {
       await timeout(backfilling, 'backfill');
     } catch (e) {
-      problems.push(`backfill: ${(e as Error).message}`);
+      this.problems.push(`backfill: ${(e as Error).message}`);
     }
     try {
-      await retrying('drain signal', () => signalIngest(fc, table, 'stop'), log, drainDeadline);
+      await retrying('drain signal', () => signalIngest(fc, this.table, 'stop'), log, drainDeadline);
       log('drain signalled; waiting for the ingest to finish');
       const final = await timeout(
-        retrying('await ingest', () => waitForIngest(fc, table), log, drainDeadline),
+        retrying('await ingest', () => waitForIngest(fc, this.table), log, drainDeadline),
         'ingest drain',
       );
-      drained = true;
+      this.drained = true;
       log(
         `ingest drained: ${final.commits} commits (${final.fencedCommits} fenced) in its last run, cursor ${JSON.stringify(final.cursor)}`,
       );
     } catch (e) {
-      const s = await ingestStatus(fc, table).catch(() => null);
-      problems.push(`drain: ${(e as Error).message}; status ${JSON.stringify(s)}`);
+      const s = await ingestStatus(fc, this.table).catch(() => null);
+      this.problems.push(`drain: ${(e as Error).message}; status ${JSON.stringify(s)}`);
     }
+  }
 
-    // ---- quiesce maintenance, final sweep ----
+  /**
+   * Maintenance paused and its running workflows awaited. One that outlives --quiesce-timeout is
+   * not a failure of an invariant (e.g. an activity without a heartbeat timeout whose worker was
+   * SIGKILLed waits out its start-to-close timeout); it is returned and logged with its pending
+   * activities, and files its pending markers protect count as in flight instead of orphans.
+   */
+  private async quiesce(): Promise<ListedWorkflow[]> {
+    const { o, log } = this;
+    const fc = this.x.fc;
     await retrying(
       'pause schedules',
-      () => setSchedulesPaused(fc, table, true, undefined, 'chaos run draining'),
+      () => setSchedulesPaused(fc, this.table, true, undefined, 'chaos run draining'),
       log,
       Date.now() + 2 * 60_000,
     );
-    // Running maintenance is awaited. One that outlives the wait is not a failure of an invariant
-    // (e.g. an activity without a heartbeat timeout whose worker was SIGKILLed waits out its
-    // start-to-close timeout); it is reported with its pending activities, and files its pending
-    // markers protect count as in flight instead of orphans.
     const quiesceDeadline = Date.now() + o.quiesceTimeoutMs;
-    let stillRunning: ListedWorkflow[] = [];
     for (;;) {
-      const running = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}' AND ExecutionStatus = 'Running'`).catch(() => null);
-      if (running && running.length === 0) break;
+      const running = await listWorkflows(fc, this.runningQuery).catch(() => null);
+      if (running && running.length === 0) return [];
       if (Date.now() > quiesceDeadline) {
-        stillRunning = running ?? [];
+        const stillRunning = running ?? [];
         for (const w of stillRunning) {
           const d = await fc.client.workflow
             .getHandle(w.workflowId, w.runId)
@@ -570,25 +667,35 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
             `still running ${formatElapsed(o.quiesceTimeoutMs)} after the schedules were paused: ${w.workflowId} (${w.type}); pending activities: ${acts.join('; ') || 'none'}`,
           );
         }
-        break;
+        return stillRunning;
       }
       await sleep(3000);
     }
-    let cutoffs: Record<string, number> = {};
+  }
+
+  /** The last orphan sweep (the next scheduled sweep of a real deployment): each table's cutoff. */
+  private async finalSweep(): Promise<Record<string, number>> {
     try {
-      cutoffs = Object.fromEntries(
-        (await retrying('final orphan sweep', sweep, log, Date.now() + 5 * 60_000)).map((c) => [c.table, c.cutoffMs]),
+      return Object.fromEntries(
+        (await retrying('final orphan sweep', () => this.sweep(), this.log, Date.now() + 5 * 60_000)).map((c) => [c.table, c.cutoffMs]),
       );
     } catch (e) {
-      problems.push(`final orphan sweep: ${(e as Error).message}`);
+      this.problems.push(`final orphan sweep: ${(e as Error).message}`);
+      return {};
     }
-    await pool.stopAll();
+  }
 
-    // ---- failed workflows of this run; slow maintenance; skipped schedule runs ----
-    // A workflow that failed because its child failed (a scheduled run whose compaction or expiry
-    // failed) is one failure, not two: it is logged, and only the child counts.
+  /**
+   * The run's workflows by type and status; failed ones are problems, slow maintenance and
+   * skipped schedule runs are logged. A workflow that failed because its child failed (a
+   * scheduled run whose compaction or expiry failed) is one failure, not two: it is logged, and
+   * only the child counts.
+   */
+  private async workflowReport(): Promise<Record<string, Record<string, number>>> {
+    const { log } = this;
+    const fc = this.x.fc;
     const workflows: Record<string, Record<string, number>> = {};
-    const all = await listWorkflows(fc, `TaskQueue = '${cfg.temporal.taskQueue}'`);
+    const all = await listWorkflows(fc, `TaskQueue = '${this.x.cfg.temporal.taskQueue}'`);
     for (const w of all) {
       const by = (workflows[w.type] ??= {});
       by[w.status] = (by[w.status] ?? 0) + 1;
@@ -602,7 +709,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
           );
         const line = `workflow ${w.workflowId} (${w.type}) ${w.status}: ${describeFailure(err)}`;
         if (err?.cause instanceof ChildWorkflowFailure) log(`${line} (counted with its child)`);
-        else problems.push(line);
+        else this.problems.push(line);
       }
       const tookMs = (w.closeTime ?? Date.now()) - w.startTime;
       if (
@@ -616,7 +723,7 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     }
     for (const k of ['compact', 'expire'] as const) {
       const d = await fc.client.schedule
-        .getHandle(maintenanceScheduleId(k, table))
+        .getHandle(maintenanceScheduleId(k, this.table))
         .describe()
         .catch(() => null);
       if (d)
@@ -624,10 +731,19 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
           `schedule ${k}: ${d.info.numActionsTaken} runs started, ${d.info.numActionsSkippedOverlap} skipped because the previous run was still going`,
         );
     }
-    log(`workflows: ${JSON.stringify(workflows)}; orphan sweeps ${JSON.stringify(orphanSweeps)}`);
+    log(`workflows: ${JSON.stringify(workflows)}; orphan sweeps ${JSON.stringify(this.orphanSweeps)}`);
+    return workflows;
+  }
 
-    // ---- the independent check ----
-    const topicContents = await readTopic(cfg.kafka.brokers, topic);
+  /** The independent check (test/support/chaos-check.ts): the topic, both engines, the files on S3. */
+  private async check(
+    stillRunning: ListedWorkflow[],
+    cutoffs: Record<string, number>,
+    workflows: Record<string, Record<string, number>>,
+  ): Promise<ChaosResult> {
+    const { o, table } = this;
+    const { cfg, t } = this.x;
+    const topicContents = await readTopic(cfg.kafka.brokers, this.x.topic);
     const mainMeta = await catalogMetadataLocation(stackEnv().postgres.url, CATALOG_NAME, table);
     const dlMeta = await catalogMetadataLocation(stackEnv().postgres.url, CATALOG_NAME, t.deadLetterTable);
     const report = await engineCheck(mainMeta, dlMeta, topicContents);
@@ -644,24 +760,49 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
     return finish({
       stillRunning: stillRunning.map((w) => `${w.workflowId} (${w.type})`),
       o,
-      name,
+      name: this.x.name,
       table,
-      t00,
-      pool,
-      restarts,
-      produced,
+      t00: this.x.t00,
+      pool: this.pool,
+      restarts: this.restarts,
+      produced: this.x.feed.produced,
       topicContents,
       report,
       audits,
       workflows,
-      problems,
-      drained,
-      backfillDone,
-      log,
+      problems: this.problems,
+      drained: this.drained,
+      backfillDone: this.backfillDone,
+      log: this.log,
     });
-  } finally {
-    await cleanup();
   }
+}
+
+export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResult> {
+  const o: ChaosOptions = { ...DEFAULTS, ...opts, restarts: { ...DEFAULTS.restarts, ...(opts.restarts ?? {}) } };
+  const t00 = Date.now();
+  const log = (m: string) => (o.log ?? ((x: string) => console.log(x)))(`[chaos +${((Date.now() - t00) / 1000).toFixed(1)}s] ${m}`);
+  const rnd = prng(o.seed);
+
+  await ensureStack(SERVICES);
+  const name =
+    o.name ??
+    `chaos_${new Date()
+      .toISOString()
+      .replace(/[-:T.Z]/g, '')
+      .slice(0, 14)}_${o.seed}`;
+  const { path: configPath, table, topic } = writeConfig(name, o);
+  const cfg = loadConfig(configPath);
+  const t = findTable(cfg, table);
+  log(
+    `run ${name} (seed ${o.seed}): table ${table} (catalog ${CATALOG_NAME} on Postgres), topic ${topic}, ${o.workers} workers, ${o.ratePerS} msg/s for ${formatElapsed(o.durationMs)}, kill every ~${o.killEveryMs / 1000}s; config ${configPath}`,
+  );
+  const feed = new ChaosFeed(await openTopic(cfg.kafka.brokers, topic, o.partitions), topic, o.malformedEvery, log);
+  const blockRange = await produceBackfillBlock(o, cfg, t, topic, feed, log);
+  const fc: FloeClient = await connectClient(cfg);
+  const run = new ChaosRun(o, { name, configPath, cfg, t, topic, fc, feed, rnd, t00, log });
+  interrupted = () => run.cleanup();
+  return run.run(blockRange);
 }
 
 interface ListedWorkflow {
@@ -739,6 +880,74 @@ export async function slowestActivity(fc: FloeClient, w: ListedWorkflow): Promis
   }
 }
 
+/** What either engine read that breaks exactly-once: rows == good messages and dead letters == bad ones, each once. */
+function engineViolations(report: EngineReport, tc: TopicContents): string[] {
+  const good = tc.good.length,
+    bad = tc.bad.length;
+  const violations: string[] = [];
+  for (const [engine, r] of [
+    ['pyiceberg', report.pyiceberg],
+    ['duckdb', report.duckdb],
+  ] as const) {
+    const m = r.main,
+      d = r.deadLetters;
+    if (m.rows !== good) violations.push(`${engine}: ${m.rows} rows, expected ${good} good messages`);
+    if (m.rows !== m.distinctKeys)
+      violations.push(
+        `${engine}: ${m.rows - m.distinctKeys} duplicate rows, e.g. (partition, offset, copies) ${JSON.stringify(m.duplicateSample.slice(0, 5))}`,
+      );
+    if (m.lost > 0)
+      violations.push(`${engine}: ${m.lost} good messages missing, e.g. (partition, offset) ${JSON.stringify(m.lostSample.slice(0, 10))}`);
+    if (m.unexpected > 0)
+      violations.push(
+        `${engine}: ${m.unexpected} rows that are not good messages, e.g. ${JSON.stringify(m.unexpectedSample.slice(0, 10))}`,
+      );
+    if (m.distinctEventIds !== undefined && m.distinctEventIds !== good - tc.resentGood) {
+      violations.push(`${engine}: ${m.distinctEventIds} distinct event ids, expected ${good - tc.resentGood}`);
+    }
+    if (d.rows !== bad) violations.push(`${engine}: ${d.rows} dead letters, expected ${bad} bad messages`);
+    if (d.rows !== d.distinctKeys)
+      violations.push(
+        `${engine}: ${d.rows - d.distinctKeys} duplicate dead letters, e.g. ${JSON.stringify(d.duplicateSample.slice(0, 5))}`,
+      );
+    if (d.lost > 0)
+      violations.push(`${engine}: ${d.lost} bad messages not dead-lettered, e.g. ${JSON.stringify(d.lostSample.slice(0, 10))}`);
+    if (d.unexpected > 0)
+      violations.push(
+        `${engine}: ${d.unexpected} dead letters that are not bad messages, e.g. ${JSON.stringify(d.unexpectedSample.slice(0, 10))}`,
+      );
+  }
+  return violations;
+}
+
+/** Files the current metadata references but S3 lacks, and orphans older than the grace; history-only gaps are logged. */
+function auditViolations(audits: { main: FileAudit; deadLetters: FileAudit }, log: (m: string) => void): string[] {
+  const violations: string[] = [];
+  for (const [which, a] of Object.entries(audits)) {
+    if (a.missing.length > 0)
+      violations.push(
+        `${which}: ${a.missing.length} files referenced by the current metadata are missing, e.g. ${a.missing.slice(0, 5).join(', ')}`,
+      );
+    if (a.orphans.length > 0)
+      violations.push(
+        `${which}: ${a.orphans.length} unreferenced files older than the grace remain, e.g. ${a.orphans
+          .slice(0, 5)
+          .map((f) => `${f.location} (${new Date(f.lastModified).toISOString()})`)
+          .join(', ')}`,
+      );
+    if (a.missingMetadataLog.length + a.missingDeletedEntries.length > 0) {
+      log(
+        `${which}: history only, not needed by readers: ${a.missingMetadataLog.length} metadata-log entries absent, ${a.missingDeletedEntries.length} files of DELETED manifest entries absent`,
+      );
+    }
+    if (a.inFlight.length > 0)
+      log(`${which}: ${a.inFlight.length} unreferenced files kept by pending markers of maintenance still running`);
+    if (a.pendingMarkers.length > 0)
+      log(`${which}: ${a.pendingMarkers.length} pending markers left: ${a.pendingMarkers.slice(0, 5).join(', ')}`);
+  }
+  return violations;
+}
+
 function finish(x: {
   stillRunning: string[];
   o: ChaosOptions;
@@ -772,61 +981,7 @@ function finish(x: {
   }
   // Invariant violations, kept apart from the run's other failures (failed workflows, a drain or
   // backfill that did not finish, a service that did not come back).
-  const violations: string[] = [];
-  for (const [engine, r] of [
-    ['pyiceberg', py],
-    ['duckdb', dk],
-  ] as const) {
-    const m = r.main,
-      d = r.deadLetters;
-    if (m.rows !== good) violations.push(`${engine}: ${m.rows} rows, expected ${good} good messages`);
-    if (m.rows !== m.distinctKeys)
-      violations.push(
-        `${engine}: ${m.rows - m.distinctKeys} duplicate rows, e.g. (partition, offset, copies) ${JSON.stringify(m.duplicateSample.slice(0, 5))}`,
-      );
-    if (m.lost > 0)
-      violations.push(`${engine}: ${m.lost} good messages missing, e.g. (partition, offset) ${JSON.stringify(m.lostSample.slice(0, 10))}`);
-    if (m.unexpected > 0)
-      violations.push(
-        `${engine}: ${m.unexpected} rows that are not good messages, e.g. ${JSON.stringify(m.unexpectedSample.slice(0, 10))}`,
-      );
-    if (m.distinctEventIds !== undefined && m.distinctEventIds !== good - tc.resentGood) {
-      violations.push(`${engine}: ${m.distinctEventIds} distinct event ids, expected ${good - tc.resentGood}`);
-    }
-    if (d.rows !== bad) violations.push(`${engine}: ${d.rows} dead letters, expected ${bad} bad messages`);
-    if (d.rows !== d.distinctKeys)
-      violations.push(
-        `${engine}: ${d.rows - d.distinctKeys} duplicate dead letters, e.g. ${JSON.stringify(d.duplicateSample.slice(0, 5))}`,
-      );
-    if (d.lost > 0)
-      violations.push(`${engine}: ${d.lost} bad messages not dead-lettered, e.g. ${JSON.stringify(d.lostSample.slice(0, 10))}`);
-    if (d.unexpected > 0)
-      violations.push(
-        `${engine}: ${d.unexpected} dead letters that are not bad messages, e.g. ${JSON.stringify(d.unexpectedSample.slice(0, 10))}`,
-      );
-  }
-  for (const [which, a] of Object.entries(audits)) {
-    if (a.missing.length > 0)
-      violations.push(
-        `${which}: ${a.missing.length} files referenced by the current metadata are missing, e.g. ${a.missing.slice(0, 5).join(', ')}`,
-      );
-    if (a.orphans.length > 0)
-      violations.push(
-        `${which}: ${a.orphans.length} unreferenced files older than the grace remain, e.g. ${a.orphans
-          .slice(0, 5)
-          .map((f) => `${f.location} (${new Date(f.lastModified).toISOString()})`)
-          .join(', ')}`,
-      );
-    if (a.missingMetadataLog.length + a.missingDeletedEntries.length > 0) {
-      x.log(
-        `${which}: history only, not needed by readers: ${a.missingMetadataLog.length} metadata-log entries absent, ${a.missingDeletedEntries.length} files of DELETED manifest entries absent`,
-      );
-    }
-    if (a.inFlight.length > 0)
-      x.log(`${which}: ${a.inFlight.length} unreferenced files kept by pending markers of maintenance still running`);
-    if (a.pendingMarkers.length > 0)
-      x.log(`${which}: ${a.pendingMarkers.length} pending markers left: ${a.pendingMarkers.slice(0, 5).join(', ')}`);
-  }
+  const violations = [...engineViolations(report, tc), ...auditViolations(audits, x.log)];
   if (!x.drained && !problems.some((p) => p.startsWith('drain'))) problems.push('the ingest did not drain');
   if (!x.backfillDone && !problems.some((p) => p.startsWith('backfill'))) problems.push('the backfill did not finish');
 
@@ -872,125 +1027,122 @@ function finish(x: {
 
 // ---------- CLI ----------
 
-function parseArgs(argv: string[]): Partial<ChaosOptions> {
-  const o: Partial<ChaosOptions> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const k = argv[i]!,
-      v = () => {
-        const x = argv[++i];
-        if (x === undefined) throw new Error(`${k}: expected a value`);
-        return x;
-      };
-    /** A duration (config/units: 500ms, 8s, 20m, 1h, or plain millis), errors naming the option. */
-    const ms = (s: string): number => {
-      try {
-        return parseDuration(s);
-      } catch (e) {
-        throw new Error(`${k}: ${(e as Error).message}`);
-      }
-    };
-    const duration = () => ms(v());
-    const range = (): [number, number] => {
-      const [a, b] = v().split(/-|\.\./);
-      return [ms(a!), ms(b ?? a!)];
-    };
-    switch (k) {
-      case '--duration':
-        o.durationMs = duration();
-        break;
-      case '--workers':
-        o.workers = Number(v());
-        break;
-      case '--rate':
-        o.ratePerS = Number(v());
-        break;
-      case '--kill-every':
-        o.killEveryMs = duration();
-        break;
-      case '--restart-delay':
-        o.restartDelayMs = range();
-        break;
-      case '--service-down':
-        o.serviceDownMs = range();
-        break;
-      case '--restarts': {
-        const s = v();
-        o.restarts = /^\d+$/.test(s)
-          ? { kafka: Number(s), temporal: Number(s), s3: Number(s), postgres: Number(s) }
-          : {
-              ...DEFAULTS.restarts,
-              ...Object.fromEntries(
-                s.split(',').map((kv) => {
-                  const [a, b] = kv.split(':');
-                  return [a, Number(b)];
-                }),
-              ),
-            };
-        break;
-      }
-      case '--partitions':
-        o.partitions = Number(v());
-        break;
-      case '--malformed-every':
-        o.malformedEvery = Number(v());
-        break;
-      case '--commit-interval':
-        o.commitInterval = v();
-        break;
-      case '--backfill-block':
-        o.backfillBlockS = duration() / 1000;
-        break;
-      case '--backfill-at':
-        o.backfillAtFrac = Number(v());
-        break;
-      case '--compact-cron':
-        o.compactCron = v();
-        break;
-      case '--expire-cron':
-        o.expireCron = v();
-        break;
-      case '--expire-older-than':
-        o.expireOlderThan = v();
-        break;
-      case '--retain-last':
-        o.retainLast = Number(v());
-        break;
-      case '--orphans-every':
-        o.orphansEveryMs = duration();
-        break;
-      case '--orphan-grace':
-        o.orphanGraceMs = duration();
-        break;
-      case '--drain-timeout':
-        o.drainTimeoutMs = duration();
-        break;
-      case '--quiesce-timeout':
-        o.quiesceTimeoutMs = duration();
-        break;
-      case '--seed':
-        o.seed = Number(v());
-        break;
-      case '--name':
-        o.name = v();
-        break;
-      default:
-        throw new Error(`unknown option ${k}; see the header of bench/chaos.ts`);
-    }
+const USAGE =
+  'npx tsx bench/chaos.ts [--duration 20m] [--workers 3] [--rate 50] [--kill-every 8s] [--restart-delay 1s-5s] ' +
+  '[--service-down 1s-6s] [--restarts 3 | --restarts kafka:3,temporal:3,s3:3,postgres:3] [--partitions 4] ' +
+  '[--malformed-every 50] [--commit-interval 5s] [--backfill-block 60s] [--backfill-at 0.1] [--orphans-every 2m] ' +
+  '[--orphan-grace 60s] [--expire-older-than 1m] [--retain-last 5] [--compact-cron <cron>] [--expire-cron <cron>] ' +
+  '[--drain-timeout 15m] [--quiesce-timeout 12m] [--seed N] [--name chaos_x] (see the header of bench/chaos.ts)';
+
+const text = { type: 'string' } as const;
+const OPTIONS = {
+  duration: text,
+  workers: text,
+  rate: text,
+  'kill-every': text,
+  'restart-delay': text,
+  'service-down': text,
+  restarts: text,
+  partitions: text,
+  'malformed-every': text,
+  'commit-interval': text,
+  'backfill-block': text,
+  'backfill-at': text,
+  'compact-cron': text,
+  'expire-cron': text,
+  'expire-older-than': text,
+  'retain-last': text,
+  'orphans-every': text,
+  'orphan-grace': text,
+  'drain-timeout': text,
+  'quiesce-timeout': text,
+  seed: text,
+  name: text,
+};
+
+/** A duration (config/units: 500ms, 8s, 20m, 1h, or plain millis), errors naming the option. */
+function ms(option: string, s: string): number {
+  try {
+    return parseDuration(s);
+  } catch (e) {
+    throw new Error(`--${option}: ${(e as Error).message}`);
   }
-  for (const [k, val] of Object.entries(o)) {
+}
+
+/** `1s-5s` or `1s..5s` (or one duration for both ends). */
+function msRange(option: string, s: string): [number, number] {
+  const [a, b] = s.split(/-|\.\./);
+  return [ms(option, a!), ms(option, b ?? a!)];
+}
+
+/** `3` (each service) or `kafka:3,temporal:3,...` (the services named; the others keep their default). */
+function restartCounts(s: string): Record<ChaosService, number> {
+  if (/^\d+$/.test(s)) return { kafka: Number(s), temporal: Number(s), s3: Number(s), postgres: Number(s) };
+  return {
+    ...DEFAULTS.restarts,
+    ...Object.fromEntries(
+      s.split(',').map((kv) => {
+        const [a, b] = kv.split(':');
+        return [a, Number(b)];
+      }),
+    ),
+  };
+}
+
+/** The options given on the command line (an unknown option is refused: benchArgs). */
+function parseChaosArgs(argv: string[]): Partial<ChaosOptions> {
+  const v = benchArgs(USAGE, OPTIONS, argv);
+  const o: Partial<ChaosOptions> = {};
+  const number = (s: string | undefined) => (s === undefined ? undefined : Number(s));
+  const duration = (k: keyof typeof OPTIONS) => (v[k] === undefined ? undefined : ms(k, v[k]));
+  const range = (k: keyof typeof OPTIONS) => (v[k] === undefined ? undefined : msRange(k, v[k]));
+  const given: Partial<ChaosOptions> = {
+    durationMs: duration('duration'),
+    workers: number(v.workers),
+    ratePerS: number(v.rate),
+    killEveryMs: duration('kill-every'),
+    restartDelayMs: range('restart-delay'),
+    serviceDownMs: range('service-down'),
+    restarts: v.restarts === undefined ? undefined : restartCounts(v.restarts),
+    partitions: number(v.partitions),
+    malformedEvery: number(v['malformed-every']),
+    commitInterval: v['commit-interval'],
+    backfillBlockS: v['backfill-block'] === undefined ? undefined : ms('backfill-block', v['backfill-block']) / 1000,
+    backfillAtFrac: number(v['backfill-at']),
+    compactCron: v['compact-cron'],
+    expireCron: v['expire-cron'],
+    expireOlderThan: v['expire-older-than'],
+    retainLast: number(v['retain-last']),
+    orphansEveryMs: duration('orphans-every'),
+    orphanGraceMs: duration('orphan-grace'),
+    drainTimeoutMs: duration('drain-timeout'),
+    quiesceTimeoutMs: duration('quiesce-timeout'),
+    seed: number(v.seed),
+    name: v.name,
+  };
+  for (const [k, val] of Object.entries(given)) {
+    if (val === undefined) continue;
     if (typeof val === 'number' && !Number.isFinite(val)) throw new Error(`--${k}: expected a number`);
+    (o as Record<string, unknown>)[k] = val;
   }
   return o;
 }
 
 if (require.main === module) {
+  let opts: Partial<ChaosOptions>;
+  try {
+    opts = parseChaosArgs(process.argv.slice(2));
+  } catch (e) {
+    console.error(`chaos: ${(e as Error).message}\nusage: ${USAGE}`);
+    process.exit(2);
+  }
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
       console.error(`chaos: ${sig}: stopping workers, deleting this run's schedules and workflows`);
       void Promise.race([interrupted?.(), sleep(30_000)]).finally(() => process.exit(130));
     });
   }
-  main(parseArgs(process.argv.slice(2))).then(
+  main(opts).then(
     (r) => {
       for (const p of r.problems) console.log(`chaos: FAILED ${p}`);
       console.log(r.summary);

@@ -25,13 +25,14 @@ import {
 } from '../iceberg/spec/table-properties';
 import { runPythonJson } from '../stack/python';
 import { pythonInstalled } from '../stack/python';
+import { benchArgs } from './support/args';
 
-const arg = (name: string, def: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1]! : def;
-};
-const POINTS = arg('points', '10,1000,10000').split(',').map(Number);
-const SAMPLES = Number(arg('samples', '50'));
+const args = benchArgs('npx tsx bench/commit-latency.ts [--points 10,1000,10000] [--samples 50]', {
+  points: { type: 'string', default: '10,1000,10000' },
+  samples: { type: 'string', default: '50' },
+});
+const POINTS = args.points.split(',').map(Number);
+const SAMPLES = Number(args.samples);
 
 const file = (i: number): DataFile => ({
   content: 0,

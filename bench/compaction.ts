@@ -30,24 +30,28 @@ import { orderEvents } from '../demo/generator';
 import type { Row } from '../ingest/decode';
 import { s3Options } from '../table/storage';
 import type { DataFile } from '../iceberg/spec/types';
+import { attachValue, benchArgs, numberArg } from './support/args';
 import { ensureIngestTables } from '../ingest/tables';
 
-const arg = (name: string, env: string, def: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? process.argv[i + 1] : process.env[env];
-  return v === undefined ? def : Number(v);
-};
-const FILES = arg('files', 'FLOE_BENCH_FILES', 10_000);
-const ROWS = arg('rows-per-file', 'FLOE_BENCH_ROWS_PER_FILE', 100);
+const args = benchArgs(
+  'npx tsx bench/compaction.ts [--files 10000] [--rows-per-file 100] [--no-reference] [--source] [--node-args "<V8 flags>"]',
+  {
+    files: { type: 'string' },
+    'rows-per-file': { type: 'string' },
+    'no-reference': { type: 'boolean', default: false },
+    source: { type: 'boolean', default: false },
+    'node-args': { type: 'string' },
+  },
+  attachValue(process.argv.slice(2), 'node-args'),
+);
+const FILES = numberArg(args.files ?? process.env.FLOE_BENCH_FILES, 10_000);
+const ROWS = numberArg(args['rows-per-file'] ?? process.env.FLOE_BENCH_ROWS_PER_FILE, 100);
 /** `--no-reference`: floe only (quicker iterations on floe's side). */
-const SKIP_REFERENCE = process.argv.includes('--no-reference');
+const SKIP_REFERENCE = args['no-reference'];
 /** `--source`: the worker runs the TypeScript sources through tsx instead of the compiled build (dist/, as in production). */
-const FROM_SOURCE = process.argv.includes('--source');
+const FROM_SOURCE = args.source;
 /** `--node-args "--max-semi-space-size=4"`: the worker's V8 flags (default WORKER_V8_FLAGS; `--node-args ""` for V8's defaults). */
-const NODE_ARGS = (() => {
-  const i = process.argv.indexOf('--node-args');
-  return i >= 0 ? process.argv[i + 1]!.split(/\s+/).filter(Boolean) : WORKER_V8_FLAGS;
-})();
+const NODE_ARGS = args['node-args'] === undefined ? WORKER_V8_FLAGS : args['node-args'].split(/\s+/).filter(Boolean);
 
 function benchConfig(name: string): { path: string; table: string; cfg: FloeConfig } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;

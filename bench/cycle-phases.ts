@@ -26,19 +26,27 @@ import type { FileListEntry } from '../ingest/types';
 import { commitCycle } from '../ingest/commit-cycle';
 import { dataFileToWire } from '../iceberg/spec/data-file';
 import { ensureIngestTables } from '../ingest/tables';
+import { benchArgs, numberArg } from './support/args';
 
+const args = benchArgs(
+  'npx tsx bench/cycle-phases.ts [--events 100000] [--partitions 1] [--cycles 3] [--fresh] [--split] [--codec lz4|snappy|zstd|uncompressed]',
+  {
+    events: { type: 'string' },
+    partitions: { type: 'string' },
+    cycles: { type: 'string' },
+    fresh: { type: 'boolean', default: false },
+    split: { type: 'boolean', default: false },
+    codec: { type: 'string' },
+  },
+);
 /** `--codec lz4|snappy|zstd|uncompressed`: the table's write.parquet.compression-codec (default: Iceberg's zstd). */
-const CODEC = process.argv.includes('--codec') ? process.argv[process.argv.indexOf('--codec') + 1] : undefined;
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-};
-const EVENTS = arg('events', 100_000);
-const PARTITIONS = arg('partitions', 1);
-const CYCLES = arg('cycles', 3);
+const CODEC = args.codec;
+const EVENTS = numberArg(args.events, 100_000);
+const PARTITIONS = numberArg(args.partitions, 1);
+const CYCLES = numberArg(args.cycles, 3);
 /** Poll with a fresh consumer (and group join) per cycle instead of the worker's kept consumer. */
-const FRESH = process.argv.includes('--fresh');
-const SPLIT = process.argv.includes('--split');
+const FRESH = args.fresh;
+const SPLIT = args.split;
 
 function config(name: string): FloeConfig {
   return loadConfig(

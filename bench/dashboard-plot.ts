@@ -13,7 +13,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runScenario } from '../demo/scenario';
 import { freeLoopbackPort } from '../observability/metrics-server';
@@ -23,6 +22,7 @@ import { installPython, venvBin } from '../stack/python';
 import { markerMatches, writeMarker } from '../stack/service';
 import { ensureStack } from '../stack/stack';
 import { DEBIAN } from '../stack/versions';
+import { benchArgs } from './support/args';
 
 const ROOT = resolve(__dirname, '..');
 
@@ -111,13 +111,11 @@ async function rangeQuery(prom: string, expr: string, start: number, end: number
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      rate: { type: 'string', default: '30' },
-      duration: { type: 'string', default: '60' },
-      'kill-at': { type: 'string', default: '25' },
-      out: { type: 'string', default: 'docs/dashboard.png' },
-    },
+  const values = benchArgs('npx tsx bench/dashboard-plot.ts [--rate 30] [--duration 60] [--kill-at 25] [--out docs/dashboard.png]', {
+    rate: { type: 'string', default: '30' },
+    duration: { type: 'string', default: '60' },
+    'kill-at': { type: 'string', default: '25' },
+    out: { type: 'string', default: 'docs/dashboard.png' },
   });
   await ensureStack(['temporal', 'kafka', 's3']);
   await installPython(); // matplotlib (PYTHON pin) in the stack's venv; a no-op when installed

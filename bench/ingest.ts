@@ -37,21 +37,28 @@ import { readColumnValues } from '../client/tables';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureIngestTables } from '../ingest/tables';
+import { benchArgs, numberArg } from './support/args';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-};
-const EVENTS = arg('events', 300_000);
-const FRESH_S = arg('fresh-seconds', 60);
-const RATE = arg('rate', 200);
+const args = benchArgs(
+  'npx tsx bench/ingest.ts [--events 300000] [--fresh-seconds 60 (0: skip)] [--rate 200] [--fresh-interval 5] [--format json|avro|both] [--pairs 1]',
+  {
+    events: { type: 'string' },
+    'fresh-seconds': { type: 'string' },
+    rate: { type: 'string' },
+    pairs: { type: 'string' },
+    'fresh-interval': { type: 'string' },
+    format: { type: 'string', default: 'json' },
+  },
+);
+const EVENTS = numberArg(args.events, 300_000);
+const FRESH_S = numberArg(args['fresh-seconds'], 60);
+const RATE = numberArg(args.rate, 200);
 /** Throughput runs repeated, alternating (see main). */
-const PAIRS = Math.max(1, arg('pairs', 1));
+const PAIRS = Math.max(1, numberArg(args.pairs, 1));
 /** Commit interval of the freshness run (the goal is stated at 5 s). */
-const FRESH_INTERVAL_S = arg('fresh-interval', 5);
+const FRESH_INTERVAL_S = numberArg(args['fresh-interval'], 5);
 const FORMAT = (() => {
-  const i = process.argv.indexOf('--format');
-  const f = i > 0 ? process.argv[i + 1] : 'json';
+  const f = args.format;
   if (f !== 'json' && f !== 'avro' && f !== 'both') throw new Error(`--format: expected json, avro or both, found ${f}`);
   return f;
 })();

@@ -19,13 +19,14 @@ import { connectClient, signalIngest, startIngest, waitForIngest } from '../clie
 import { openTables } from '../table/tables';
 import { readColumnValues } from '../client/tables';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
+import { benchArgs, numberArg } from './support/args';
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : def;
-};
-const KILLS = arg('kills', 5);
-const RATE = arg('rate', 100);
+const args = benchArgs('npx tsx bench/kill-recovery.ts [--kills 5] [--rate 100]', {
+  kills: { type: 'string' },
+  rate: { type: 'string' },
+});
+const KILLS = numberArg(args.kills, 5);
+const RATE = numberArg(args.rate, 100);
 
 async function main() {
   await ensureStack(['temporal', 'kafka', 's3']);

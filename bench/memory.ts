@@ -23,18 +23,21 @@ import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
+import { benchArgs, numberArg } from './support/args';
 
-const argv = process.argv.slice(2);
-const arg = (name: string, def: number) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(argv[i + 1]) : def;
-};
-const sarg = (name: string) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1]! : undefined;
-};
-const MESSAGES = arg('messages', 400);
-const MESSAGE_BYTES = arg('message-bytes', 1_000_000);
+const args = benchArgs('npx tsx bench/memory.ts [--messages 400] [--message-bytes 1000000] [--heap-prof]', {
+  messages: { type: 'string' },
+  'message-bytes': { type: 'string' },
+  'heap-prof': { type: 'boolean', default: false },
+  // a run's child process (runChild): --child reference --topic T --brokers B --total N, or --child floe --config PATH
+  child: { type: 'string' },
+  topic: { type: 'string' },
+  brokers: { type: 'string' },
+  total: { type: 'string' },
+  config: { type: 'string' },
+});
+const MESSAGES = numberArg(args.messages, 400);
+const MESSAGE_BYTES = numberArg(args['message-bytes'], 1_000_000);
 const PARTITIONS = 4;
 const MiB = 1024 * 1024;
 const MB = 1e6;
@@ -443,7 +446,7 @@ async function main() {
       `maxBytesPerCycle ${CYCLE_BYTES / MiB} MiB = ${PARTITIONS} groups x ${CYCLE_BYTES / PARTITIONS / MiB} MiB, Node ${process.version}, ${new Date().toISOString()}`,
   );
 
-  const heapProfDir = argv.includes('--heap-prof') ? join(floeHome(), 'runs', `${name}-heap-prof`) : undefined;
+  const heapProfDir = args['heap-prof'] ? join(floeHome(), 'runs', `${name}-heap-prof`) : undefined;
   if (heapProfDir) mkdirSync(heapProfDir, { recursive: true });
   const runs: Run[] = [
     {
@@ -548,10 +551,10 @@ async function main() {
   await admin.disconnect();
 }
 
-if (argv[0] === '--child') {
-  const mode = argv[1];
+if (args.child !== undefined) {
+  const mode = args.child;
   const p =
-    mode === 'reference' ? childReference(sarg('topic')!, sarg('brokers')!.split(','), arg('total', MESSAGES)) : childFloe(sarg('config')!);
+    mode === 'reference' ? childReference(args.topic!, args.brokers!.split(','), numberArg(args.total, MESSAGES)) : childFloe(args.config!);
   p.then(
     () => process.exit(0),
     (e) => {

@@ -39,6 +39,7 @@ import { FlatParquetEncoder } from '../iceberg/parquet/flat-encoder';
 import { parquetWasm } from '../iceberg/parquet/wasm';
 import { highCardinalityColumns, readFooterFacts, writerProperties } from '../iceberg/parquet/writer';
 import type { Schema } from '../iceberg/spec/types';
+import { benchArgs, numberArg } from './support/args';
 import { prng } from './support/prng';
 
 const schema: Schema = {
@@ -151,14 +152,13 @@ async function timed<T>(fn: () => Promise<T> | T): Promise<{ wall: number; cpu: 
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
-
 async function main(): Promise<void> {
-  const rows = arg('rows', 1_000_000),
-    runs = arg('runs', 3);
+  const args = benchArgs('npx tsx bench/parquet-write.ts [--rows 1000000] [--runs 3]', {
+    rows: { type: 'string' },
+    runs: { type: 'string' },
+  });
+  const rows = numberArg(args.rows, 1_000_000),
+    runs = numberArg(args.runs, 3);
   const arrowSchema = icebergToArrowSchema(schema);
   console.log(`generating ${rows} rows x 8 columns (seeded) ...`);
   const columns = generate(rows);

@@ -17,15 +17,17 @@ import { loadConfig } from '../config';
 import { connectClient, ingestStatus, signalIngest, startIngest, waitForIngest } from '../client';
 import { ingestWorkflowId } from '../contract';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
+import { benchArgs } from './support/args';
 
-const arg = (name: string, def: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1]! : def;
-};
-const EVENTS = Number(arg('events', '200000'));
-const WORKERS = arg('workers', '1,2,3').split(',').map(Number);
+const args = benchArgs('npx tsx bench/scale-out.ts [--events 200000] [--workers 1,2,3] [--slots resource|fixed]', {
+  events: { type: 'string', default: '200000' },
+  workers: { type: 'string', default: '1,2,3' },
+  slots: { type: 'string', default: 'resource' },
+});
+const EVENTS = Number(args.events);
+const WORKERS = args.workers.split(',').map(Number);
 /** Activity slots of each worker process (workers/index.ts activitySlots): fixed or resource. */
-const SLOTS = arg('slots', 'resource');
+const SLOTS = args.slots;
 const PARTITIONS = 4;
 
 async function run(workers: number): Promise<{ seconds: number; refSeconds: number; spread: Record<string, number> }> {

@@ -29,9 +29,12 @@ import {
   wireListBytes,
   writeStagedDataFiles,
 } from '../table/staged-files';
+import { benchArgs } from './support/args';
 
-const argIdx = process.argv.indexOf('--sizes');
-const SIZES = (argIdx >= 0 ? process.argv[argIdx + 1]! : '100,300,1000,5000').split(',').map(Number);
+const args = benchArgs('npx tsx bench/staged-files.ts [--sizes 100,300,1000,5000]', {
+  sizes: { type: 'string', default: '100,300,1000,5000' },
+});
+const SIZES = args.sizes.split(',').map(Number);
 const CURRENCIES = ['EUR', 'USD', 'GBP', 'JPY', 'CHF', 'SEK', 'NOK', 'DKK', 'PLN', 'CZK'];
 const REPEAT = 5;
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { loadConfig, type FloeConfig } from '../config';
+import { formatDuration, loadConfig, parseDuration, type FloeConfig } from '../config';
 import { resolveConfigPath } from './config-path';
 import { CliError, EXIT } from './exit';
 
@@ -11,6 +11,26 @@ export function configOf(cmd: Command): FloeConfig {
   } catch (e) {
     throw new CliError(`${(e as Error).message} (config file from ${from})`, EXIT.usage, { cause: e });
   }
+}
+
+/**
+ * A duration option's value in the one syntax of the config file (config/units.ts): `90s`, `5m`,
+ * `1.5h`; a bare number is milliseconds, there and here. Unreadable, or below `atLeastMs`: a usage
+ * error naming the option (`floe: --timeout: expected …, found "120"`).
+ */
+export function parseDurationOption(flag: string, text: string, atLeastMs = 0): number {
+  let ms: number;
+  try {
+    ms = parseDuration(text);
+  } catch (e) {
+    throw new CliError(`${flag}: ${(e as Error).message}`, EXIT.usage, { cause: e });
+  }
+  if (ms < atLeastMs)
+    throw new CliError(
+      `${flag}: expected a duration of at least ${formatDuration(atLeastMs)} (a bare number is milliseconds), found ${JSON.stringify(text)}`,
+      EXIT.usage,
+    );
+  return ms;
 }
 
 /** Prints `value` as JSON (one document on stdout, for scripts). */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config';
-import { printTable } from './common';
+import { parseDurationOption, printTable } from './common';
 import { CliError, EXIT } from './exit';
 
 /**
@@ -15,11 +15,11 @@ export function registerDemoCommand(program: Command): void {
     .command('demo')
     .description('stack up + stream sample orders into Iceberg, kill the worker mid-stream, verify exactly-once')
     .option('--rate <n>', 'events per second', '20')
-    .option('--duration <s>', 'seconds of streaming', '90')
+    .option('--duration <duration>', 'how long to stream (90s, 2m; a bare number is milliseconds)', '90s')
     .option('--partitions <n>', 'topic partitions', '4')
-    .option('--kill-at <s>', 'SIGKILL the worker after this many seconds (0 = never)', '40')
-    .option('--restart-after <s>', 'restart the killed worker after this many seconds', '5')
-    .option('--commit-interval <d>', 'ingest commit interval', '5s')
+    .option('--kill-at <duration>', 'SIGKILL the worker this long after the start (0 = never)', '40s')
+    .option('--restart-after <duration>', 'restart the killed worker this long after the kill', '5s')
+    .option('--commit-interval <duration>', 'ingest commit interval', '5s')
     .option('--plot', 'draw lag and committed rows over time at the end (default on a terminal)')
     .option('--no-plot', 'no chart')
     .action(async (o: Record<string, string> & { plot?: boolean }) => {
@@ -32,6 +32,12 @@ export function registerDemoCommand(program: Command): void {
           );
         return v;
       };
+      // Durations in the config's syntax (a bare number is milliseconds), in seconds for the scenario.
+      const seconds = (flag: string, text: string, atLeastMs: number) => parseDurationOption(flag, text, atLeastMs) / 1000;
+      const durationS = seconds('--duration', o.duration!, 1000);
+      const killAt = seconds('--kill-at', o.killAt!, 0) === 0 ? 0 : seconds('--kill-at', o.killAt!, 1000);
+      const restartAfterS = seconds('--restart-after', o.restartAfter!, 0);
+      parseDurationOption('--commit-interval', o.commitInterval!, 1);
       const { ensureStack } = await import('../stack/stack');
       const { runScenario } = await import('../demo/scenario');
       const { tableCommitRows } = await import('../client/tables');
@@ -41,12 +47,11 @@ export function registerDemoCommand(program: Command): void {
       const t0 = Date.now();
       await ensureStack();
       console.log(`stack ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-      const killAt = num('killAt');
       const res = await runScenario({
         ratePerS: num('rate'),
-        durationS: num('duration'),
+        durationS,
         partitions: Math.max(1, num('partitions')),
-        kills: killAt > 0 ? [{ atS: killAt, restartAfterS: num('restartAfter') }] : [],
+        kills: killAt > 0 ? [{ atS: killAt, restartAfterS }] : [],
         commitInterval: o.commitInterval,
         // A line every ~2 s while it streams; the kill, the restart and the recovery as they happen.
         onProgress: (s) => {

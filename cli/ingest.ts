@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import type { IngestSignal, IngestStatusView } from '../client';
-import { configOf, printJson, printTable } from './common';
+import { configOf, parseDurationOption, printJson, printTable } from './common';
 import { CliError, EXIT, usage } from './exit';
 import { findTable, topicEntry, topicSetLabel } from '../config';
-import { parseDuration } from '../config/units';
 import { ingestStatusLines } from './format';
 import { ensureIngestTables } from '../ingest/tables';
 
@@ -114,12 +113,6 @@ function printIngestStatus(s: IngestStatusView): void {
   }
 }
 
-/** `--timeout 90s|5m|120` (bare numbers are seconds). */
-export function parseTimeout(v: string): number {
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
-  return parseDuration(v);
-}
-
 /**
  * `floe ingest stop <table> [--wait [--timeout d]]`: drain and stop. With --wait, returns only when
  * the run completed and prints its final status (exit 0); a run that fails while draining exits 1
@@ -130,10 +123,10 @@ function registerIngestStop(ingest: Command): void {
     .command('stop <table>')
     .description('drain what is in the topic now, commit it, and stop')
     .option('--wait', 'block until the drain finished, then print the final status')
-    .option('--timeout <duration>', 'with --wait: give up waiting after this long (90s, 5m; a bare number is seconds)')
+    .option('--timeout <duration>', 'with --wait: give up waiting after this long, at least 1s (90s, 5m; a bare number is milliseconds)')
     .option('--json', 'print JSON')
     .action(async (table: string, o: { wait?: boolean; timeout?: string; json?: boolean }, cmd: Command) => {
-      const timeoutMs = o.timeout === undefined ? undefined : usage(() => parseTimeout(o.timeout!));
+      const timeoutMs = o.timeout === undefined ? undefined : parseDurationOption('--timeout', o.timeout, 1000);
       if (timeoutMs !== undefined && !o.wait) throw new CliError('--timeout needs --wait', EXIT.usage);
       const { connectClient, stopIngest, DrainTimeoutError } = await client();
       const fc = await connectClient(configOf(cmd));

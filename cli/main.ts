@@ -15,6 +15,7 @@ import { registerMaintenanceCommands } from './maintenance';
 import { registerWorkersCommand } from './workers';
 import { registerSetupCommand } from './setup';
 import { registerStatusCommand } from './status';
+import { registerConfigCommands } from './config';
 import { CONFIG_ORDER } from './config-path';
 import { exitCodeOf, exitCodesHelp } from './exit';
 import { floeVersion } from '../iceberg/version';
@@ -53,6 +54,7 @@ registerMaintenanceCommands(program);
 registerWorkersCommand(program);
 registerSetupCommand(program);
 registerStatusCommand(program);
+registerConfigCommands(program);
 
 program.parseAsync(process.argv).catch((err: Error) => {
   const code = exitCodeOf(err);

@@ -1,9 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { configOf, printJson, tableLines } from './common';
+import { configOf, parseDurationOption, printJson, tableLines } from './common';
 import { statusScreen } from './format';
-import { usage } from './exit';
-import { parseTimeout } from './ingest';
 
 /**
  * `floe status [table...] [--watch [interval]] [--json]`: one screen for every configured table
@@ -14,10 +12,10 @@ export function registerStatusCommand(program: Command): void {
   program
     .command('status [tables...]')
     .description('every configured table at a glance: ingest state, lag, last commit, rows/s, files, maintenance, failures')
-    .option('--watch [interval]', 'refresh in place every interval (default 2s; 5s, 1m, a bare number is seconds)')
+    .option('--watch [interval]', 'refresh in place every interval, at least 1s (default 2s; 5s, 1m; a bare number is milliseconds)')
     .option('--json', 'print JSON')
     .action(async (names: string[], o: { watch?: string | true; json?: boolean }, cmd: Command) => {
-      const intervalMs = o.watch === undefined ? null : o.watch === true ? 2000 : usage(() => parseTimeout(o.watch as string));
+      const intervalMs = o.watch === undefined ? null : o.watch === true ? 2000 : parseDurationOption('--watch', o.watch, 1000);
       const cfg = configOf(cmd);
       const [{ connectClient }, { statusOverview }, { openTables }] = await Promise.all([
         import('../client'),

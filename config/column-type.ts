@@ -1,5 +1,11 @@
 /**
- * A column type's string form, a small recursive-descent parser:
+ * A column's type as configured: an Iceberg primitive, or a struct, list or map of them at any
+ * depth, written as a string (`list<string>`, `struct<id: long not null, tags: list<string>>`) or
+ * as a mapping (`{type: struct, fields: [...]}`), the two mixed at will. No field ids: the table
+ * assigns them (ingest/tables.ts columnType), so the same config describes a new table and an
+ * existing one.
+ *
+ * The string form, a small recursive-descent parser:
  *
  *   type   := primitive | struct<field, …> | list<type [not null]> | map<key, type [not null]>
  *   field  := name: type [not null]
@@ -13,9 +19,69 @@
  */
 import type { PrimitiveType } from '../iceberg/spec/types';
 import { ConfigError } from './problems';
-import { isMapKeyType, MAP_KEY_TYPES, type ColumnType } from './types';
 
-export const PRIMITIVE = /^(boolean|int|long|float|double|date|time|timestamp|timestamptz|string|uuid|binary|decimal\(\d+,\s*\d+\)|fixed\[\d+\])$/;
+/*
+ * Written by hand, not inferred: the type is recursive, and zod infers a recursive schema's output
+ * only through an annotation. config/table-entry.ts declares `columnType` as `z.ZodType<ColumnType>`
+ * and asserts, at the type level, that the union it wraps produces exactly these.
+ */
+export type ColumnType = PrimitiveType | NestedTypeConfig;
+export type NestedTypeConfig = StructTypeConfig | ListTypeConfig | MapTypeConfig;
+
+export interface StructFieldConfig {
+  name: string;
+  type: ColumnType;
+  required: boolean;
+  /** Dotted path inside the struct's JSON object; defaults to the field name. */
+  path?: string;
+  doc?: string;
+}
+export interface StructTypeConfig {
+  type: 'struct';
+  fields: StructFieldConfig[];
+}
+export interface ListTypeConfig {
+  type: 'list';
+  element: ColumnType;
+  elementRequired: boolean;
+}
+/** A map from a JSON object: its keys (text) are converted to `key`, which is always required. */
+export interface MapTypeConfig {
+  type: 'map';
+  key: PrimitiveType;
+  value: ColumnType;
+  valueRequired: boolean;
+}
+
+/** The type of a `source: headers` column: every header, by name, as text or as bytes. */
+export type HeadersMapType = 'map<string, string>' | 'map<string, binary>';
+
+/**
+ * The primitive types a map key can have: those whose JSON form is a string, so an object's keys
+ * convert exactly (`"42"` to a long, `"2024-05-01"` to a date).
+ */
+export const MAP_KEY_TYPES = ['string', 'int', 'long', 'uuid', 'date', 'time', 'timestamp', 'timestamptz', 'decimal(P, S)'] as const;
+
+/** Whether `t` is one of MAP_KEY_TYPES. */
+export function isMapKeyType(t: PrimitiveType): boolean {
+  return /^(string|int|long|uuid|date|time|timestamp|timestamptz|decimal\(\d+,\s*\d+\))$/.test(t);
+}
+
+/** A type as text in the string grammar: `struct<id: long not null, tags: list<string>>`; a field's path and doc are not shown. */
+export function columnTypeString(t: ColumnType | HeadersMapType): string {
+  if (typeof t === 'string') return t;
+  switch (t.type) {
+    case 'struct':
+      return `struct<${t.fields.map((f) => `${f.name}: ${columnTypeString(f.type)}${f.required ? ' not null' : ''}`).join(', ')}>`;
+    case 'list':
+      return `list<${columnTypeString(t.element)}${t.elementRequired ? ' not null' : ''}>`;
+    case 'map':
+      return `map<${t.key}, ${columnTypeString(t.value)}${t.valueRequired ? ' not null' : ''}>`;
+  }
+}
+
+export const PRIMITIVE =
+  /^(boolean|int|long|float|double|date|time|timestamp|timestamptz|string|uuid|binary|decimal\(\d+,\s*\d+\)|fixed\[\d+\])$/;
 /** A string in the nested grammar (else a primitive or a mistake). */
 export const NESTED_TYPE_TEXT = /^\s*(struct|list|map)\s*</;
 export const PRIMITIVE_EXPECTED = 'an Iceberg primitive type (long, string, timestamptz, decimal(9, 2), …)';
@@ -78,7 +144,8 @@ function parse(text: string): ColumnType {
     const fields: Array<{ name: string; type: ColumnType; required: boolean }> = [];
     do {
       const name = word();
-      if (name === undefined) return fail(`a field name ([A-Za-z_][A-Za-z0-9_]*)${fields.length ? '' : ' (a struct has at least one field)'}`);
+      if (name === undefined)
+        return fail(`a field name ([A-Za-z_][A-Za-z0-9_]*)${fields.length ? '' : ' (a struct has at least one field)'}`);
       if (fields.some((f) => f.name === name)) {
         pos -= name.length;
         return fail(`a field name not used before in the struct`);
@@ -135,6 +202,7 @@ function parse(text: string): ColumnType {
   const end = pos;
   const trailingNotNull = notNull();
   pos = end;
-  if (pos < text.length) fail(trailingNotNull ? 'the end of the type (required: true makes a column or field required)' : 'the end of the type');
+  if (pos < text.length)
+    fail(trailingNotNull ? 'the end of the type (required: true makes a column or field required)' : 'the end of the type');
   return t;
 }

@@ -86,7 +86,7 @@ export function unknownKeyMessage(key: string, valid: readonly string[]): string
 }
 
 /**
- * Issue params config/schema.ts sets: `expected` marks a message as what was expected (the value
+ * Issue params config/values.ts sets: `expected` marks a message as what was expected (the value
  * found is appended), `found` replaces the value as written (a default, one list item).
  */
 export interface IssueParams {
@@ -100,7 +100,11 @@ export interface IssueParams {
  * zod raises itself (a wrong type, a value not in an enum, a list too short) carry the schema's
  * "what was expected"; a union that failed reports the branch the value's type chose.
  */
-export function problemsOf(issues: readonly z.core.$ZodIssue[], raw: unknown, lineOf?: (path: ConfigPath) => number | undefined): ConfigProblem[] {
+export function problemsOf(
+  issues: readonly z.core.$ZodIssue[],
+  raw: unknown,
+  lineOf?: (path: ConfigPath) => number | undefined,
+): ConfigProblem[] {
   const out: ConfigProblem[] = [];
   const add = (path: ConfigPath, message: string) => {
     const line = lineOf?.(path);
@@ -110,7 +114,7 @@ export function problemsOf(issues: readonly z.core.$ZodIssue[], raw: unknown, li
     for (const iss of list) {
       const path = [...prefix, ...(iss.path as (string | number)[])];
       if (iss.code === 'unrecognized_keys') {
-        // config/schema.ts `obj` wrote one message line per key, in the issue's key order.
+        // config/values.ts `obj` wrote one message line per key, in the issue's key order.
         const lines = iss.message.split('\n');
         iss.keys.forEach((k, i) => add([...path, k], lines[i] ?? 'unknown key'));
         continue;

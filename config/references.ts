@@ -4,12 +4,13 @@
  * postgresql://floe:${PGPASSWORD}@db:5432/floe`. `$${` is a literal `${`. A variable that is not
  * set (or empty), a file that cannot be read: a config problem naming the key and the reference.
  *
- * Where (config/schema.ts `conn`): only in connection settings, the values the process that
+ * Where (config/values.ts `conn`): only in connection settings, the values the process that
  * connects reads to reach a service (catalog.uri, s3.endpoint, kafka.brokers, schemaRegistry.url,
  * temporal.address, ...) and never copies into workflow inputs or results. Everywhere else a
  * reference is refused: those values (table entries, the warehouse, the task queue) name tables,
  * files and workflows, and reach workflow ids, inputs, histories, search attributes and table
- * metadata, where nothing read from the environment or a file may end up. A secret goes by a
+ * metadata, where nothing read from the environment or a file may end up (a token command is
+ * taken literally: its shell expands its own `${VAR}`). A secret goes by a
  * `…Env` / `…File` key (config/secrets.ts), read only
  * when the client is built, never into the parsed config; the one secret a reference may place in
  * the parsed config is the password of catalog.uri, which every message and log line that quotes
@@ -29,7 +30,12 @@ export function hasReference(text: string): boolean {
 /** What is told where a reference is not resolved. */
 export const REFERENCE_REFUSED =
   '${…} references are resolved only in connection settings (catalog.uri, s3.endpoint, kafka.brokers, schemaRegistry.url, temporal.address and the like), ' +
-  'not in values that reach workflow inputs, histories or table metadata; name a secret with a …Env or …File key';
+  'not in values that reach workflow inputs, histories or table metadata; name a secret with a …Env or …File key ($${ is a literal ${)';
+
+/** `text` with each escaped `$${` as the literal `${` it stands for (where references are not resolved). */
+export function unescapeReferences(text: string): string {
+  return text.replaceAll('$${', '${');
+}
 
 /** `text` with its references substituted, or every reference that could not be. */
 export function resolveReferences(text: string, env: NodeJS.ProcessEnv = process.env): { value: string } | { problems: string[] } {

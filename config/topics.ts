@@ -8,17 +8,10 @@
  * ingest id, so a derived id never collides with one.
  */
 import { topicIngestId } from '../contract';
+import { topicMatcher } from './table-entry';
 import type { TableConfig } from './types';
 
 export { topicIngestId };
-
-/** Kafka's legal topic names. */
-export const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
-
-/** The whole-name matcher of a `topicPattern` (Java's `Pattern.matches`, as Kafka's `topics.regex`). */
-export function topicMatcher(pattern: string): RegExp {
-  return new RegExp(`^(?:${pattern})$`);
-}
 
 /** Whether entry `t` (of several topics) reads `topic`. */
 export function entryReadsTopic(t: TableConfig, topic: string): boolean {

@@ -1,6 +1,9 @@
 /**
- * The one syntax for durations and sizes, shared by the config file (config/load.ts), the CLI
- * (cli/maintenance.ts) and the benches. No Node imports: safe anywhere.
+ * The one syntax for durations and sizes, shared by the config file (config/schema.ts), every CLI
+ * flag that takes one (cli/common.ts parseDurationOption: --timeout, --watch, the demo's;
+ * cli/maintenance.ts: --older-than and the sizes) and the benches. One rule for a bare number
+ * everywhere: it is milliseconds (a duration) or bytes (a size), in a file and on the command line
+ * alike. No Node imports: safe anywhere.
  *
  * Durations: a plain non-negative integer is milliseconds (`1500`); otherwise an integer or
  * decimal followed by one of `ms`, `s`, `m`, `h`, `d` (`500ms`, `30s`, `1.5h`, `7d`). Units are

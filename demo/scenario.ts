@@ -5,16 +5,16 @@
  */
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
+import { Kafka, logLevel, CompressionTypes, type Admin, type Producer } from 'kafkajs';
 import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus, type FloeClient } from '../client';
-import { loadConfig } from '../config';
+import { loadConfig, type FloeConfig } from '../config';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
 import { floeHome } from '../stack/paths';
-import { orderEvents, eventKey } from './generator';
+import { orderEvents, eventKey, type OrderEvent } from './generator';
 import { verifyTable, type Verification } from './verify';
 import { scenarioConfig } from './config';
 import type { ProgressEvent, ProgressSample } from './progress';
-import { ingestWorkflowId, statusQuery } from '../workflows';
+import { ingestWorkflowId, statusQuery, type IngestStatus } from '../workflows';
 
 export { scenarioConfig };
 
@@ -117,125 +117,211 @@ function startSampler(
   };
 }
 
-export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
-  const log = o.log ?? ((m: string) => console.log(m));
-  const name =
-    o.name ??
-    `orders_${new Date()
-      .toISOString()
-      .replace(/[-:T.Z]/g, '')
-      .slice(0, 14)}`;
-  const { path: configPath, table, topic } = scenarioConfig(name, o.partitions, o.commitInterval ?? '5s', o.tableOverrides);
-  const cfg = loadConfig(configPath);
-  const kafka = new Kafka({ clientId: 'floe-demo', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: o.partitions, replicationFactor: 1 }], waitForLeaders: true });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 30, maxRetryTime: 5000 } });
-  await producer.connect();
+/** The worker process: killed and restarted on schedule, and with `supervise` restarted when it exits by itself. */
+class ScenarioWorker {
+  current: WorkerProcess;
+  kills = 0;
+  selfExits = 0;
+  private readonly logDir = join(floeHome(), 'logs');
+  private started = 0;
+  private stopping = false;
+  private killing = false;
 
-  const logDir = join(floeHome(), 'logs');
-  let workerN = 0;
-  let stopping = false;
-  let selfExits = 0;
-  let killing = false;
-  const startWorker = (): WorkerProcess => {
-    const w = spawnWorker(configPath, join(logDir, `${name}-worker-${++workerN}.log`), o.workerEnv ?? {});
+  constructor(
+    private readonly configPath: string,
+    private readonly name: string,
+    private readonly o: ScenarioOptions,
+    private readonly log: (msg: string) => void,
+  ) {
+    this.current = this.start();
+  }
+
+  get pid(): number {
+    return this.current.pid;
+  }
+
+  private start(): WorkerProcess {
+    const w = spawnWorker(this.configPath, join(this.logDir, `${this.name}-worker-${++this.started}.log`), this.o.workerEnv ?? {});
     void w.exited.then(({ code, signal }) => {
-      if (stopping || killing || !o.supervise || w !== worker) return;
-      selfExits++;
-      log(`worker ${w.pid} exited by itself (code ${code}, signal ${signal}); restarting in 1 s`);
+      if (this.stopping || this.killing || !this.o.supervise || w !== this.current) return;
+      this.selfExits++;
+      this.log(`worker ${w.pid} exited by itself (code ${code}, signal ${signal}); restarting in 1 s`);
       setTimeout(() => {
-        if (!stopping && w === worker) worker = startWorker();
+        if (!this.stopping && w === this.current) this.current = this.start();
       }, 1000);
     });
     return w;
-  };
-  let worker: WorkerProcess = startWorker();
+  }
+
+  restart(): void {
+    this.current = this.start();
+  }
+
+  async kill(signal: NodeJS.Signals): Promise<void> {
+    this.killing = true;
+    await this.current.kill(signal);
+    this.killing = false;
+    this.kills++;
+  }
+
+  /** A kill or restart, reported to `onWorkerEvent` or else logged as `text`. */
+  event(kind: ProgressEvent['kind'], elapsedS: number, text: string): void {
+    if (this.o.onWorkerEvent) this.o.onWorkerEvent({ tS: elapsedS, kind, pid: this.current.pid });
+    else this.log(text);
+  }
+
+  /** The scenario is over: no more restarts, and the worker stops. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.current.kill('SIGTERM').catch(() => undefined);
+  }
+}
+
+/** The scheduled kills: one due kills the worker, and its restart comes `restartAfterS` later. */
+class KillSchedule {
+  private readonly pending: Kill[];
+  private restartAt: number | null = null;
+
+  constructor(
+    kills: readonly Kill[],
+    private readonly worker: ScenarioWorker,
+  ) {
+    this.pending = [...kills].sort((a, b) => a.atS - b.atS);
+  }
+
+  /** Kills and restarts due at `elapsed` seconds. */
+  async at(elapsed: number): Promise<void> {
+    if (this.pending.length && elapsed >= this.pending[0]!.atS) {
+      const k = this.pending.shift()!;
+      await this.worker.kill(k.signal ?? 'SIGKILL');
+      this.worker.event('kill', elapsed, `t=${elapsed.toFixed(1)}s: worker ${this.worker.pid} killed with ${k.signal ?? 'SIGKILL'}`);
+      this.restartAt = elapsed + k.restartAfterS;
+    }
+    if (this.restartAt !== null && elapsed >= this.restartAt) {
+      this.worker.restart();
+      this.restartAt = null;
+      this.worker.event('restart', elapsed, `t=${elapsed.toFixed(1)}s: worker ${this.worker.pid} restarted`);
+    }
+  }
+
+  /** After the stream: a restart still pending comes at its time. */
+  async finish(t0: number): Promise<void> {
+    if (this.restartAt === null) return;
+    await sleep(Math.max(0, this.restartAt * 1000 - (Date.now() - t0)));
+    this.worker.restart();
+    const elapsed = (Date.now() - t0) / 1000;
+    this.worker.event('restart', elapsed, `worker ${this.worker.pid} restarted`);
+  }
+}
+
+/** Messages produced so far (the sampler reads them while streaming). */
+interface Produced {
+  produced: number;
+  malformed: number;
+}
+
+/** A fresh topic of `partitions` partitions, and an idempotent producer connected to the cluster. */
+async function openTopic(cfg: FloeConfig, topic: string, partitions: number): Promise<{ admin: Admin; producer: Producer }> {
+  const kafka = new Kafka({ clientId: 'floe-demo', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 30, maxRetryTime: 5000 } });
+  await producer.connect();
+  return { admin, producer };
+}
+
+/** The next events up to the `due`-th, every `malformedEvery`-th one malformed. */
+function nextMessages(
+  events: Generator<OrderEvent>,
+  due: number,
+  malformedEvery: number | undefined,
+  n: Produced,
+): Array<{ key: string; value: string }> {
+  const messages = [];
+  while (n.produced < due) {
+    const e = events.next().value!;
+    const good = JSON.stringify(e);
+    n.produced++;
+    let value = good;
+    if (malformedEvery && n.produced % malformedEvery === 0) {
+      value = malformed(n.produced / malformedEvery, good);
+      n.malformed++;
+    }
+    messages.push({ key: eventKey(e!), value });
+  }
+  return messages;
+}
+
+/** Produce batch period: small batches on a fixed schedule hold the rate whatever the broker latency. */
+const BATCH_EVERY_MS = 100;
+
+/** Streams `ratePerS` events for `durationS` into `topic`, killing and restarting the worker on schedule. */
+async function streamEvents(o: ScenarioOptions, producer: Producer, topic: string, worker: ScenarioWorker, t0: number, n: Produced) {
+  const events = orderEvents();
+  const kills = new KillSchedule(o.kills, worker);
+  const total = Math.round(o.ratePerS * o.durationS);
+  for (let tick = 0; n.produced < total; tick++) {
+    const due = Math.min(total, Math.round(((tick + 1) * BATCH_EVERY_MS * o.ratePerS) / 1000));
+    const messages = nextMessages(events, due, o.malformedEvery, n);
+    if (messages.length) await producer.send({ topic, messages, compression: CompressionTypes.None });
+    const elapsed = (Date.now() - t0) / 1000;
+    await kills.at(elapsed);
+    if (o.onTick) await o.onTick(elapsed);
+    const next = t0 + (tick + 1) * BATCH_EVERY_MS;
+    await sleep(Math.max(0, next - Date.now()));
+  }
+  await kills.finish(t0);
+}
+
+/** Stops the ingest and waits for it to drain; past `timeoutS`, fails with its status. */
+async function drain(fc: FloeClient, table: string, timeoutS: number): Promise<IngestStatus> {
+  await signalIngest(fc, table, 'stop');
+  let drainTimer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    waitForIngest(fc, table),
+    new Promise<never>((_, reject) => {
+      drainTimer = setTimeout(() => {
+        void ingestStatus(fc, table).then(
+          (s) => reject(new Error(`ingest did not drain within ${timeoutS}s; status: ${JSON.stringify(s)}`)),
+          reject,
+        );
+      }, timeoutS * 1000);
+    }),
+  ]).finally(() => clearTimeout(drainTimer));
+}
+
+const defaultName = (): string =>
+  `orders_${new Date()
+    .toISOString()
+    .replace(/[-:T.Z]/g, '')
+    .slice(0, 14)}`;
+
+export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
+  const log = o.log ?? ((m: string) => console.log(m));
+  const name = o.name ?? defaultName();
+  const { path: configPath, table, topic } = scenarioConfig(name, o.partitions, o.commitInterval ?? '5s', o.tableOverrides);
+  const cfg = loadConfig(configPath);
+  const { admin, producer } = await openTopic(cfg, topic, o.partitions);
+  const worker = new ScenarioWorker(configPath, name, o, log);
   log(
     `worker ${worker.pid} started; streaming ${o.ratePerS} events/s for ${o.durationS}s into topic ${topic} (${o.partitions} partitions)`,
   );
   const fc = await connectClient(cfg);
   const t0 = Date.now();
-  let produced = 0,
-    malformedCount = 0,
-    kills = 0;
+  const n: Produced = { produced: 0, malformed: 0 };
   let sampler: Sampler | null = null;
-  const workerEvent = (kind: ProgressEvent['kind'], pid: number, elapsed: number, text: string) => {
-    if (o.onWorkerEvent) o.onWorkerEvent({ tS: elapsed, kind, pid });
-    else log(text);
-  };
   try {
     await startIngest(fc, table);
     if (o.onProgress)
-      sampler = startSampler(fc, table, cfg.tables[0]!.ingestId, t0, () => produced, o.onProgress, o.progressEveryMs ?? 2000);
-    const events = orderEvents();
-    const pending = [...o.kills].sort((a, b) => a.atS - b.atS);
-    const total = Math.round(o.ratePerS * o.durationS);
-    let restartAt: number | null = null;
-    // Produce in small batches on a fixed schedule so the rate holds whatever the broker latency.
-    const batchEvery = 100;
-    for (let tick = 0; produced < total; tick++) {
-      const due = Math.min(total, Math.round(((tick + 1) * batchEvery * o.ratePerS) / 1000));
-      const messages = [];
-      while (produced < due) {
-        const e = events.next().value!;
-        const good = JSON.stringify(e);
-        produced++;
-        let value = good;
-        if (o.malformedEvery && produced % o.malformedEvery === 0) {
-          value = malformed(produced / o.malformedEvery, good);
-          malformedCount++;
-        }
-        messages.push({ key: eventKey(e!), value });
-      }
-      if (messages.length) await producer.send({ topic, messages, compression: CompressionTypes.None });
-      const elapsed = (Date.now() - t0) / 1000;
-      if (pending.length && elapsed >= pending[0]!.atS) {
-        const k = pending.shift()!;
-        killing = true;
-        await worker.kill(k.signal ?? 'SIGKILL');
-        killing = false;
-        kills++;
-        workerEvent('kill', worker.pid, elapsed, `t=${elapsed.toFixed(1)}s: worker ${worker.pid} killed with ${k.signal ?? 'SIGKILL'}`);
-        restartAt = elapsed + k.restartAfterS;
-      }
-      if (restartAt !== null && elapsed >= restartAt) {
-        worker = startWorker();
-        restartAt = null;
-        workerEvent('restart', worker.pid, elapsed, `t=${elapsed.toFixed(1)}s: worker ${worker.pid} restarted`);
-      }
-      if (o.onTick) await o.onTick(elapsed);
-      const next = t0 + (tick + 1) * batchEvery;
-      await sleep(Math.max(0, next - Date.now()));
-    }
-    if (restartAt !== null) {
-      await sleep(Math.max(0, restartAt * 1000 - (Date.now() - t0)));
-      worker = startWorker();
-      const elapsed = (Date.now() - t0) / 1000;
-      workerEvent('restart', worker.pid, elapsed, `worker ${worker.pid} restarted`);
-    }
-    log(`produced ${produced} messages (${malformedCount} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
-    await signalIngest(fc, table, 'stop');
-    let drainTimer: NodeJS.Timeout | undefined;
-    const status = await Promise.race([
-      waitForIngest(fc, table),
-      new Promise<never>((_, reject) => {
-        drainTimer = setTimeout(
-          () => {
-            void ingestStatus(fc, table).then(
-              (s) => reject(new Error(`ingest did not drain within ${o.drainTimeoutS ?? 180}s; status: ${JSON.stringify(s)}`)),
-              reject,
-            );
-          },
-          (o.drainTimeoutS ?? 180) * 1000,
-        );
-      }),
-    ]).finally(() => clearTimeout(drainTimer));
+      sampler = startSampler(fc, table, cfg.tables[0]!.ingestId, t0, () => n.produced, o.onProgress, o.progressEveryMs ?? 2000);
+    await streamEvents(o, producer, topic, worker, t0, n);
+    log(`produced ${n.produced} messages (${n.malformed} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
+    const status = await drain(fc, table, o.drainTimeoutS ?? 180);
     await sampler?.stop();
     o.onProgress?.({
       tS: (Date.now() - t0) / 1000,
-      produced,
+      produced: n.produced,
       committed: status.totalRows + status.totalDeadLetters,
       commits: status.commits,
       workerUp: true,
@@ -244,11 +330,20 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       `ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`,
     );
     const v = await verifyTable(cfg, table, topic);
-    return { ...v, table, topic, configPath, produced, malformed: malformedCount, kills, selfExits, elapsedS: (Date.now() - t0) / 1000 };
+    return {
+      ...v,
+      table,
+      topic,
+      configPath,
+      produced: n.produced,
+      malformed: n.malformed,
+      kills: worker.kills,
+      selfExits: worker.selfExits,
+      elapsedS: (Date.now() - t0) / 1000,
+    };
   } finally {
     await sampler?.stop().catch(() => undefined);
-    stopping = true;
-    await worker.kill('SIGTERM').catch(() => undefined);
+    await worker.stop();
     await producer.disconnect().catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
     await fc.close().catch(() => undefined);

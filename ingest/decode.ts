@@ -21,14 +21,10 @@ import { DecodeError, DecoderConfigError, show } from './formats/errors';
 import { compileJsonColumn, compilePath, compileRecordValue } from './formats/json';
 import { compilePrimitive, type Es2024String } from './formats/primitives';
 import { LONG_MAX, timestampBounds, transformsOn } from './formats/ranges';
+import type { Row, RowValue } from './formats/row';
 
-/**
- * A row's value as iceberg/parquet's writer takes it: a primitive (formats/primitives.ts), or a
- * nested value: a struct as an object keyed by field name, a list as an array, a map (and the
- * headers map) as an array of [key, value] pairs.
- */
-export type RowValue = null | boolean | number | bigint | string | Uint8Array | RowValue[] | { [field: string]: RowValue };
-export type Row = Record<string, RowValue>;
+/** The row a record becomes (formats/row.ts), as importers of the decoder know it. */
+export type { Row, RowValue };
 
 export interface KafkaRecord {
   partition: number;

@@ -261,6 +261,6 @@ export function tableDriftMessage(problems: string[]): string {
 export class TableDriftError extends FloeFailure {
   constructor(readonly problems: string[]) {
     super(FailureType.TableDrift, tableDriftMessage(problems));
-    this.name = 'TableDriftError';
+    this.name = 'TableDrift';
   }
 }

@@ -15,10 +15,10 @@
  */
 import avro from 'avsc';
 import type { IcebergType, PrimitiveType } from '../../iceberg/spec/types';
-import type { RowValue } from '../decode';
 import { typeString } from '../../iceberg/spec/schema';
 import { type Derived, type ValueConverter, compileTo, decimalOf, isStruct } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';
+import type { RowValue } from './row';
 
 /** avsc's long as a bigint: exact over the whole 64-bit range (avsc's default is a JS number). */
 const LongAsBigInt = avro.types.LongType.__with({

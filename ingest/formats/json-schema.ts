@@ -13,10 +13,10 @@
  * long decimal never passes through a double, timestamps are checked, and so on.
  */
 import type { IcebergType, PrimitiveType } from '../../iceberg/spec/types';
-import type { RowValue } from '../decode';
 import { type Derived, type ValueConverter, isStruct } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';
 import { compileJsonValue } from './json';
+import type { RowValue } from './row';
 
 type Node = Record<string, unknown>;
 

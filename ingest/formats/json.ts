@@ -20,10 +20,10 @@ import type {
   StructTypeConfig,
 } from '../../config/types';
 import { parseDecimalType } from '../../iceberg/spec/conversions';
-import type { RowValue } from '../decode';
 import { DecodeError, DecoderConfigError, clip, show } from './errors';
 import { compilePrimitive, type Convert } from './primitives';
 import { transformsOn } from './ranges';
+import type { RowValue } from './row';
 
 // ---------- parsing ----------
 /**

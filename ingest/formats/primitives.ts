@@ -10,9 +10,9 @@
 import { LosslessNumber } from 'lossless-json';
 import type { ColumnConfig, NestedTypeConfig } from '../../config/types';
 import { parseDecimalType, parseFixedType } from '../../iceberg/spec/conversions';
-import type { RowValue } from '../decode';
 import { DecodeError, DecoderConfigError, show } from './errors';
 import { Bounds, INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, dateBounds, decimalBounds, intBounds, longBounds, timestampBounds } from './ranges';
+import type { RowValue } from './row';
 
 /** The converter of one JSON value (never null) to a column's row value, or a DecodeError. */
 export type Convert = (v: unknown) => RowValue;

@@ -13,10 +13,11 @@
  */
 import type { KeyFormatConfig, SchemaRegistryConfig, TableConfig, ValueFormatConfig } from '../../config';
 import type { NestedField, StructType, TableMetadata } from '../../iceberg/spec/types';
-import { compileDecoder, type KafkaRecord, type Row, type RowValue } from '../decode';
+import { compileDecoder, type KafkaRecord } from '../decode';
 import type { Derived, ValueConverter } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';
 import { columnRange } from './ranges';
+import type { Row, RowValue } from './row';
 import { registryClient, unframe, writerSchema, type WriterSchema } from './registry';
 import { planUnion, valueStruct } from './union';
 
