@@ -7,6 +7,7 @@
 import { distance } from 'fastest-levenshtein';
 import type { z } from 'zod';
 import { redactSecrets } from '../iceberg/catalog/redact';
+import { FailureType, FloeFailure } from '../contract';
 
 export type ConfigPath = readonly (string | number)[];
 
@@ -20,7 +21,7 @@ export interface ConfigProblem {
 }
 
 /** A bad config: every problem found, each naming its key; the message has one line per problem. */
-export class ConfigError extends Error {
+export class ConfigError extends FloeFailure {
   readonly problems: readonly ConfigProblem[];
   /** The first problem's key path. */
   readonly key: string;
@@ -33,7 +34,9 @@ export class ConfigError extends Error {
       typeof keyOrProblems === 'string'
         ? [{ key: keyOrProblems, path: [], message: problem ?? `expected ${expected}, found ${foundText(found)}` }]
         : keyOrProblems;
-    super(problems.map(problemLine).join('\n'));
+    // A FloeFailure of type ConfigError: thrown in an activity, it reaches Temporal through
+    // toFailure as a non-retryable ConfigError (not by its class name).
+    super(FailureType.ConfigError, problems.map(problemLine).join('\n'));
     this.name = 'ConfigError';
     this.problems = problems;
     this.key = problems[0]?.key ?? '(root)';

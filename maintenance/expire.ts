@@ -14,9 +14,8 @@
  */
 import { parseIdentifier } from '../iceberg/catalog/catalog';
 import { IcebergError, isIcebergError } from '../iceberg/errors';
-import { MAIN_BRANCH, parseMetadataVersion, parseTableMetadata } from '../iceberg/spec/metadata';
+import { MAIN_BRANCH, parseTableMetadata } from '../iceberg/spec/metadata';
 import type { TableMetadata } from '../iceberg/spec/types';
-import { metadataDirectory } from '../iceberg/spec/table-properties';
 import { snapshotsToExpire, unreachableFiles } from '../iceberg/transaction/expire';
 import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
 import type { PendingCommit, TableAction } from '../iceberg/transaction/snapshot-producer';
@@ -149,16 +148,19 @@ export async function deleteExpiredFiles(
     { kind: 'manifestLists', locations: files.manifestLists },
     { kind: 'metadataFiles', locations: [] },
   ];
-  // Old metadata.json: versions that fell off the metadata log of `after` (older than its oldest
-  // entry) and are older than the cutoff. Never `before`/`after` themselves: retries need them.
-  const kept = [input.afterMetadataLocation, input.beforeMetadataLocation, ...after['metadata-log'].map((e) => e['metadata-file'])];
-  const minVersion = Math.min(...kept.map(parseMetadataVersion).filter((v) => v >= 0));
-  const keep = new Set(kept);
-  const metaDir = metadataDirectory(after);
-  for await (const f of tables.io.list(`${metaDir}/`)) {
-    if (!f.location.endsWith('.metadata.json') || keep.has(f.location)) continue;
-    const v = parseMetadataVersion(f.location);
-    if (v >= 0 && v < minVersion && f.lastModified < input.metadataOlderThanMs) phases[3]!.locations.push(f.location);
+  // Old metadata.json: only versions this table's own metadata log names (`before`'s) that fell off
+  // `after`'s and are older than the cutoff. Never a listing of the metadata directory: another
+  // table may keep its metadata there (a nested table `a.b.metadata`, a shared
+  // `write.metadata.path`), and a version number says nothing about whose file it is. Never
+  // `before`/`after` themselves: retries need them. Versions no log names any more are orphans.
+  const keep = new Set([
+    input.afterMetadataLocation,
+    input.beforeMetadataLocation,
+    ...after['metadata-log'].map((e) => e['metadata-file']),
+  ]);
+  for (const e of before['metadata-log']) {
+    if (!keep.has(e['metadata-file']) && Number(e['timestamp-ms']) < input.metadataOlderThanMs)
+      phases[3]!.locations.push(e['metadata-file']);
   }
   const total = phases.reduce((n, p) => n + p.locations.length, 0);
   const deleted = emptyCounts();

@@ -5,7 +5,7 @@
  * the value it refuses.
  */
 import { LosslessNumber, stringify as stringifyLossless } from 'lossless-json';
-import { FailureType } from '../../contract';
+import { FailureType, FloeFailure } from '../../contract';
 
 /** One record cannot become a row; the message says which column and value, and why. */
 export class DecodeError extends Error {
@@ -15,10 +15,14 @@ export class DecodeError extends Error {
 /**
  * The table's config cannot decode any record (a column type its source cannot fill, a partition
  * transform its column type does not allow). Not one record's fault: the caller fails the cycle
- * with it instead of dead-lettering the whole stream. Named after the Temporal failure type it is.
+ * with it instead of dead-lettering the whole stream. A FloeFailure of type ConfigError, so it
+ * reaches Temporal through activities/failures.ts `toFailure`, not by its class name.
  */
-export class DecoderConfigError extends Error {
-  override name = FailureType.ConfigError;
+export class DecoderConfigError extends FloeFailure {
+  constructor(message: string) {
+    super(FailureType.ConfigError, message);
+    this.name = FailureType.ConfigError;
+  }
 }
 
 /** A schema (or a record's schema against the table) that floe cannot map: names the field and both types. */
