@@ -13,12 +13,41 @@
  * Decoding goes through avsc with longs as bigint (a 64-bit id never passes through a number);
  * decimals, millis and micros are converted exactly here, not by avsc's logical types.
  */
+import { isUtf8 } from 'node:buffer';
 import avro from 'avsc';
-import type { IcebergType, PrimitiveType } from '../../iceberg/spec/types';
-import { typeString } from '../../iceberg/spec/schema';
+import { typeString, type IcebergType, type PrimitiveType } from '../../iceberg';
 import { type Derived, type ValueConverter, compileTo, decimalOf, isStruct } from './convert';
-import { DecodeError, SchemaMappingError } from './errors';
+import { DecodeError, SchemaMappingError, hexPrefix } from './errors';
 import type { RowValue } from './row';
+
+/**
+ * Avro strings (and map keys) must be valid UTF-8, as the Avro spec says. avsc reads every one of
+ * them with `Tap.readString`, which decodes with Buffer's utf8Slice: invalid bytes silently become
+ * U+FFFD, text the producer never sent. avsc has no option for it and map keys bypass the string
+ * type, so the one method is replaced (avsc is pinned; test/unit/formats.test.ts checks this still
+ * holds): an invalid string fails the record's decode, and the record becomes a dead letter.
+ */
+interface AvscTap {
+  buf: Buffer;
+  pos: number;
+  readLong(): number;
+  _invalidate(): void;
+}
+// avsc's Tap is not in its typings.
+const { Tap } = require('avsc/lib/utils') as { Tap: { prototype: { readString(this: AvscTap): string | undefined } } };
+Tap.prototype.readString = function readStrictUtf8String(this: AvscTap): string | undefined {
+  const len = this.readLong();
+  if (len < 0) {
+    this._invalidate();
+    return '';
+  }
+  const pos = this.pos;
+  this.pos += len;
+  if (this.pos > this.buf.length) return undefined; // truncated: avsc reports it
+  const bytes = this.buf.subarray(pos, pos + len);
+  if (!isUtf8(bytes)) throw new DecodeError(`a string is not valid UTF-8 (${len} bytes: ${hexPrefix(bytes)})`);
+  return bytes.toString('utf8');
+};
 
 /** avsc's long as a bigint: exact over the whole 64-bit range (avsc's default is a JS number). */
 const LongAsBigInt = avro.types.LongType.__with({

@@ -5,10 +5,8 @@
  * each format's reader: int/date as number, long/time/timestamps as bigint micros, decimal as
  * the unscaled bigint, bytes as Uint8Array.
  */
-import type { IcebergType, PrimitiveType, StructType } from '../../iceberg/spec/types';
-import { parseDecimalType, parseFixedType } from '../../iceberg/spec/conversions';
+import { parseDecimalType, parseFixedType, typeString, type IcebergType, type PrimitiveType, type StructType } from '../../iceberg';
 import { DecodeError, SchemaMappingError } from './errors';
-import { typeString } from '../../iceberg/spec/schema';
 
 /**
  * A column (or nested field) derived from a record schema. Every derived column is optional in the

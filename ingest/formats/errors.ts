@@ -51,3 +51,6 @@ export function show(v: unknown): string {
   }
   return clip(s);
 }
+
+/** The first bytes of `b` as hex, for an error message about bytes that are not text. */
+export const hexPrefix = (b: Uint8Array): string => Buffer.from(b.subarray(0, 24)).toString('hex') + (b.length > 24 ? '…' : '');

@@ -12,7 +12,7 @@
  * Values are read exactly as floe's JSON columns are (json.ts): a 64-bit integer or a
  * long decimal never passes through a double, timestamps are checked, and so on.
  */
-import type { IcebergType, PrimitiveType } from '../../iceberg/spec/types';
+import type { IcebergType, PrimitiveType } from '../../iceberg';
 import { type Derived, type ValueConverter, isStruct } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';
 import { compileJsonValue } from './json';

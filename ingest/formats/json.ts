@@ -19,7 +19,7 @@ import type {
   PartitionFieldConfig,
   StructTypeConfig,
 } from '../../config/types';
-import { parseDecimalType } from '../../iceberg/spec/conversions';
+import { parseDecimalType } from '../../iceberg';
 import { DecodeError, DecoderConfigError, clip, show } from './errors';
 import { compilePrimitive, type Convert } from './primitives';
 import { transformsOn } from './ranges';

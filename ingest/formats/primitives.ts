@@ -9,7 +9,7 @@
  */
 import { LosslessNumber } from 'lossless-json';
 import type { ColumnConfig, NestedTypeConfig } from '../../config/types';
-import { parseDecimalType, parseFixedType } from '../../iceberg/spec/conversions';
+import { parseDecimalType, parseFixedType } from '../../iceberg';
 import { DecodeError, DecoderConfigError, show } from './errors';
 import { Bounds, INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, dateBounds, decimalBounds, intBounds, longBounds, timestampBounds } from './ranges';
 import type { RowValue } from './row';

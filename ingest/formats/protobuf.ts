@@ -10,12 +10,12 @@
  * and an unset scalar reads as its default, as proto3 defines. A message type that contains
  * itself is refused (Iceberg has no recursive types).
  */
+import { isUtf8 } from 'node:buffer';
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor';
-import type { IcebergType } from '../../iceberg/spec/types';
-import { typeString } from '../../iceberg/spec/schema';
+import { typeString, type IcebergType } from '../../iceberg';
 import { type Derived, type ValueConverter, compileTo, isStruct } from './convert';
-import { DecodeError, SchemaMappingError } from './errors';
+import { DecodeError, SchemaMappingError, hexPrefix } from './errors';
 
 /** The message types of a .proto text by Confluent message index ([0] is the first top-level message). */
 export class ProtoFile {
@@ -171,6 +171,23 @@ function singleType(
 }
 
 // ---------- values ----------
+
+/**
+ * A reader whose strings must be valid UTF-8, as the protobuf spec requires of `string` fields
+ * (map keys too: generated decoders read them with the same `string()`). protobufjs' own reader
+ * replaces invalid bytes with U+FFFD: the row would hold text the producer never sent. Here such a
+ * record fails to decode, so it becomes a dead letter with the reason.
+ */
+class Utf8Reader extends protobuf.BufferReader {
+  override string(): string {
+    const bytes = this.bytes() as Buffer;
+    if (!isUtf8(bytes)) throw new DecodeError(`a string field is not valid UTF-8 (${bytes.length} bytes: ${hexPrefix(bytes)})`);
+    return bytes.toString('utf8');
+  }
+}
+
+/** Decodes one message of `message`'s type from `payload`; strings strictly UTF-8 (Utf8Reader). */
+export const decodeProtobuf = (message: protobuf.Type, payload: Buffer): protobuf.Message => message.decode(new Utf8Reader(payload));
 
 /** toObject options: longs as decimal strings (exact), enums by name, proto3 defaults for unset scalars. */
 export const TO_OBJECT: protobuf.IConversionOptions = { longs: String, enums: String, defaults: true, arrays: true, objects: true };

@@ -6,9 +6,7 @@
  * failing every retry of the batch.
  */
 import { columnTypeString, type ColumnConfig, type PartitionFieldConfig } from '../../config/types';
-import { parseTransform, transformResultType } from '../../iceberg/spec/partition';
-import { parseDecimalType } from '../../iceberg/spec/conversions';
-import type { PrimitiveType } from '../../iceberg/spec/types';
+import { parseTransform, transformResultType, parseDecimalType, type PrimitiveType } from '../../iceberg';
 import { DecodeError, DecoderConfigError, show } from './errors';
 
 export const INT_MIN = -(2 ** 31),

@@ -12,7 +12,7 @@
  * letters with the reason.
  */
 import type { KeyFormatConfig, SchemaRegistryConfig, TableConfig, ValueFormatConfig } from '../../config';
-import type { NestedField, StructType, TableMetadata } from '../../iceberg/spec/types';
+import type { NestedField, StructType, TableMetadata } from '../../iceberg';
 import { compileDecoder, type KafkaRecord } from '../decode';
 import type { Derived, ValueConverter } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';

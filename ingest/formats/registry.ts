@@ -11,13 +11,13 @@
 import createApiClient from '@kafkajs/confluent-schema-registry/dist/api';
 import type { SchemaRegistryConfig, ValueFormat } from '../../config/types';
 import { readSecret } from '../../config/secrets';
-import type { IcebergType } from '../../iceberg/spec/types';
+import type { IcebergType } from '../../iceberg';
 import { avroConverter, avroType, deriveAvro, deriveAvroType } from './avro';
 import { type Derived, type ValueConverter } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';
 import { MAYBE_UNSAFE_DECIMAL, parseJsonExact } from './json';
 import { deriveJsonSchema, deriveJsonSchemaType, jsonConverter } from './json-schema';
-import { ProtoFile, TO_OBJECT, deriveProtobuf, protobufConverter } from './protobuf';
+import { ProtoFile, TO_OBJECT, decodeProtobuf, deriveProtobuf, protobufConverter } from './protobuf';
 
 /** One writer schema: how its payloads decode and what columns it derives. */
 export interface WriterSchema {
@@ -156,7 +156,7 @@ export function writerSchema(
                 type: { type: 'struct', fields: derived.map((d) => ({ id: 0, name: d.name, required: false, type: d.type })) },
                 fields: derived,
               },
-        decode: (payload) => message.toObject(message.decode(payload), TO_OBJECT),
+        decode: (payload) => message.toObject(decodeProtobuf(message, payload), TO_OBJECT),
         converter: (target) => protobufConverter(message, target),
       };
     }

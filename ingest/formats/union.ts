@@ -15,11 +15,18 @@
  * and last column id it was planned on, a racing writer's change re-plans it, and a retry that
  * finds the table already evolved commits nothing.
  */
-import { currentSchema } from '../../iceberg/spec/metadata';
-import type { IcebergType, NestedField, Schema, StructType, TableMetadata } from '../../iceberg/spec/types';
-import type { PendingCommit, TableAction } from '../../iceberg/transaction';
+import {
+  currentSchema,
+  typeString,
+  type IcebergType,
+  type NestedField,
+  type Schema,
+  type StructType,
+  type TableMetadata,
+  type PendingCommit,
+  type TableAction,
+} from '../../iceberg';
 import { takesAsIs, type Derived } from './convert';
-import { typeString } from '../../iceberg/spec/schema';
 import { newSchemaCommit } from '../schema-commit';
 
 export interface UnionPlan {

@@ -27,7 +27,7 @@ import { verifyTable } from '../../demo/verify';
 import { loadConfig, type FloeConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest } from '../../client';
 import { openTables } from '../../table/tables';
-import { currentSchema } from '../../iceberg/spec/metadata';
+import { currentSchema } from '../../iceberg';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages } from '../support/produce';
 import { serializeWithConfluent } from '../support/registry';
@@ -274,9 +274,13 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
     });
     assert.notEqual(v2.schemaId, v1.schemaId);
     const unknownId = Buffer.concat([Buffer.from([0, 0x7f, 0xff, 0xff, 0xf0]), v2.records[0]!.subarray(5)]);
+    // A record whose customer name is not UTF-8 (0xff): a dead letter, never a row with U+FFFD.
+    const notUtf8 = Buffer.from(v2.records[1]!);
+    notUtf8[notUtf8.indexOf(Buffer.from(`c${N + 1}`))] = 0xff;
     await produceMessages(cfg, c.topic, [
       { value: Buffer.from('{"event_id": "not framed"}') },
       { value: unknownId },
+      { value: notUtf8 },
       ...v2.records.map((value, i) => ({ key: keys.records[N + i]!, value })),
     ]);
     const marker = join(dir, 'killed');
@@ -295,13 +299,14 @@ describe('Schema Registry formats (real stack, Apicurio Registry, Confluent seri
       await fc.close();
     }
 
-    // Exactly once: rows == good messages, 0 duplicates, 2 dead letters with their reasons
+    // Exactly once: rows == good messages, 0 duplicates, 3 dead letters with their reasons
     const v = await verifyTable(cfg, c.table, c.topic);
     assert.deepEqual(v.problems, []);
     assert.equal(v.rows, 2 * N);
-    assert.equal(v.deadLetters, 2);
+    assert.equal(v.deadLetters, 3);
     const dead = await readBack(cfg, `${c.table}_dead_letters`, 'error');
     const reasons = (dead.pyiceberg as Array<{ error: string }>).map((r) => r.error).sort();
+    assert.match(reasons.join('\n'), /not valid avro for schema \d+ \(a string is not valid UTF-8/);
     assert.match(reasons.join('\n'), /not in the Confluent wire format \(magic byte 0x7b/);
     assert.match(reasons.join('\n'), /schema id 2147483632 is not in the schema registry/);
 

@@ -370,3 +370,61 @@ test('a schema whose reference the registry does not have maps to nothing (its r
     server.close();
   }
 });
+
+/** `buf` with the first occurrence of `from` (same length) replaced by `to`. */
+function patched(buf: Buffer, from: string, to: number[]): Buffer {
+  const at = buf.indexOf(Buffer.from(from));
+  assert.ok(at >= 0, `${from} is in the encoded record`);
+  const out = Buffer.from(buf);
+  Buffer.from(to).copy(out, at);
+  return out;
+}
+
+test('Avro: a string or map key that is not valid UTF-8 fails to decode (a dead letter) instead of becoming U+FFFD', () => {
+  const w = writerSchema('7', 'avro', JSON.stringify(ORDER_AVRO));
+  const rec = {
+    id: 1n,
+    note: 'ok \ufffd stays', // a real U+FFFD sent by the producer is valid text
+    total: decBytes(1n),
+    at: 0n,
+    day: 0,
+    ref: 'ab6d3f2a-1c2b-4e5f-8a9b-0c1d2e3f4a5b',
+    status: 'NEW',
+    hash: Buffer.alloc(4),
+    customer: { id: 1n, name: 'Ada' },
+    items: [],
+    attrs: { qz: 1n },
+  };
+  const bytes = avroType(ORDER_AVRO).toBuffer(rec);
+  assert.equal((w.decode(bytes) as { note: string }).note, 'ok \ufffd stays');
+  const invalid = (b: Buffer) =>
+    assert.throws(
+      () => w.decode(b),
+      (e: Error) => e instanceof DecodeError && /not valid UTF-8/.test(e.message),
+    );
+  invalid(patched(bytes, 'Ada', [0x41, 0xff, 0x61])); // a string field
+  invalid(patched(bytes, 'qz', [0xc3, 0x28])); // a map key
+  // A plain (non-registry) Avro type decodes through the same strict reader.
+  assert.throws(() => avroType(ORDER_AVRO).fromBuffer(patched(bytes, 'Ada', [0xed, 0xa0, 0x80])), /not valid UTF-8/);
+});
+
+test('Protobuf: a string field or map key that is not valid UTF-8 fails to decode instead of becoming U+FFFD', () => {
+  const root = protobuf.parse(PROTO, { keepCase: true }).root;
+  root.addJSON(protobuf.common.get('google/protobuf/timestamp.proto')!.nested!);
+  const Order = root.lookupType('shop.Order');
+  const payload = Buffer.from(
+    Order.encode(Order.fromObject({ id: '1', note: 'Ada \ufffd', items: [{ sku: 'sk' }], counts: { qz: 3 } })).finish(),
+  );
+  const w = writerSchema('5:1', 'protobuf', PROTO, [1]);
+  assert.equal((w.decode(payload) as { note: string }).note, 'Ada \ufffd');
+  for (const [from, to] of [
+    ['Ada', [0x41, 0xff, 0x61]], // a string field
+    ['sk', [0xc0, 0xaf]], // a nested message's string (overlong encoding)
+    ['qz', [0xc3, 0x28]], // a map key
+  ] as const)
+    assert.throws(
+      () => w.decode(patched(payload, from, [...to])),
+      (e: Error) => e instanceof DecodeError && /not valid UTF-8/.test(e.message),
+      from,
+    );
+});
