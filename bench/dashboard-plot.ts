@@ -7,13 +7,14 @@
  * bench/dashboard-plot.py draws the result with matplotlib (pinned in PYTHON). Grafana itself
  * cannot be installed here (no Docker, not in Debian).
  *
- *   npx tsx bench/dashboard-plot.ts [--rate 30] [--duration 60] [--kill-at 25] [--out docs/dashboard.png]
+ *   npx tsx bench/dashboard-plot.ts [--rate 30] [--duration 60s] [--kill-at 25s] [--out docs/dashboard.png]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseDuration } from '../config/units';
 import { runScenario } from '../demo/scenario';
 import { freeLoopbackPort } from '../observability/metrics-server';
 import { floeHome } from '../stack/paths';
@@ -110,13 +111,25 @@ async function rangeQuery(prom: string, expr: string, start: number, end: number
   return body.data.result;
 }
 
+/** A duration flag in seconds, in the config's and the CLI's one syntax (a bare number is milliseconds). */
+function seconds(flag: string, text: string): number {
+  try {
+    return parseDuration(text) / 1000;
+  } catch (e) {
+    throw new Error(`${flag}: ${(e as Error).message}`);
+  }
+}
+
 async function main(): Promise<void> {
-  const values = benchArgs('npx tsx bench/dashboard-plot.ts [--rate 30] [--duration 60] [--kill-at 25] [--out docs/dashboard.png]', {
+  const values = benchArgs('npx tsx bench/dashboard-plot.ts [--rate 30] [--duration 60s] [--kill-at 25s] [--out docs/dashboard.png]', {
     rate: { type: 'string', default: '30' },
-    duration: { type: 'string', default: '60' },
-    'kill-at': { type: 'string', default: '25' },
+    duration: { type: 'string', default: '60s' },
+    'kill-at': { type: 'string', default: '25s' },
     out: { type: 'string', default: 'docs/dashboard.png' },
   });
+  // Checked before anything starts.
+  const durationS = seconds('--duration', values.duration);
+  const killAtS = seconds('--kill-at', values['kill-at']);
   await ensureStack(['temporal', 'kafka', 's3']);
   await installPython(); // matplotlib (PYTHON pin) in the stack's venv; a no-op when installed
   const metricsPort = await freeLoopbackPort();
@@ -127,10 +140,10 @@ async function main(): Promise<void> {
     const r = await runScenario({
       name: `dash_${Date.now().toString(36)}`,
       ratePerS: Number(values.rate),
-      durationS: Number(values.duration),
+      durationS,
       partitions: 4,
       commitInterval: '2s',
-      kills: [{ atS: Number(values['kill-at']), restartAfterS: 5 }],
+      kills: [{ atS: killAtS, restartAfterS: 5 }],
       workerEnv: { FLOE_METRICS_PORT: String(metricsPort) },
       log: (m) => {
         console.log(m);
@@ -169,7 +182,7 @@ async function main(): Promise<void> {
     const windows = Object.entries(WINDOWS)
       .map(([a, b]) => `${a.slice(1, -1)}->${b.slice(1, -1)}`)
       .join(', ');
-    const summary = `${r.table}: ${r.produced} messages at ${values.rate}/s, worker SIGKILLed at ${values['kill-at']} s and restarted 5 s later; ${r.rows} rows, ${r.distinctEventIds} distinct (exactly once), scraped every 1 s by Prometheus ${DEBIAN.prometheus.split('+')[0]}; rate windows scaled to the short run (${windows})`;
+    const summary = `${r.table}: ${r.produced} messages at ${values.rate}/s, worker SIGKILLed at ${killAtS} s and restarted 5 s later; ${r.rows} rows, ${r.distinctEventIds} distinct (exactly once), scraped every 1 s by Prometheus ${DEBIAN.prometheus.split('+')[0]}; rate windows scaled to the short run (${windows})`;
     const data = join(prom.dir, 'panels.json');
     writeFileSync(data, JSON.stringify({ summary, events: events.map((e) => ({ ...e, t: e.t - start })), down, panels }));
     await runCommand(venvBin('python'), [join(ROOT, 'bench/dashboard-plot.py'), data, resolve(ROOT, values.out!)], { timeoutMs: 120_000 });

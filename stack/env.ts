@@ -3,7 +3,7 @@ import { CCOMPAT_PATH, PG_DEFAULTS, PORTS, S3_DEFAULTS } from '../config/local-s
 import { stackPaths } from './paths';
 
 // Endpoints of the local stack. Each can be overridden by the environment variable the rest of
-// floe reads (config/load.ts), so tests and the worker can point at an external stack; a service
+// floe reads (config/schema.ts), so tests and the worker can point at an external stack; a service
 // whose endpoint is overridden is treated as external: ensureStack() only health-checks it.
 
 // The defaults themselves live in config/local-stack.ts: the worker's config reads them too, and
@@ -12,7 +12,7 @@ export { CCOMPAT_PATH, PG_DEFAULTS, PORTS, S3_DEFAULTS };
 
 /**
  * Variables the floe worker reads; docker-compose.yml must set every one of them for
- * `floe-worker` (test/unit/compose.test.ts checks it, and that config/load.ts reads no FLOE_*
+ * `floe-worker` (test/unit/compose.test.ts checks it, and that config/schema.ts reads no FLOE_*
  * variable missing from WORKER_ENV_VARS ∪ OPTIONAL_ENV_VARS).
  */
 export const WORKER_ENV_VARS = [
@@ -160,7 +160,7 @@ export function stackProcessEnv(e: StackEnv = stackEnv()): Record<string, string
     FLOE_S3_SECRET_KEY: e.s3.secretAccessKey,
     FLOE_S3_BUCKET: e.s3.bucket,
     FLOE_S3_REGION: e.s3.region,
-    // FLOE_CATALOG_URI is left to config/load.ts (SQLite by default); Postgres is FLOE_PG_URL.
+    // FLOE_CATALOG_URI is left to config/schema.ts (SQLite by default); Postgres is FLOE_PG_URL.
     FLOE_WAREHOUSE: `s3://${e.s3.bucket}/warehouse`,
     FLOE_PG_URL: e.postgres.url,
   };
