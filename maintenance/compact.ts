@@ -18,16 +18,28 @@
  */
 import { DETACHED_RUN, nonRetryable, StepCancelled, type StepRun } from '../contract';
 import { findTable, type TableConfig } from '../config';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import { isIcebergError } from '../iceberg/errors';
-import { parquetWriteOptionsFromProperties, readParquetBatches, RollingParquetWriter } from '../iceberg/parquet';
-import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
-import { currentSchema, currentSnapshot, specById } from '../iceberg/spec/metadata';
-import { tableProperty, WRITE_TARGET_FILE_SIZE_BYTES } from '../iceberg/spec/table-properties';
-import { partitionPath } from '../iceberg/spec/partition';
-import { readManifestList } from '../iceberg/spec/manifest-list';
-import { type DataFile, ManifestContent, type TableMetadata } from '../iceberg/spec/types';
-import { rewriteFiles } from '../iceberg/transaction';
+import {
+  parseIdentifier,
+  isIcebergError,
+  parquetWriteOptionsFromProperties,
+  readParquetBatches,
+  RollingParquetWriter,
+  dataFileFromWire,
+  dataFileToWire,
+  currentSchema,
+  currentSnapshot,
+  specById,
+  tableProperty,
+  WRITE_TARGET_FILE_SIZE_BYTES,
+  partitionPath,
+  locationProvider,
+  readManifestList,
+  ManifestContent,
+  rewriteFiles,
+  mapConcurrent,
+  type DataFile,
+  type TableMetadata,
+} from '../iceberg';
 import { findCommit, SUMMARY_COMMIT_ID } from '../table/cursor';
 import { crashPoint } from '../table/crash-points';
 import type { Tables } from '../table/tables';
@@ -36,7 +48,6 @@ import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJs
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
 import { absPath, liveDataFiles, reachableFiles, relPath } from './reachable';
-import { mapConcurrent } from '../iceberg/scan/parallel';
 import { parseOptionalWindow } from './window';
 import {
   compactDefaults,
@@ -304,7 +315,7 @@ async function rewriteGroupFiles(
   sampleRss: (rss: number) => number,
 ): Promise<RewriteGroupResult> {
   const schema = currentSchema(metadata);
-  const dir = g.partitionPath ? `${metadata.location}/data/${g.partitionPath}` : `${metadata.location}/data`;
+  const locations = locationProvider(metadata);
   const prefix = `${input.runId}-g${g.index}-a${run.attempt}`;
   const writer = new RollingParquetWriter({
     schema,
@@ -312,7 +323,7 @@ async function rewriteGroupFiles(
     targetFileSizeBytes: input.targetFileSizeBytes,
     ...parquetWriteOptionsFromProperties(schema, metadata.properties),
     coalesceRows: REWRITE_COALESCE_ROWS,
-    location: (i) => `${dir}/${prefix}-${String(i).padStart(5, '0')}.parquet`,
+    location: (i) => locations.newDataLocation(`${prefix}-${String(i).padStart(5, '0')}.parquet`, g.partitionPath),
   });
   let rows = 0,
     bytesRead = 0;

@@ -1,11 +1,13 @@
 /**
  * Rows -> data files of a table: split by the default partition spec, one rolling Parquet writer
- * per partition under `<location>/data/<partition path>/`, with the table's write properties.
+ * per partition where the table's location provider puts it (spec/location-provider.ts:
+ * `<write.data.path or location/data>/[hash/]<partition path>/`), with the table's write properties.
  * `writePartitionedRows` takes the rows at once; `PartitionedRowWriter` takes them one by one
  * while the caller is still producing them (an ingest poll) and encodes behind it.
  */
 import type { FileIO } from '../io/file-io';
 import { currentSchema, defaultSpec } from '../spec/metadata';
+import { locationProvider, type LocationProvider } from '../spec/location-provider';
 import { partitionKey, partitionPath, partitioner, samePartition } from '../spec/partition';
 import type { DataFile, PartitionRecord, PartitionSpec, Schema, TableMetadata } from '../spec/types';
 import type { Row } from './columns';
@@ -39,16 +41,17 @@ export async function writePartitionedRows(
     g.rows.push(row);
   }
   const options = parquetWriteOptionsFromProperties(schema, metadata.properties);
+  const locations = locationProvider(metadata);
   const out: DataFile[] = [];
   let n = 0;
   for (const { partition, rows: part } of groups.values()) {
-    const dir = spec.fields.length ? `${metadata.location}/data/${partitionPath(spec, schema, partition)}` : `${metadata.location}/data`;
+    const path = spec.fields.length ? partitionPath(spec, schema, partition) : '';
     const files = await writeDataFile(io, {
       ...options,
       schema,
       rows: part,
       ...(opts.targetFileSizeBytes === undefined ? {} : { targetFileSizeBytes: opts.targetFileSizeBytes }),
-      location: () => `${dir}/${opts.fileName(n++)}`,
+      location: () => locations.newDataLocation(opts.fileName(n++), path),
     });
     for (const f of files) out.push({ ...f, specId: spec['spec-id'], partition });
   }
@@ -97,6 +100,7 @@ interface PartitionStream {
 export class PartitionedRowWriter {
   private readonly schema: Schema;
   private readonly spec: PartitionSpec;
+  private readonly locations: LocationProvider;
   private readonly options: ReturnType<typeof parquetWriteOptionsFromProperties>;
   private readonly streams = new Map<string, PartitionStream>();
   private readonly batchRows: number;
@@ -118,6 +122,7 @@ export class PartitionedRowWriter {
   ) {
     this.schema = currentSchema(metadata);
     this.spec = defaultSpec(metadata);
+    this.locations = locationProvider(metadata);
     this.options = parquetWriteOptionsFromProperties(this.schema, metadata.properties);
     this.batchRows = opts.batchRows ?? PARTITIONED_BATCH_ROWS;
     this.ratio = opts.compressionRatioHint;
@@ -177,9 +182,7 @@ export class PartitionedRowWriter {
   }
 
   private open(partition: PartitionRecord): PartitionStream {
-    const dir = this.spec.fields.length
-      ? `${this.metadata.location}/data/${partitionPath(this.spec, this.schema, partition)}`
-      : `${this.metadata.location}/data`;
+    const path = this.spec.fields.length ? partitionPath(this.spec, this.schema, partition) : '';
     const io = { write: (location: string, data: Uint8Array) => this.write(location, data) };
     const writer = new RollingParquetWriter({
       ...this.options,
@@ -189,7 +192,7 @@ export class PartitionedRowWriter {
       ...(this.opts.targetFileSizeBytes === undefined ? {} : { targetFileSizeBytes: this.opts.targetFileSizeBytes }),
       ...(this.ratio === undefined ? {} : { compressionRatioHint: this.ratio }),
       ...(this.opts.encoder ? { encoder: this.opts.encoder } : {}),
-      location: () => `${dir}/${this.opts.fileName(this.fileCount++)}`,
+      location: () => this.locations.newDataLocation(this.opts.fileName(this.fileCount++), path),
     });
     return { partition, rows: [], writer, chain: Promise.resolve() };
   }

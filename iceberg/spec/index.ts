@@ -23,7 +23,14 @@ export {
   ancestors,
 } from './metadata';
 export type { NewTableMetadataArgs } from './metadata';
-export { findField, fieldById } from './schema';
+export { findField, fieldById, typeString } from './schema';
+export {
+  locationProvider,
+  objectStorageHash,
+  WRITE_OBJECT_STORAGE_ENABLED,
+  WRITE_OBJECT_STORAGE_PARTITIONED_PATHS,
+  type LocationProvider,
+} from './location-provider';
 export {
   parseTransform,
   transformResultType,
@@ -32,6 +39,8 @@ export {
   applyTransform,
   partitionType,
   partitionRecord,
+  partitioner,
+  samePartition,
   partitionKey,
   partitionHumanString,
   partitionPath,
@@ -48,7 +57,7 @@ export {
   inheritFromManifest,
   readManifest,
 } from './manifest';
-export type { ManifestWriteArgs, DecodedManifest } from './manifest';
+export type { ManifestWriteArgs, ManifestReadOptions, DecodedManifest } from './manifest';
 export {
   MANIFEST_LIST_SCHEMA,
   assignSequenceNumbers,

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isIcebergError } from '../../iceberg/errors';
-import { murmur3x86_32 } from '../../iceberg/spec/murmur3';
 import {
+  isIcebergError,
+  murmur3x86_32,
   applyTransform,
   bucketHash,
   partitionHumanString,
@@ -10,8 +10,9 @@ import {
   partitionRecord,
   partitionType,
   transformResultType,
-} from '../../iceberg/spec/partition';
-import type { PartitionSpec, Schema } from '../../iceberg/spec/types';
+  type PartitionSpec,
+  type Schema,
+} from '../../iceberg';
 
 const micros = (iso: string): bigint => BigInt(Date.parse(iso)) * 1000n;
 const days = (iso: string): number => Date.parse(`${iso}T00:00:00Z`) / 86_400_000;
@@ -130,5 +131,26 @@ test('partitionRecord reads nested sources; partitionPath uses Java human string
   assert.throws(
     () => partitionRecord(spec, schema, { id: 'x', ts: 0n }),
     (e: unknown) => isIcebergError(e, 'DataInvalid') && /expected/.test(e.message),
+  );
+});
+
+void test('location provider: write.data.path, object-storage hashed prefixes (PyIceberg/Java vectors), partitioned-paths=false', async () => {
+  const { locationProvider, objectStorageHash } = await import('../../iceberg');
+  const base = { location: 's3://b/wh/db/t/', properties: {} as Record<string, string> };
+  assert.equal(locationProvider(base).newDataLocation('f.parquet', 'day=2026-01-01'), 's3://b/wh/db/t/data/day=2026-01-01/f.parquet');
+  assert.equal(locationProvider(base).newDataLocation('f.parquet'), 's3://b/wh/db/t/data/f.parquet');
+  const custom = { ...base, properties: { 'write.data.path': 's3://other/x/' } };
+  assert.equal(locationProvider(custom).newDataLocation('f.parquet', 'r=eu'), 's3://other/x/r=eu/f.parquet');
+  // Computed by PyIceberg 0.12's ObjectStoreLocationProvider._compute_hash (the stack's venv).
+  assert.equal(objectStorageHash('region=eu/f-00000.parquet'), '0100/1010/0100/11000011');
+  const hashed = { ...base, properties: { 'write.object-storage.enabled': 'true' } };
+  assert.equal(
+    locationProvider(hashed).newDataLocation('f-00000.parquet', 'region=eu'),
+    's3://b/wh/db/t/data/0100/1010/0100/11000011/region=eu/f-00000.parquet',
+  );
+  const flat = { ...base, properties: { 'write.object-storage.enabled': 'true', 'write.object-storage.partitioned-paths': 'false' } };
+  assert.match(
+    locationProvider(flat).newDataLocation('f.parquet', 'region=eu'),
+    /^s3:\/\/b\/wh\/db\/t\/data\/[01]{4}\/[01]{4}\/[01]{4}\/[01]{8}-f\.parquet$/,
   );
 });
