@@ -3,14 +3,20 @@
  * and every file any retained snapshot or metadata version references (expiry, orphan removal).
  * Reads each manifest list and manifest once, a few at a time.
  */
-import type { FileIO } from '../iceberg/io/file-io';
-import { mapConcurrent } from '../iceberg/scan/parallel';
-import { type ManifestReadOptions, readManifest } from '../iceberg/spec/manifest';
-import { readManifestList } from '../iceberg/spec/manifest-list';
-import { currentSnapshot } from '../iceberg/spec/metadata';
-import { type DataFile, ManifestContent, type ManifestFile, type TableMetadata } from '../iceberg/spec/types';
+import {
+  mapConcurrent,
+  readManifest,
+  readManifestList,
+  currentSnapshot,
+  ManifestContent,
+  type FileIO,
+  type ManifestReadOptions,
+  type DataFile,
+  type ManifestFile,
+  type TableMetadata,
+} from '../iceberg';
 
-export interface LiveDataFile {
+interface LiveDataFile {
   dataFile: DataFile;
   manifest: ManifestFile;
 }
@@ -30,7 +36,7 @@ export async function liveDataFiles(io: FileIO, m: TableMetadata, opts: Manifest
   return perManifest.flat();
 }
 
-export interface Reachable {
+interface Reachable {
   metadataFiles: Set<string>;
   manifestLists: Set<string>;
   manifests: Set<string>;
@@ -73,4 +79,6 @@ export async function reachableFiles(io: FileIO, m: TableMetadata, metadataLocat
 /** Relative to the table location when under it (shorter in Temporal history). */
 export const relPath = (location: string, path: string): string =>
   path.startsWith(`${location}/`) ? path.slice(location.length + 1) : path;
-export const absPath = (location: string, path: string): string => (/^[a-z][a-z0-9+.-]*:\/\//i.test(path) ? path : `${location}/${path}`);
+/** Absolute when it has a scheme (`s3://`, `file:///`, Java's `file:/`) or is a rooted path. */
+export const absPath = (location: string, path: string): string =>
+  /^[a-z][a-z0-9+.-]*:\//i.test(path) || path.startsWith('/') ? path : `${location}/${path}`;

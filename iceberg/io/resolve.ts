@@ -19,6 +19,8 @@ export interface FileIOOptions {
 export type Scheme = 's3' | 'file' | 'memory';
 
 export const schemeOf = (location: string): Scheme => {
+  // `file:/path` is how Java (Hadoop's Path) writes local locations: a scheme with one slash.
+  if (/^file:\/(?!\/)/i.test(location)) return 'file';
   const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(location);
   if (!m) {
     if (location.startsWith('/')) return 'file';
