@@ -1,21 +1,23 @@
 /**
  * Child process for catalog-sqlite-processes.test.ts: appends `count` snapshots to one table of a
- * SQLite catalog, reloading and retrying on CommitConflict like a real writer. Waits for the
- * `go` file so both children start committing at the same moment. Prints a JSON summary.
+ * SQLite catalog, reloading and retrying on CommitConflict like a real writer. Once loaded and
+ * warmed up (the table read once) it writes `<go file>.ready-<worker id>`, then waits for the `go`
+ * file, so both children start committing at the same moment however long each took to start.
+ * Prints a JSON summary.
  *   argv: <db path> <warehouse> <worker id> <count> <go file>
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { SqlCatalog, SqliteDialect } from '../../iceberg/catalog';
-import { isIcebergError } from '../../iceberg/errors';
-import { LocalFileIO } from '../../iceberg/io';
+import { existsSync, writeFileSync } from 'node:fs';
+import { SqlCatalog, SqliteDialect, isIcebergError, LocalFileIO } from '../../iceberg';
 
 const [dbPath, warehouse, worker, countArg, goFile] = process.argv.slice(2);
 
 async function main(): Promise<void> {
   const cat = new SqlCatalog({ name: 'floe', dialect: new SqliteDialect({ path: dbPath! }), io: new LocalFileIO(), warehouse: warehouse! });
   const id = { namespace: ['db'], name: 'shared' };
+  await cat.loadTable(id);
+  writeFileSync(`${goFile!}.ready-${worker!}`, '');
   while (!existsSync(goFile!)) await sleep(5);
   let conflicts = 0;
   const committed: string[] = [];

@@ -7,14 +7,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { SqlCatalog, SqliteDialect } from '../../iceberg/catalog';
-import { LocalFileIO } from '../../iceberg/io';
-import { ancestors, newTableMetadata, parseMetadataVersion } from '../../iceberg/spec/metadata';
+import { SqlCatalog, SqliteDialect, LocalFileIO, ancestors, newTableMetadata, parseMetadataVersion } from '../../iceberg';
 
 const root = mkdtempSync(join(tmpdir(), 'floe-sqlite-procs-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -63,8 +61,13 @@ void test('two processes commit 25 snapshots each to one SQLite catalog table; a
 
   const go = join(root, 'go');
   const children = [runChild([dbPath, warehouse, 'a', '25', go]), runChild([dbPath, warehouse, 'b', '25', go])];
-  // Both children are loading tsx; release them together so their commits overlap.
-  await sleep(1500);
+  // Release both together once each says it is ready (loading tsx takes seconds on a busy
+  // machine; a fixed sleep let one start late, and then nothing overlapped).
+  const ready = ['a', 'b'].map((w) => `${go}.ready-${w}`);
+  for (let i = 0; !ready.every((f) => existsSync(f)); i++) {
+    if (i > 24_000) assert.fail('the children never got ready');
+    await sleep(5);
+  }
   writeFileSync(go, '');
   const results = await Promise.all(children);
 
