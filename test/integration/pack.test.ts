@@ -141,6 +141,35 @@ describe('npm pack: the installed floe command', { timeout: 10 * 60_000 }, () =>
     }
   });
 
+  it('`floe config validate` and `floe config schema` work offline from the packed install', () => {
+    writeFileSync(join(app, 'good.yaml'), readFileSync(join(REPO, 'examples', 'orders.yaml'), 'utf8'));
+    writeFileSync(
+      join(app, 'bad.yaml'),
+      readFileSync(join(REPO, 'examples', 'orders.yaml'), 'utf8')
+        .replace('commitInterval:', 'comitInterval:')
+        .replace('table: demo.orders', 'table: 7'),
+    );
+    try {
+      // Offline: Temporal, Kafka and the catalog are unreachable, and it still answers.
+      const offline = { FLOE_TEMPORAL_ADDRESS: '127.0.0.1:1', FLOE_KAFKA_BROKERS: '127.0.0.1:1' };
+      const good = floe(['config', 'validate', '-c', 'good.yaml'], offline);
+      assert.equal(good.status, 0, good.stderr);
+      assert.match(good.stdout, /good\.yaml: OK/);
+      const bad = floe(['config', 'validate', '-c', 'bad.yaml'], offline);
+      assert.equal(bad.status, 2, bad.stdout + bad.stderr);
+      const out = bad.stdout + bad.stderr;
+      assert.match(out, /comitInterval: unknown key; did you mean "commitInterval"\?/);
+      assert.match(out, /bad\.yaml:\d+: /, 'problems carry their line');
+      const schema = floe(['config', 'schema']);
+      assert.equal(schema.status, 0, schema.stderr);
+      const json = JSON.parse(schema.stdout) as { $schema?: string; properties?: Record<string, unknown> };
+      assert.ok(json.$schema?.includes('json-schema.org'), 'a JSON Schema document');
+      assert.ok(json.properties && 'tables' in json.properties && 'kafka' in json.properties);
+    } finally {
+      for (const f of ['good.yaml', 'bad.yaml']) rmSync(join(app, f), { force: true });
+    }
+  });
+
   it('ingests end to end with the packed worker (compiled code, no tsx, prebuilt bundle): rows == messages', async () => {
     const name = `pack_${Date.now().toString(36)}`;
     const sc = scenarioConfig(name, 1, '1s');
