@@ -25,6 +25,14 @@ const ioPackages = [
   '../table/*',
 ];
 
+// iceberg/ is a library with one public entry, iceberg/index.ts: other folders import '../iceberg',
+// types too (`import type` costs nothing at run time), never a file inside it. iceberg's own files
+// import each other by relative path, never through the entry (that would be an import cycle).
+const icebergEntryOnly = {
+  regex: '^(\\.\\./)+iceberg/',
+  message: "import iceberg through its public entry ('../iceberg'), not a file inside it",
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', '.floe/**', '.tmp-*', 'eslint.config.mjs'] },
   ...tseslint.configs.recommended,
@@ -58,6 +66,17 @@ export default tseslint.config(
     rules: { 'max-lines-per-function': ['warn', { max: 100, skipBlankLines: true, skipComments: true, IIFEs: true }] },
   },
   {
+    files: ['**/*.ts'],
+    ignores: ['iceberg/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [icebergEntryOnly] }] },
+  },
+  {
+    // These test and measure iceberg internals that are not part of its public API (the flat
+    // Parquet encoder, the streaming writer, the wire format, the raw parquet-wasm module).
+    files: ['test/unit/parquet-flat.test.ts', 'test/unit/parquet-stream.test.ts', 'bench/parquet-write.ts'],
+    rules: { 'no-restricted-imports': 'off' },
+  },
+  {
     files: ['workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -65,6 +84,7 @@ export default tseslint.config(
         {
           paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code must be deterministic: no Node builtins' })),
           patterns: [
+            icebergEntryOnly,
             {
               group: ioPackages,
               allowTypeImports: true,

@@ -9,7 +9,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FailureType, FloeFailure, StepCancelled, type StepRun } from '../contract';
-import { IcebergError } from '../iceberg/errors';
+import { IcebergError } from '../iceberg';
 import { InvalidWindowError } from '../maintenance/window';
 
 const NON_RETRYABLE_KINDS = new Set<string>([FailureType.DataInvalid, FailureType.FeatureUnsupported]);

@@ -6,7 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 
-export const HEARTBEAT_EVERY_MS = 2000;
+const HEARTBEAT_EVERY_MS = 2000;
 
 export async function heartbeating<T>(fn: () => Promise<T>): Promise<T> {
   const ctx = Context.current();

@@ -13,16 +13,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { catalogFromConfig } from '../iceberg/catalog/config';
-import { newTableMetadata } from '../iceberg/spec/metadata';
-import { fastAppend } from '../iceberg/transaction';
-import type { DataFile } from '../iceberg/spec/types';
 import {
+  catalogFromConfig,
+  newTableMetadata,
+  fastAppend,
   METADATA_DELETE_AFTER_COMMIT,
   METADATA_PREVIOUS_VERSIONS_MAX,
   PARQUET_COMPRESSION,
   WRITE_FORMAT_DEFAULT,
-} from '../iceberg/spec/table-properties';
+  type DataFile,
+} from '../iceberg';
 import { runPythonJson } from '../stack/python';
 import { pythonInstalled } from '../stack/python';
 import { benchArgs } from './support/args';

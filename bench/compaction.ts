@@ -20,16 +20,14 @@ import { floeHome } from '../stack/paths';
 import { runPythonJson } from '../stack/python';
 import { loadConfig, findTable, type FloeConfig } from '../config';
 import { openTables } from '../table/tables';
-import { mapConcurrent } from '../iceberg/scan/parallel';
+import { mapConcurrent, fastAppend, type DataFile } from '../iceberg';
 import { liveDataFiles, toLiveFiles } from '../maintenance/index';
-import { fastAppend } from '../iceberg/transaction';
 import { connectClient } from '../client';
 import { compactTable } from '../client/maintenance';
 import { spawnWorker, WORKER_V8_FLAGS } from '../workers/process';
 import { orderEvents } from '../demo/generator';
 import type { Row } from '../ingest/decode';
 import { s3Options } from '../table/storage';
-import type { DataFile } from '../iceberg/spec/types';
 import { attachValue, benchArgs, numberArg } from './support/args';
 import { ensureIngestTables } from '../ingest/tables';
 

@@ -24,7 +24,7 @@ import { decodeRecord, type Row } from '../ingest/decode';
 import { pollAndWrite } from '../ingest/poll-write';
 import type { FileListEntry } from '../ingest/types';
 import { commitCycle } from '../ingest/commit-cycle';
-import { dataFileToWire } from '../iceberg/spec/data-file';
+import { dataFileToWire } from '../iceberg';
 import { ensureIngestTables } from '../ingest/tables';
 import { benchArgs, numberArg } from './support/args';
 

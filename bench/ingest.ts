@@ -32,7 +32,7 @@ import { connectClient, startIngest, signalIngest, waitForIngest, ingestStatus }
 import { createWorker } from '../workers';
 import { openTables } from '../table/tables';
 import { parseOffsets } from '../table/cursor';
-import { ancestors } from '../iceberg/spec/metadata';
+import { ancestors } from '../iceberg';
 import { readColumnValues } from '../client/tables';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';

@@ -33,12 +33,14 @@ import {
   icebergToArrowSchema,
   MetricsCollector,
   writeParquetFile,
+  highCardinalityColumns,
+  readFooterFacts,
   type Columns,
-} from '../iceberg/parquet';
+  type Schema,
+} from '../iceberg';
 import { FlatParquetEncoder } from '../iceberg/parquet/flat-encoder';
 import { parquetWasm } from '../iceberg/parquet/wasm';
-import { highCardinalityColumns, readFooterFacts, writerProperties } from '../iceberg/parquet/writer';
-import type { Schema } from '../iceberg/spec/types';
+import { writerProperties } from '../iceberg/parquet/writer';
 import { benchArgs, numberArg } from './support/args';
 import { prng } from './support/prng';
 

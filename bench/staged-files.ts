@@ -16,11 +16,7 @@ import { ensureStack } from '../stack/stack';
 import { loadConfig } from '../config';
 import { openTables } from '../table/tables';
 import { schemaOf } from '../ingest/tables';
-import { MemoryFileIO } from '../iceberg/io/memory';
-import { newTableMetadata } from '../iceberg/spec/metadata';
-import { writePartitionedRows } from '../iceberg/parquet';
-import { dataFileToWire } from '../iceberg/spec/data-file';
-import { applyTransform } from '../iceberg/spec/partition';
+import { MemoryFileIO, newTableMetadata, writePartitionedRows, dataFileToWire, applyTransform } from '../iceberg';
 import type { Row } from '../ingest/decode';
 import {
   INLINE_FILE_LIST_BUDGET_BYTES,

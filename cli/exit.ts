@@ -18,7 +18,7 @@ export const EXIT = {
   unavailable: 4,
 } as const;
 
-export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export const EXIT_CODES: readonly { code: ExitCode; meaning: string }[] = [
   { code: EXIT.ok, meaning: 'success' },

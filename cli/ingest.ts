@@ -4,7 +4,6 @@ import { configOf, parseDurationOption, printJson, printTable } from './common';
 import { CliError, EXIT, usage } from './exit';
 import { findTable, topicEntry, topicSetLabel } from '../config';
 import { ingestStatusLines } from './format';
-import { ensureIngestTables } from '../ingest/tables';
 
 // Loaded by the commands that use them, not at start: `floe --help` should not pay for the
 // Temporal SDK, Kafka, S3 and Parquet modules (~1 s of loading on a small machine).
@@ -162,6 +161,7 @@ function registerIngestReset(ingest: Command): void {
     .option('--json', 'print JSON')
     .action(async (table: string, o: { to: string; topic?: string; json?: boolean }, cmd: Command) => {
       const { parseResetTarget, resetCursor, resolveResetTarget } = await import('../ingest/reset');
+      const { ensureIngestTables } = await import('../ingest/tables');
       const { createDeps } = await import('../activities');
       const cfg = configOf(cmd);
       const entry = findTable(cfg, table);

@@ -18,6 +18,8 @@ import { registerStatusCommand } from './status';
 import { registerConfigCommands } from './config';
 import { CONFIG_ORDER } from './config-path';
 import { exitCodeOf, exitCodesHelp } from './exit';
+// The one leaf module, not the entry: every command (--help too) would load all of iceberg (~1 s).
+// eslint-disable-next-line no-restricted-imports -- iceberg/version.ts imports only node:fs/path
 import { floeVersion } from '../iceberg/version';
 
 const packageVersion = floeVersion;

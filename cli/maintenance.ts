@@ -43,7 +43,7 @@ const arg =
   };
 
 /** `--window`: an ISO 8601 time not in the future (checked again by the client, workflow and activity). */
-export function parseWindowOption(s: string): string {
+function parseWindowOption(s: string): string {
   try {
     parseWindow(s, Date.now(), '--window');
   } catch (e) {

@@ -5,7 +5,7 @@
  * where the machine's own Node is older. Anything started with an older `node` directly stops here
  * with that explanation rather than failing later on a missing built-in (`node:sqlite`, zstd).
  */
-export const MIN_NODE_MAJOR = 24;
+const MIN_NODE_MAJOR = 24;
 
 export function assertSupportedRuntime(version: string = process.versions.node): void {
   const major = Number(version.split('.')[0]);

@@ -11,7 +11,7 @@ import { CliError, EXIT } from './exit';
 // gRPC status codes of a server that will not serve operator calls to this client.
 const REFUSED = new Set([7 /* PERMISSION_DENIED */, 12 /* UNIMPLEMENTED */, 16 /* UNAUTHENTICATED */]);
 
-export interface SetupResult {
+interface SetupResult {
   namespace: string;
   address: string;
   cloud: boolean;

@@ -10,7 +10,7 @@ import { EXIT } from './exit';
 // temporal.api.enums.v1.TaskQueueType (the proto package is not a direct dependency).
 const TASK_QUEUE_TYPES = { workflow: 1, activity: 2 } as const;
 
-export interface TaskQueuePoller {
+interface TaskQueuePoller {
   identity: string;
   kind: keyof typeof TASK_QUEUE_TYPES;
   lastAccessTime: string | null;

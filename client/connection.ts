@@ -20,7 +20,7 @@ import type { TemporalConfig } from '../config';
 import { PORTS } from '../config/local-stack';
 import { SEARCH_ATTRIBUTES } from '../contract';
 
-export const DEFAULT_TEMPORAL_ADDRESS = `127.0.0.1:${PORTS.temporal}`;
+const DEFAULT_TEMPORAL_ADDRESS = `127.0.0.1:${PORTS.temporal}`;
 
 export interface TemporalTarget {
   address: string;
@@ -44,7 +44,7 @@ function profileSource(name: string | undefined, env: NodeJS.ProcessEnv): string
  * The CLI's profile with the TEMPORAL_* environment applied (a missing file is an empty profile;
  * a profile named but absent, or a file that is not TOML, fails naming both).
  */
-export function loadTemporalProfile(name: string | undefined, env: NodeJS.ProcessEnv = process.env): ClientConfigProfile {
+function loadTemporalProfile(name: string | undefined, env: NodeJS.ProcessEnv = process.env): ClientConfigProfile {
   try {
     return loadClientConfigProfile({ ...(name !== undefined ? { profile: name } : {}), overrideEnvVars: env as Record<string, string> });
   } catch (e) {
@@ -147,7 +147,7 @@ const CERT_HINTS: Record<string, string> = {
  * The TLS handshake alone, with the same CA, client certificate and server name, to say why a
  * connection failed: certificate errors from the SDKs arrive as "transport error" or a deadline.
  */
-export async function tlsHandshakeProblem(target: TemporalTarget, timeoutMs = 5000): Promise<string | undefined> {
+async function tlsHandshakeProblem(target: TemporalTarget, timeoutMs = 5000): Promise<string | undefined> {
   if (!target.tls) return undefined;
   const i = target.address.lastIndexOf(':');
   const host = target.address.slice(0, i).replace(/^\[|\]$/g, '');
@@ -255,7 +255,7 @@ const GRPC_ALREADY_EXISTS = 6;
 /** Temporal Cloud endpoints (namespace and regional API endpoints). */
 export const isTemporalCloud = (address: string): boolean => /\.(tmprl\.cloud|api\.temporal\.io)(:\d+)?$/.test(address);
 
-export interface SearchAttributeSetup {
+interface SearchAttributeSetup {
   namespace: string;
   created: string[];
   existing: string[];

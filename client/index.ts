@@ -60,7 +60,7 @@ export async function ingestTableDrift(cfg: FloeConfig, t: TableConfig): Promise
   // signal and stop paths of the CLI never need them (only Temporal).
   const { openTables } = await import('../table/tables');
   const { deadLetterColumns } = await import('../ingest/tables');
-  const { parseIdentifier } = await import('../iceberg/catalog/catalog');
+  const { parseIdentifier } = await import('../iceberg');
   const tables = await openTables(cfg);
   try {
     const metadata = async (id: string) =>

@@ -41,7 +41,7 @@ export interface IngestStatusView extends IngestStatus {
 }
 
 /** How long a status query may wait for a worker before the status falls back to the table. */
-export const STATUS_QUERY_TIMEOUT_MS = 5000;
+const STATUS_QUERY_TIMEOUT_MS = 5000;
 /** The same for a run that failed (replayed by a worker, if one polls its task queue). */
 const CLOSED_QUERY_TIMEOUT_MS = 2000;
 

@@ -11,10 +11,10 @@ import { maintenanceScheduleId } from '../workflows';
 import { ingestStatus, rootCause, type FloeClient, type IngestStatusView } from './ingest-status';
 import type { Tables } from '../table/tables';
 
-export const MAINTENANCE_KINDS = ['compact', 'expire', 'orphans'] as const;
-export type MaintenanceKind = (typeof MAINTENANCE_KINDS)[number];
+const MAINTENANCE_KINDS = ['compact', 'expire', 'orphans'] as const;
+type MaintenanceKind = (typeof MAINTENANCE_KINDS)[number];
 
-export interface IngestOverview {
+interface IngestOverview {
   /** `unknown`: the status could not be read (the error says why) */
   state: IngestStatusView['state'] | 'not-started' | 'unknown';
   /** records behind the topic's high watermark, over all partitions (as of the last cycle's start) */
@@ -28,7 +28,7 @@ export interface IngestOverview {
   warning?: string;
 }
 
-export interface FilesOverview {
+interface FilesOverview {
   snapshotId: string | null;
   dataFiles: number;
   bytes: number;
@@ -37,7 +37,7 @@ export interface FilesOverview {
   smallFileBytes: number;
 }
 
-export interface MaintenanceRun {
+interface MaintenanceRun {
   kind: MaintenanceKind;
   scheduleId: string;
   paused: boolean;
@@ -100,7 +100,7 @@ async function filesOverview(tables: Tables, t: TableConfig): Promise<FilesOverv
   const [{ liveDataFiles }, { compactOptionsFor }, { tableProperty, WRITE_TARGET_FILE_SIZE_BYTES }] = await Promise.all([
     import('../maintenance/reachable'),
     import('../maintenance/compact'),
-    import('../iceberg/spec/table-properties'),
+    import('../iceberg'),
   ]);
   const loaded = await tables.load(t.table).catch((e: unknown) => {
     // Not created yet (the ingest's first cycle creates it): no files, not a failure.

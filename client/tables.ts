@@ -5,11 +5,9 @@
 import { entryTables, type FloeConfig } from '../config';
 import { listedRouteTables, minimumOffsets } from '../ingest/route';
 import { openTables, type Tables } from '../table/tables';
-import { ancestors } from '../iceberg/spec/metadata';
+import { ancestors, planFiles, readParquetBatches } from '../iceberg';
 import { readCursor } from '../table/cursor';
 import type { IngestStatus } from '../workflows';
-import { planFiles } from '../iceberg/scan';
-import { readParquetBatches } from '../iceberg/parquet';
 
 /** One row per snapshot on main, oldest first: what `floe table commits` prints. */
 export async function tableCommitRows(cfg: FloeConfig, table: string): Promise<Record<string, string>[]> {

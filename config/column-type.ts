@@ -17,7 +17,7 @@
  * Whitespace between tokens is free; decimal and fixed come out canonical (`decimal(10, 2)`).
  * Errors say what was expected at which character.
  */
-import type { PrimitiveType } from '../iceberg/spec/types';
+import type { PrimitiveType } from '../iceberg';
 import { ConfigError } from './problems';
 
 /*
@@ -60,7 +60,7 @@ export type HeadersMapType = 'map<string, string>' | 'map<string, binary>';
  * The primitive types a map key can have: those whose JSON form is a string, so an object's keys
  * convert exactly (`"42"` to a long, `"2024-05-01"` to a date).
  */
-export const MAP_KEY_TYPES = ['string', 'int', 'long', 'uuid', 'date', 'time', 'timestamp', 'timestamptz', 'decimal(P, S)'] as const;
+const MAP_KEY_TYPES = ['string', 'int', 'long', 'uuid', 'date', 'time', 'timestamp', 'timestamptz', 'decimal(P, S)'] as const;
 
 /** Whether `t` is one of MAP_KEY_TYPES. */
 export function isMapKeyType(t: PrimitiveType): boolean {

@@ -4,5 +4,5 @@ export * from './units';
 export * from './topics';
 export { ConfigError, nearestKey, type ConfigProblem } from './problems';
 export { parseColumnType } from './column-type';
-export { configJsonSchema, LOCATION_URI } from './schema';
+export { configJsonSchema } from './schema';
 export { COMMIT_INTERVAL_LIMIT_MS, ROUTE_VALUE_PLACEHOLDER } from './table-entry';

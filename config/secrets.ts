@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { SecretRef } from './types';
 
-export class SecretError extends Error {
+class SecretError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'SecretError';

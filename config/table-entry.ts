@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { PrimitiveType } from '../iceberg/spec/types';
+import type { PrimitiveType } from '../iceberg';
 import {
   isMapKeyType,
   MAP_KEY_EXPECTED,
@@ -48,7 +48,7 @@ import {
 export const COMMIT_INTERVAL_LIMIT_MS = 10 * 60_000;
 
 /** Kafka's legal topic names. */
-export const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
+const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 
 /** The whole-name matcher of a `topicPattern` (Java's `Pattern.matches`, as Kafka's `topics.regex`). */
 export function topicMatcher(pattern: string): RegExp {
@@ -126,7 +126,7 @@ const columnTypes = z.union(
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _exactly: Same<z.output<typeof columnTypes>, ColumnType> = true;
 
-export const columnType: z.ZodType<ColumnType> = columnTypes.meta({
+const columnType: z.ZodType<ColumnType> = columnTypes.meta({
   id: 'ColumnType',
   description: 'long, decimal(9, 2), list<string>, struct<id: long not null, …>, or the mapping form',
 });

@@ -14,7 +14,7 @@ import type { TableConfig } from './types';
 export { topicIngestId };
 
 /** Whether entry `t` (of several topics) reads `topic`. */
-export function entryReadsTopic(t: TableConfig, topic: string): boolean {
+function entryReadsTopic(t: TableConfig, topic: string): boolean {
   const set = t.topics;
   if (!set) return topic === t.topic;
   if (set.names) return set.names.includes(topic);

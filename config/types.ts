@@ -16,35 +16,20 @@ export type CatalogConfig = FloeConfig['catalog'];
  * SDK's default chain ('chain').
  */
 export type S3Config = FloeConfig['s3'];
-export type S3CredentialsConfig = S3Config['credentials'];
 export type KafkaConfig = FloeConfig['kafka'];
 export type KafkaSslConfig = NonNullable<KafkaConfig['ssl']>;
 export type KafkaSaslConfig = NonNullable<KafkaConfig['sasl']>;
-export type KafkaSaslMechanism = KafkaSaslConfig['mechanism'];
 export type TemporalConfig = FloeConfig['temporal'];
 export type SchemaRegistryConfig = NonNullable<FloeConfig['schemaRegistry']>;
 
 export type TableConfig = FloeConfig['tables'][number];
 export type ColumnConfig = TableConfig['columns'][number];
 export type PartitionFieldConfig = TableConfig['partitionBy'][number];
-/** The topics of an entry that reads several (`topics` or `topicPattern`), each with a cursor of its own (config/topics.ts). */
-export type TopicSetConfig = NonNullable<TableConfig['topics']>;
-export type RouteConfig = NonNullable<TableConfig['route']>;
-/** Where an unmatched record of a route goes: the dead-letter table, nowhere (covered, not written), or the base table. */
-export type RouteUnmatched = RouteConfig['unmatched'];
 export type ValueFormatConfig = TableConfig['value'];
 export type ValueFormat = ValueFormatConfig['format'];
 export type KeyFormatConfig = NonNullable<TableConfig['key']>;
 export type MaintenanceConfig = TableConfig['maintenance'];
 
 export type { SecretRef } from './values';
-export type {
-  ColumnType,
-  HeadersMapType,
-  ListTypeConfig,
-  MapTypeConfig,
-  NestedTypeConfig,
-  StructFieldConfig,
-  StructTypeConfig,
-} from './column-type';
-export { columnTypeString, isMapKeyType, MAP_KEY_TYPES } from './column-type';
+export type { ColumnType, ListTypeConfig, MapTypeConfig, NestedTypeConfig, StructTypeConfig } from './column-type';
+export { columnTypeString } from './column-type';

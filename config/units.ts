@@ -38,9 +38,9 @@ const SIZE_UNITS = new Map([
 ]);
 
 /** What parseDuration accepts, for error messages: `expected <DURATION_SYNTAX>, found …`. */
-export const DURATION_SYNTAX = 'a duration like 500ms, 30s, 15m, 1.5h, 7d or whole milliseconds';
+const DURATION_SYNTAX = 'a duration like 500ms, 30s, 15m, 1.5h, 7d or whole milliseconds';
 /** What parseSize accepts, for error messages: `expected <SIZE_SYNTAX>, found …`. */
-export const SIZE_SYNTAX = 'a size like 134217728 (bytes), 512KB, 128MB or 1.5GiB (KB and KiB alike are 1024-based)';
+const SIZE_SYNTAX = 'a size like 134217728 (bytes), 512KB, 128MB or 1.5GiB (KB and KiB alike are 1024-based)';
 
 /**
  * `v` read by the shared grammar as a count of base units (`base`: ms or bytes). `unit` maps a

@@ -60,7 +60,7 @@ export const INGEST_NON_RETRYABLE: string[] = [
 export const INGEST_RELOAD: string[] = [FailureType.StaleCursor, FailureType.FilesMissing];
 
 /** Orphan removal below this grace period needs `force`: files of in-flight commits look like orphans. */
-export const ORPHANS_MIN_GRACE_MS = 60 * 60 * 1000;
+const ORPHANS_MIN_GRACE_MS = 60 * 60 * 1000;
 export const ORPHANS_DEFAULT_GRACE_MS = 3 * 24 * 60 * 60 * 1000;
 
 /** Why an orphan grace period is refused (failure type UnsafeGracePeriod), or null. One check for workflow and activity. */

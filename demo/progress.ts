@@ -89,4 +89,4 @@ export class ProgressTracker {
   }
 }
 
-export const lagOf = (s: ProgressSample): number => Math.max(0, s.produced - s.committed);
+const lagOf = (s: ProgressSample): number => Math.max(0, s.produced - s.committed);

@@ -18,13 +18,13 @@ import { ingestWorkflowId, statusQuery, type IngestStatus } from '../workflows';
 
 export { scenarioConfig };
 
-export interface Kill {
+interface Kill {
   atS: number;
   restartAfterS: number;
   signal?: NodeJS.Signals;
 }
 
-export interface ScenarioOptions {
+interface ScenarioOptions {
   name?: string;
   ratePerS: number;
   durationS: number;

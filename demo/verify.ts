@@ -21,7 +21,7 @@ export interface Verification {
   problems: string[];
 }
 
-export async function countTopicMessages(brokers: string[], topic: string): Promise<number> {
+async function countTopicMessages(brokers: string[], topic: string): Promise<number> {
   const admin = new Kafka({ clientId: 'floe-verify', brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {

@@ -6,11 +6,8 @@
  * No Temporal here (activities/index.ts binds it).
  */
 import { FailureType, nonRetryable } from '../contract';
-import { isIcebergError } from '../iceberg/errors';
-import { mapConcurrent } from '../iceberg/scan/parallel';
-import type { DataFile, TableMetadata } from '../iceberg/spec/types';
+import { isIcebergError, mapConcurrent, ALREADY_COMMITTED, type DataFile, type TableMetadata } from '../iceberg';
 import type { TableConfig } from '../config';
-import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
 import { clearPending } from '../table/pending';
 import { deleteStaged, expandFileList, stagedLocations } from '../table/staged-files';
 import { crashPoint } from '../table/crash-points';

@@ -16,7 +16,7 @@
  * converters (formats/primitives.ts), which also read the text of keys and headers.
  */
 import { columnTypeString, type ColumnConfig, type PartitionFieldConfig } from '../config/types';
-import { parseFixedType } from '../iceberg/spec/conversions';
+import { parseFixedType } from '../iceberg';
 import { DecodeError, DecoderConfigError, show } from './formats/errors';
 import { compileJsonColumn, compilePath, compileRecordValue } from './formats/json';
 import { compilePrimitive, type Es2024String } from './formats/primitives';
@@ -24,7 +24,7 @@ import { LONG_MAX, timestampBounds, transformsOn } from './formats/ranges';
 import type { Row, RowValue } from './formats/row';
 
 /** The row a record becomes (formats/row.ts), as importers of the decoder know it. */
-export type { Row, RowValue };
+export type { Row };
 
 export interface KafkaRecord {
   partition: number;
@@ -48,7 +48,7 @@ function lastHeaderBytes(v: HeaderValue): Buffer | null {
 }
 
 /** The last value of header `name` as bytes, or null when the record has none. */
-export function headerBytes(rec: KafkaRecord, name: string): Buffer | null {
+function headerBytes(rec: KafkaRecord, name: string): Buffer | null {
   return lastHeaderBytes(rec.headers?.[name]);
 }
 
@@ -57,7 +57,7 @@ export interface DecoderTable {
   columns: readonly ColumnConfig[];
   partitionBy?: readonly PartitionFieldConfig[];
 }
-export type Decoder = (rec: KafkaRecord) => Row;
+type Decoder = (rec: KafkaRecord) => Row;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

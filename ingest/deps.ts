@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { Admin, Kafka } from 'kafkajs';
-import { EncoderPool } from '../iceberg/parquet';
+import { EncoderPool } from '../iceberg';
 import { findTable, topicEntry, topicSetLabel, type FloeConfig, type TableConfig } from '../config';
 import { FailureType, nonRetryable } from '../contract';
 import type { BufferBudget } from './buffer-budget';

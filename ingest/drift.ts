@@ -24,16 +24,20 @@
  * named as Iceberg names it: `items.element.qty`, `attrs.value`.
  */
 import type { ColumnConfig, PartitionFieldConfig, TableConfig } from '../config/types';
-import { currentSchema, defaultSpec } from '../iceberg/spec/metadata';
-import type { IcebergType, NestedField, StructType, TableMetadata } from '../iceberg/spec/types';
+import {
+  currentSchema,
+  defaultSpec,
+  typeString,
+  type IcebergType,
+  type NestedField,
+  type StructType,
+  type TableMetadata,
+} from '../iceberg';
 import { FailureType, FloeFailure } from '../contract';
 import { columnType } from './tables';
-import { typeString } from '../iceberg/spec/schema';
-
-export { typeString };
 
 /** What a table must look like: a config entry, or the dead-letter table's fixed columns. */
-export interface TableShape {
+interface TableShape {
   table: string;
   columns: ColumnConfig[];
   partitionBy: PartitionFieldConfig[];
@@ -47,7 +51,7 @@ const norm = (t: string): string => t.replace(/\s+/g, '').toLowerCase();
  * Every struct field at any depth under its dotted nested path (`customer.id`,
  * `items.element.qty`, `attrs.value.note`); top-level columns included.
  */
-export function nestedFieldPaths(s: StructType): Map<string, NestedField> {
+function nestedFieldPaths(s: StructType): Map<string, NestedField> {
   const out = new Map<string, NestedField>();
   const visit = (t: IcebergType, path: string): void => {
     if (typeof t === 'string') return;

@@ -18,10 +18,17 @@
  * stays drift.
  */
 import type { ColumnConfig, ColumnType, TableConfig } from '../config';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import { currentSchema } from '../iceberg/spec/metadata';
-import type { IcebergType, LoadedTable, NestedField, TableMetadata } from '../iceberg/spec/types';
-import { Transaction, type PendingCommit, type TableAction } from '../iceberg/transaction';
+import {
+  parseIdentifier,
+  currentSchema,
+  Transaction,
+  type IcebergType,
+  type LoadedTable,
+  type NestedField,
+  type TableMetadata,
+  type PendingCommit,
+  type TableAction,
+} from '../iceberg';
 import { olderField } from './drift';
 import { newSchemaCommit } from './schema-commit';
 import { type Tables } from '../table/tables';

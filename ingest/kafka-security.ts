@@ -72,7 +72,7 @@ export function kafkaTlsOptions(ssl: KafkaSslConfig, env: NodeJS.ProcessEnv = pr
 }
 
 /** A token and when it stops being valid (ms since the epoch), when known. */
-export interface BearerToken {
+interface BearerToken {
   value: string;
   expiresAtMs?: number;
 }
@@ -184,7 +184,7 @@ export function kafkaSaslOptions(sasl: KafkaSaslConfig, env: NodeJS.ProcessEnv =
   }
 }
 
-export interface KafkaClientOptions {
+interface KafkaClientOptions {
   /** kafkajs client retries (default 8: a broker restart is waited out). */
   retries?: number;
   connectionTimeoutMs?: number;
@@ -251,7 +251,7 @@ export function securityCause(e: unknown, k: KafkaConfig): { kind: 'tls' | 'sasl
  * answer at all are left to the caller's retrying client (a cluster still starting is not a
  * security problem). A config without ssl or sasl is not checked.
  */
-export async function checkKafkaSecurity(k: KafkaConfig, o: KafkaClientOptions = {}): Promise<void> {
+async function checkKafkaSecurity(k: KafkaConfig, o: KafkaClientOptions = {}): Promise<void> {
   if (!k.ssl && !k.sasl) return;
   const probe = kafkaClientConfig(k, { ...o, retries: 0, connectionTimeoutMs: o.connectionTimeoutMs ?? 10_000 });
   const password = probe.sasl && 'password' in probe.sasl ? probe.sasl.password : undefined;

@@ -49,7 +49,7 @@ export async function topicWatermarks(admin: Admin, topic: string): Promise<Wate
  * one member). The default round-robin assigner hands every partition to that member: each of a
  * cycle's N group polls then fetched and CRC-checked the whole topic to use 1/N of it.
  */
-export function onlyPartitions(topic: string, partitions: number[]): PartitionAssigner {
+function onlyPartitions(topic: string, partitions: number[]): PartitionAssigner {
   const name = 'FloeOnlyPartitions';
   return () => ({
     name,
@@ -82,7 +82,7 @@ export interface PollBounds {
   signal?: AbortSignal;
 }
 
-export interface PollOutcome {
+interface PollOutcome {
   /** next offset per partition after the last record handed to `onRecord` */
   next: Offsets;
   records: number;
@@ -243,7 +243,7 @@ export class PollSink {
 }
 
 /** One kafkajs consumer, in a group of its own, reading a fixed set of partitions poll after poll. */
-export class PartitionReader {
+class PartitionReader {
   private readonly consumer: Consumer;
   private sink: PollSink | null = null;
   private running: Promise<void> | null = null;
@@ -499,7 +499,7 @@ export async function pollPartitions(
 }
 
 /** How long a finished poll waits for its reader's close before leaving it to finish alone. */
-export const READER_CLOSE_WAIT_MS = 1000;
+const READER_CLOSE_WAIT_MS = 1000;
 
 export async function closeWithin(r: { close(): Promise<void> }, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

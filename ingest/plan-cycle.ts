@@ -6,7 +6,7 @@
  */
 import type { TableConfig } from '../config';
 import { FailureType, nonRetryable, type StepRun } from '../contract';
-import type { TableMetadata } from '../iceberg/spec/types';
+import type { TableMetadata } from '../iceberg';
 import {
   allCursors,
   formatOffsets,

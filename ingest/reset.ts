@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin } from 'kafkajs';
 import type { TableConfig } from '../config';
-import { ALREADY_COMMITTED } from '../iceberg/transaction/transaction';
+import { ALREADY_COMMITTED } from '../iceberg';
 import type { Tables } from '../table/tables';
 import { topicWatermarks } from './kafka';
 import { listedRouteTables, staticRouteTables } from './route';
@@ -30,10 +30,10 @@ import {
   type Offsets,
 } from '../table/cursor';
 
-export const SUMMARY_RESET = 'floe.reset';
+const SUMMARY_RESET = 'floe.reset';
 
 /** `earliest`, `latest`, an ISO time, or `p:offset,p:offset` (every partition of the topic). */
-export type ResetTarget = { kind: 'earliest' } | { kind: 'latest' } | { kind: 'time'; iso: string } | { kind: 'offsets'; offsets: Offsets };
+type ResetTarget = { kind: 'earliest' } | { kind: 'latest' } | { kind: 'time'; iso: string } | { kind: 'offsets'; offsets: Offsets };
 
 export function parseResetTarget(s: string): ResetTarget {
   if (s === 'earliest' || s === 'latest') return { kind: s };
@@ -70,7 +70,7 @@ export async function resolveResetTarget(admin: Admin, topic: string, target: Re
   return { ...target.offsets };
 }
 
-export interface ResetOutcome {
+interface ResetOutcome {
   before: Cursor;
   after: Offsets;
   changed: boolean;

@@ -6,10 +6,15 @@
  */
 import type { TableConfig } from '../config';
 import { FailureType, nonRetryable } from '../contract';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import type { PartitionedRowWriter } from '../iceberg/parquet';
-import type { DataFile, TableMetadata } from '../iceberg/spec/types';
-import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
+import {
+  parseIdentifier,
+  ALREADY_COMMITTED,
+  Transaction,
+  type PartitionedRowWriter,
+  type DataFile,
+  type TableMetadata,
+  type FileIO,
+} from '../iceberg';
 import { formatOffsets, readCursor, type Offsets } from '../table/cursor';
 import type { KafkaRecord } from './decode';
 import { DecodeError } from './formats/errors';
@@ -25,7 +30,6 @@ import {
   type RouteDecision,
 } from './route';
 import type { PollInput, RoutedFiles } from './types';
-import type { FileIO } from '../iceberg/io/file-io';
 import { fileListForHistory } from '../table/staged-files';
 import { ensureIngestTables } from './tables';
 
@@ -37,7 +41,7 @@ interface Target {
 }
 
 /** What one table got from the poll. */
-export interface RoutedTableFiles {
+interface RoutedTableFiles {
   table: string;
   files: DataFile[];
   rows: number;

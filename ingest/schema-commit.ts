@@ -2,9 +2,7 @@
  * The one commit that changes a table's schema: a new current schema, planned on a base version.
  * Shared by config-declared columns (evolve.ts) and record-schema evolution (formats/union.ts).
  */
-import { currentSchema } from '../iceberg/spec/metadata';
-import type { NestedField, Schema, TableMetadata } from '../iceberg/spec/types';
-import type { PendingCommit } from '../iceberg/transaction';
+import { currentSchema, type NestedField, type Schema, type TableMetadata, type PendingCommit } from '../iceberg';
 
 /**
  * The commit of a new current schema of `fields` (ids up to `lastColumnId`): it requires the

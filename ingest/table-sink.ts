@@ -9,10 +9,7 @@
  */
 import type { TableConfig } from '../config';
 import { FailureType, nonRetryable } from '../contract';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import type { PartitionedRowWriter } from '../iceberg/parquet';
-import type { DataFile } from '../iceberg/spec/types';
-import { Transaction } from '../iceberg/transaction';
+import { parseIdentifier, Transaction, type PartitionedRowWriter, type DataFile } from '../iceberg';
 import { crashPoint } from '../table/crash-points';
 import { decodeRecord, type KafkaRecord, type Row } from './decode';
 import type { Deps } from './deps';

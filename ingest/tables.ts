@@ -4,7 +4,7 @@
  * table/tables.ts, shared with maintenance.
  */
 import type { ColumnConfig, ColumnType, FloeConfig, TableConfig } from '../config';
-import type { IcebergType, NestedField, Schema } from '../iceberg/spec/types';
+import type { IcebergType, NestedField, Schema } from '../iceberg';
 import type { Tables } from '../table/tables';
 import { initialDerived } from './formats/reader';
 import { withDerived } from './formats/union';

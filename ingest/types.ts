@@ -3,11 +3,11 @@
  * snapshot ids are decimal strings, data files are in their wire form (iceberg/spec/data-file.ts).
  */
 import type { OffsetRange, Offsets } from '../table/cursor';
-import type { FileListEntry, StagedFileList, WireDataFile } from '../table/wire';
+import type { FileListEntry } from '../table/wire';
 
 export type { OffsetRange };
 
-export type { FileListEntry, StagedFileList, WireDataFile };
+export type { FileListEntry };
 
 export interface TableRef {
   table: string;

@@ -64,9 +64,9 @@ import {
 import type { WireDataFile } from '../table/wire';
 
 /** Where group `index` of a staged plan keeps its file list (`staged`: CompactionPlan.staged). */
-export const stagedGroupLocation = (staged: string, index: number): string => `${staged}-g${index}.json`;
+const stagedGroupLocation = (staged: string, index: number): string => `${staged}-g${index}.json`;
 /** Where the rewrite attempt of group `index` of a staged plan lists its outputs. */
-export const stagedOutputsLocation = (staged: string, index: number, attempt: number): string => `${staged}-g${index}-out-a${attempt}.json`;
+const stagedOutputsLocation = (staged: string, index: number, attempt: number): string => `${staged}-g${index}-out-a${attempt}.json`;
 
 /** Summary of a group in a staged plan: everything but the file list. */
 const groupSummary = (g: FileGroup): FileGroup => ({ ...g, files: [], fileCount: g.files.length });
@@ -86,8 +86,8 @@ async function readStagedGroup(tables: Tables, staged: string, summary: Pick<Fil
 }
 
 /** Snapshot summary keys of a compaction commit (no `floe.ingest-id`: cursors skip it). */
-export const SUMMARY_COMPACT_GROUPS = 'floe.compact.groups';
-export const INPUTS_VANISHED = 'InputsVanished';
+const SUMMARY_COMPACT_GROUPS = 'floe.compact.groups';
+const INPUTS_VANISHED = 'InputsVanished';
 
 export function compactOptionsFor(
   t: TableConfig | undefined,
@@ -219,9 +219,9 @@ export async function planCompaction(
  * 16Ki rows (not the writer's 64Ki default) keep that JS heap and the IPC copy in wasm small;
  * per-hand-over overhead stays negligible next to reading the files.
  */
-export const REWRITE_COALESCE_ROWS = 16_384;
+const REWRITE_COALESCE_ROWS = 16_384;
 /** Input files fetched ahead of the one being decoded, and at most this many bytes of them. */
-export const REWRITE_READ_AHEAD_FILES = 8;
+const REWRITE_READ_AHEAD_FILES = 8;
 export const REWRITE_READ_AHEAD_BYTES = 16 * 1024 * 1024;
 
 /**
@@ -277,7 +277,7 @@ export class RewriteMemoryBudget {
 }
 
 /** The worker process's budget for concurrent group rewrites. */
-export const rewriteMemoryBudget = new RewriteMemoryBudget(128 * 1024 * 1024);
+const rewriteMemoryBudget = new RewriteMemoryBudget(128 * 1024 * 1024);
 
 /**
  * Rewrites one group. Memory: the read-ahead (REWRITE_READ_AHEAD_BYTES), one input row group,

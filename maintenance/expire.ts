@@ -12,24 +12,31 @@
  * Concurrency: the commit asserts main unchanged (a concurrent ingest commit makes it reload and
  * re-plan); deletions never touch anything a snapshot of `after`, or of anything newer, reaches.
  */
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import { IcebergError, isIcebergError } from '../iceberg/errors';
-import { MAIN_BRANCH, parseTableMetadata } from '../iceberg/spec/metadata';
-import type { TableMetadata } from '../iceberg/spec/types';
-import { snapshotsToExpire, unreachableFiles } from '../iceberg/transaction/expire';
-import { ALREADY_COMMITTED, Transaction } from '../iceberg/transaction/transaction';
-import type { PendingCommit, TableAction } from '../iceberg/transaction/snapshot-producer';
-import type { TableUpdate } from '../iceberg/transaction/updates';
+import {
+  parseIdentifier,
+  IcebergError,
+  isIcebergError,
+  MAIN_BRANCH,
+  parseTableMetadata,
+  snapshotsToExpire,
+  unreachableFiles,
+  ALREADY_COMMITTED,
+  Transaction,
+  mapConcurrent,
+  type TableMetadata,
+  type PendingCommit,
+  type TableAction,
+  type TableUpdate,
+} from '../iceberg';
 import { CURSOR_PROPERTY_PREFIX, DETACHED_RUN, nonRetryable, type StepRun } from '../contract';
 import { carryLegacyCursors } from '../table/cursor';
 import type { Tables } from '../table/tables';
 import { checkAsOf } from './window';
-import { mapConcurrent } from '../iceberg/scan/parallel';
 import { crashPoint } from '../table/crash-points';
 import type { DeleteExpiredInput, DeleteExpiredResult, DeletedCounts, ExpireCommitInput, ExpireCommitResult } from './types';
 
-export const PROP_EXPIRE_ID = 'floe.maintenance.expire-id';
-export const PROP_EXPIRE_BEFORE = 'floe.maintenance.expire-base-metadata';
+const PROP_EXPIRE_ID = 'floe.maintenance.expire-id';
+const PROP_EXPIRE_BEFORE = 'floe.maintenance.expire-base-metadata';
 
 /**
  * `remove-snapshots` for what is old enough, plus the table properties that make the commit

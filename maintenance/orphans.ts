@@ -13,22 +13,20 @@
  * a commit (then it is an orphan). Files written after we read the markers are younger than the
  * cutoff, which counts back from the earlier of the window and the start of this sweep.
  */
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import { locationContains, normalizeLocation, tableLocations } from '../iceberg/catalog/locations';
+import { parseIdentifier, locationContains, normalizeLocation, tableLocations, mapConcurrent } from '../iceberg';
 import { isPendingMarker, isProtected, listPending } from '../table/pending';
 import type { Tables } from '../table/tables';
 import { reachableFiles, reachableSize } from './reachable';
-import { mapConcurrent } from '../iceberg/scan/parallel';
 import { checkAsOf } from './window';
 import { DETACHED_RUN, FailureType, gracePeriodProblem, nonRetryable, type StepRun } from '../contract';
 import type { OrphansInput, OrphansResult } from './types';
 
-export const UNSAFE_GRACE = FailureType.UnsafeGracePeriod;
+const UNSAFE_GRACE = FailureType.UnsafeGracePeriod;
 
 /** A pending marker older than this is reported as stale (its owner probably died before clearing it). */
-export const STALE_PENDING_MS = 7 * 24 * 60 * 60 * 1000;
+const STALE_PENDING_MS = 7 * 24 * 60 * 60 * 1000;
 
-export function checkGrace(olderThanMs: number, force: boolean): void {
+function checkGrace(olderThanMs: number, force: boolean): void {
   const problem = gracePeriodProblem(olderThanMs, force);
   if (problem) throw nonRetryable(UNSAFE_GRACE, problem);
 }

@@ -49,7 +49,7 @@ export function binPack<T>(items: readonly T[], weight: (t: T) => number, capaci
   return bins.map((b) => b.items);
 }
 
-export function shouldRewrite(files: readonly LiveFile[], o: CompactOptions): boolean {
+function shouldRewrite(files: readonly LiveFile[], o: CompactOptions): boolean {
   const bytes = files.reduce((a, f) => a + f.size, 0);
   const enoughInputFiles = files.length > 1 && files.length >= o.minInputFiles;
   const enoughContent = files.length > 1 && bytes > o.targetFileSizeBytes;
@@ -58,7 +58,7 @@ export function shouldRewrite(files: readonly LiveFile[], o: CompactOptions): bo
   return enoughInputFiles || enoughContent || tooMuchContent || needsSplit;
 }
 
-export function validateCompactOptions(o: CompactOptions): void {
+function validateCompactOptions(o: CompactOptions): void {
   const bad = (what: string, expected: string, found: unknown) => {
     throw new Error(`compaction option ${what}: expected ${expected}, found ${String(found)}`);
   };

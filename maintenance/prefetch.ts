@@ -5,9 +5,9 @@
  * order while the bytes held (fetched or in flight, not yet released) stay within `budgetBytes`,
  * and a file larger than `maxFileBytes` is never fetched whole (the reader streams it by ranges).
  */
-import type { FileInfo, FileIO } from '../iceberg/io/file-io';
+import type { FileInfo, FileIO } from '../iceberg';
 
-export interface PrefetchOptions {
+interface PrefetchOptions {
   /** Files larger than this are not prefetched (default 8 MiB, the reader's whole-file limit). */
   maxFileBytes?: number;
   /** Bytes held at most: prefetched or in flight and not yet released (default 16 MiB). */

@@ -5,8 +5,6 @@
  */
 import type { WireDataFile } from '../table/wire';
 
-export type MaintenanceKind = 'compact' | 'expire' | 'orphans';
-
 /** Spark rewrite_data_files options, in floe's camelCase. */
 export interface CompactOptions {
   /** Output files roll at this size (Iceberg `write.target-file-size-bytes`). */
@@ -192,7 +190,7 @@ export interface CompactProgress {
   commits: number;
 }
 
-export interface ExpireOptions {
+interface ExpireOptions {
   /** Snapshots older than (asOf - olderThanMs) may go. */
   olderThanMs: number;
   /** Always keep this many newest snapshots of main's ancestry. */
@@ -253,7 +251,7 @@ export interface ExpireResult {
   durationMs: number;
 }
 
-export interface OrphansOptions {
+interface OrphansOptions {
   /** Grace period: only files last modified before (asOf - olderThanMs) go. */
   olderThanMs: number;
   dryRun: boolean;
@@ -292,10 +290,6 @@ export interface OrphansResult {
   sample: string[];
   durationMs: number;
 }
-
-/** The safety floor of the orphan grace period (an ingest cycle must never be shorter). */
-export const ORPHANS_MIN_GRACE_MS = 60 * 60 * 1000;
-export const ORPHANS_DEFAULT_GRACE_MS = 3 * 24 * 60 * 60 * 1000;
 
 export interface Progress {
   phase: string;

@@ -37,7 +37,7 @@ const SECRET_KEYS = [
   'key',
   'cookie',
 ];
-export const REDACT_PATHS = [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)];
+const REDACT_PATHS = [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)];
 
 /** `FLOE_LOG_FORMAT`, or text on a terminal and JSON otherwise. A wrong value fails naming the variable. */
 export function logFormat(env: NodeJS.ProcessEnv = process.env, isTTY = process.stderr.isTTY === true): LogFormat {
@@ -84,7 +84,7 @@ export function formatText(line: string): string {
 }
 
 /** A pino destination that turns each JSON line into a text line before writing it. */
-export function textDestination(out: { write(s: string): unknown }): DestinationStream {
+function textDestination(out: { write(s: string): unknown }): DestinationStream {
   return { write: (line: string) => void out.write(formatText(line)) };
 }
 

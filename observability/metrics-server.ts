@@ -27,7 +27,7 @@ export async function freeLoopbackPort(): Promise<number> {
   return port;
 }
 
-export interface MetricsServer {
+interface MetricsServer {
   port: number;
   close(): Promise<void>;
 }

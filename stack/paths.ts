@@ -24,5 +24,3 @@ export function stackPaths(home = floeHome()) {
     pyDir: join(__dirname, 'py'),
   };
 }
-
-export type StackPaths = ReturnType<typeof stackPaths>;

@@ -14,7 +14,7 @@ export interface CommandResult {
   stderr: string;
 }
 
-export interface RunOptions {
+interface RunOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
   timeoutMs?: number;
@@ -61,7 +61,7 @@ export function runCommand(cmd0: string, args0: string[], opts: RunOptions = {})
   });
 }
 
-export interface DaemonSpec {
+interface DaemonSpec {
   cmd: string;
   args: string[];
   cwd?: string;
@@ -178,7 +178,7 @@ export async function waitFor(
   }
 }
 
-export function tailText(text: string, lines: number): string {
+function tailText(text: string, lines: number): string {
   const all = text.replace(/\n+$/, '').split('\n');
   return all.slice(-lines).join('\n');
 }

@@ -63,7 +63,7 @@ export async function installPython(log: (msg: string) => void = () => {}): Prom
 }
 
 /** Environment for venv Python: stack/py importable, stack endpoints as FLOE_* variables. */
-export function pythonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+function pythonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const e = stackEnv();
   const pyPath = [e.python.pyPath, process.env.PYTHONPATH].filter(Boolean).join(':');
   return {
@@ -76,7 +76,7 @@ export function pythonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   };
 }
 
-export interface PythonOptions {
+interface PythonOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   timeoutMs?: number;

@@ -28,7 +28,7 @@ export const PYTHON = {
 } as const;
 
 /** Extras requested for PyPI packages (pyiceberg's SQL catalog on SQLite, Arrow reads). */
-export const PYTHON_EXTRAS: Partial<Record<keyof typeof PYTHON, readonly string[]>> = {
+const PYTHON_EXTRAS: Partial<Record<keyof typeof PYTHON, readonly string[]>> = {
   // pyiceberg-core: PyIceberg 0.12 needs it to write to partitioned tables (interop tests do).
   pyiceberg: ['sql-sqlite', 'pyarrow', 'pyiceberg-core'],
   // Each pulls the serializer's own dependency (fastavro, jsonschema, protobuf) and the registry

@@ -7,7 +7,7 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 
-export type CrashPoint =
+type CrashPoint =
   | 'poll'
   | 'after-write'
   | 'after-cas'

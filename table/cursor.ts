@@ -14,8 +14,7 @@
  * metadata version whatever is expired, so the cursor outlives snapshot history.
  */
 import { CURSOR_PROPERTY_PREFIX, DEAD_LETTER_CURSOR_PROPERTY_PREFIX } from '../contract';
-import { ancestors } from '../iceberg/spec/metadata';
-import type { Snapshot, TableMetadata } from '../iceberg/spec/types';
+import { ancestors, type Snapshot, type TableMetadata } from '../iceberg';
 
 export const SUMMARY_INGEST_ID = 'floe.ingest-id';
 export const SUMMARY_OFFSETS = 'floe.offsets';
@@ -47,8 +46,8 @@ export interface Cursor {
 
 const NONE: Cursor = { snapshotId: null, commitId: null, offsets: {}, topic: null };
 
-export const cursorPropertyKey = (ingestId: string): string => `${CURSOR_PROPERTY_PREFIX}${ingestId}`;
-export const deadLetterCursorPropertyKey = (ingestId: string): string => `${DEAD_LETTER_CURSOR_PROPERTY_PREFIX}${ingestId}`;
+const cursorPropertyKey = (ingestId: string): string => `${CURSOR_PROPERTY_PREFIX}${ingestId}`;
+const deadLetterCursorPropertyKey = (ingestId: string): string => `${DEAD_LETTER_CURSOR_PROPERTY_PREFIX}${ingestId}`;
 
 /** The table property update that records `c` (same commit as the snapshot `c.snapshotId`). */
 export function cursorProperty(ingestId: string, c: Cursor): Record<string, string> {

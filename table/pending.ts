@@ -14,10 +14,10 @@
  * age), clearing deletes what the listing finds. A writer must mark *before* writing files.
  * No Temporal imports: this is domain code the activities call.
  */
-import type { FileIO } from '../iceberg/io/file-io';
+import type { FileIO } from '../iceberg';
 
 /** Folder (relative to the table location) holding the markers. */
-export const PENDING_DIR = 'metadata/floe-pending';
+const PENDING_DIR = 'metadata/floe-pending';
 
 const trim = (location: string): string => location.replace(/\/+$/, '');
 

@@ -24,12 +24,20 @@
  * Concurrency: every staged object is written once under a name unique to its writer and attempt,
  * then only read; deleting is idempotent. No Temporal imports: domain code the activities call.
  */
-import { IcebergError, isIcebergError } from '../iceberg/errors';
-import type { FileIO } from '../iceberg/io/file-io';
-import { dataFileFromWire, dataFileToWire } from '../iceberg/spec/data-file';
-import { decodeManifest, encodeManifest } from '../iceberg/spec/manifest';
-import { currentSchema, specById } from '../iceberg/spec/metadata';
-import { type DataFile, ManifestEntryStatus, type TableMetadata } from '../iceberg/spec/types';
+import {
+  IcebergError,
+  isIcebergError,
+  dataFileFromWire,
+  dataFileToWire,
+  decodeManifest,
+  encodeManifest,
+  currentSchema,
+  specById,
+  ManifestEntryStatus,
+  type FileIO,
+  type DataFile,
+  type TableMetadata,
+} from '../iceberg';
 import type { FileListEntry, StagedFileList } from './wire';
 
 /** Folder (relative to the table location) holding staged lists. */
@@ -45,8 +53,6 @@ export const STAGED_DIR = 'metadata/floe-staged';
  * below Temporal's 2 MB payload limit and lets continue-as-new bound the history.
  */
 export const INLINE_FILE_LIST_BUDGET_BYTES = 256 * 1024;
-
-export type { FileListEntry, StagedFileList };
 
 export const isStagedFileList = (e: FileListEntry): e is FileListEntry & StagedFileList =>
   typeof e['stagedFiles'] === 'string' && typeof e['count'] === 'number';

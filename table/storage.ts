@@ -5,7 +5,7 @@
  */
 import { tableLocationBase, type FloeConfig, type S3Config } from '../config';
 import { readSecret } from '../config/secrets';
-import { S3FileIO, schemeOf, type S3Options } from '../iceberg/io';
+import { S3FileIO, schemeOf, type S3Options } from '../iceberg';
 import { S3_DEFAULTS } from '../config/local-stack';
 
 /**

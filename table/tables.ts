@@ -6,22 +6,30 @@
  */
 import { randomUUID } from 'node:crypto';
 import { tableLocationBase, type FloeConfig, type TableConfig } from '../config';
-import type { Catalog } from '../iceberg/catalog/catalog';
-import { parseIdentifier } from '../iceberg/catalog/catalog';
-import { catalogFromConfig } from '../iceberg/catalog/config';
-import { overlappingTables } from '../iceberg/catalog/locations';
 import {
+  parseIdentifier,
+  catalogFromConfig,
+  overlappingTables,
   METADATA_DELETE_AFTER_COMMIT,
   METADATA_PREVIOUS_VERSIONS_MAX,
   PARQUET_COMPRESSION,
   WRITE_FORMAT_DEFAULT,
-} from '../iceberg/spec/table-properties';
-import { IcebergError, isIcebergError } from '../iceberg/errors';
-import type { FileIO } from '../iceberg/io/file-io';
-import { newTableMetadata } from '../iceberg/spec/metadata';
-import type { DataFile, LoadedTable, Schema, TableMetadata } from '../iceberg/spec/types';
-import { PartitionedRowWriter, writePartitionedRows, type FileEncoderFactory, type Row } from '../iceberg/parquet';
-import { Transaction, type ValidateOutcome } from '../iceberg/transaction/transaction';
+  IcebergError,
+  isIcebergError,
+  newTableMetadata,
+  PartitionedRowWriter,
+  writePartitionedRows,
+  Transaction,
+  type Catalog,
+  type FileIO,
+  type DataFile,
+  type LoadedTable,
+  type Schema,
+  type TableMetadata,
+  type FileEncoderFactory,
+  type Row,
+  type ValidateOutcome,
+} from '../iceberg';
 import { s3Options } from './storage';
 import { readSecret } from '../config/secrets';
 

@@ -16,7 +16,10 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 
 const BUNDLE_INPUT_DIRS = ['workflows', 'contract', 'maintenance'].map((d) => resolve(__dirname, '..', d));
 
-/** dist/workflow-bundle.js, written by scripts/build.ts; only compiled code (a .js __filename) uses it. */
+/**
+ * dist/workflow-bundle.js, written by scripts/build.ts; only compiled code (a .js __filename) uses it.
+ * @public scripts/build.ts reads it from the compiled dist/workers/bundle.js, a require knip cannot follow.
+ */
 export const PREBUILT_BUNDLE = resolve(__dirname, '..', 'workflow-bundle.js');
 const COMPILED = __filename.endsWith('.js');
 

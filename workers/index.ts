@@ -117,7 +117,7 @@ export async function runWorker(cfg: FloeConfig): Promise<void> {
  * FLOE_LOG_LEVEL=debug shows more). Once per process, before the first worker or connection;
  * `telemetry` adds the rest of the runtime's telemetry (metrics).
  */
-export function installRuntime(telemetry: Omit<TelemetryOptions, 'logging'> = {}): void {
+function installRuntime(telemetry: Omit<TelemetryOptions, 'logging'> = {}): void {
   routeProcessWarnings();
   const level = process.env.FLOE_VERBOSE ? 'debug' : logLevel();
   const core = temporalCoreLevel(level);

@@ -8,7 +8,7 @@
 import type { TelemetryOptions } from '@temporalio/worker';
 import { freeLoopbackPort, metricsPort, serveMetrics } from '../observability/metrics-server';
 
-export interface WorkerMetrics {
+interface WorkerMetrics {
   /** 0 when off. */
   port: number;
   /** For `Runtime.install({ telemetryOptions })`: the runtime's Prometheus exporter when metrics are on. */

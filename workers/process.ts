@@ -23,7 +23,7 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export interface SpawnOptions {
+interface SpawnOptions {
   /** V8/Node flags for the worker, before the entry point (default WORKER_V8_FLAGS). */
   nodeArgs?: string[];
   /** Run the compiled build (dist/cli/main.js, `npm run build`) even from the sources, as production does. */

@@ -47,7 +47,7 @@ export function emptyResult(table: string, window: string | null, plan: Compacti
 }
 
 /** Input files of a group: a staged plan's summaries count them, inline plans list them. */
-export const groupFileCount = (g: FileGroup): number => g.fileCount ?? g.files.length;
+const groupFileCount = (g: FileGroup): number => g.fileCount ?? g.files.length;
 
 /** Finished groups per commit: all at the end, or with partial progress at most `maxCommits` commits. */
 export const commitBatchSize = (plan: CompactionPlan): number =>

@@ -238,7 +238,7 @@ export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle 
 }
 
 /** One table's commit of a routed cycle. */
-export interface RouteCommit {
+interface RouteCommit {
   table: string;
   baseSnapshotId: string | null;
   startOffsets: Offsets;
@@ -318,7 +318,7 @@ export function recordCommit(status: IngestStatus, cycle: MergedCycle, commitId:
 }
 
 /** rows/s is averaged over this much time... */
-export const RATE_WINDOW_MS = 60_000;
+const RATE_WINDOW_MS = 60_000;
 /** ...or over this many commits when they span less (a catching-up ingest commits often). */
 export const RECENT_COMMITS = 32;
 

@@ -54,7 +54,7 @@ export const BENCH_METADATA_COLUMNS = [
 ];
 
 /** Columns that decode `benchEvent`, plus Kafka metadata. */
-export const BENCH_COLUMNS = [
+const BENCH_COLUMNS = [
   { name: 'id', type: 'long', required: true },
   { name: 'event_time', type: 'timestamptz', required: true },
   { name: 'user_id', type: 'long', required: true },

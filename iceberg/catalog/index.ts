@@ -18,7 +18,7 @@ export type { SqliteOptions } from './sql-sqlite';
 export { PostgresDialect } from './sql-postgres';
 export type { PostgresOptions } from './sql-postgres';
 export { RestCatalog, encodeNamespace } from './rest';
-export type { RestCatalogOptions } from './rest';
+export type { RestCatalogOptions, TableStorageConfig } from './rest';
 export { catalogFromConfig, validateCatalogConfig, sqlitePathFromUri } from './config';
 export type { CatalogConfig, SqlCatalogConfig, RestCatalogConfig } from './config';
 export { DEFAULT_PREVIOUS_VERSIONS_MAX, previousVersionsMax, deleteRemovedMetadataFiles } from './metadata-files';

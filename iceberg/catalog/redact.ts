@@ -12,7 +12,7 @@ const MASK = '***';
  * Secrets shorter than this are not replaced wherever they occur in free text (a password like
  * "floe" would mask every "floe" of a message); they are still masked inside URIs and key=value.
  */
-export const MIN_FREE_TEXT_SECRET_LENGTH = 6;
+const MIN_FREE_TEXT_SECRET_LENGTH = 6;
 
 // scheme://user:password@host: the password runs to the last '@' before the path (passwords with
 // an unescaped '@' exist in the wild).

@@ -28,7 +28,7 @@ export interface SigV4Options {
   now?: () => Date;
 }
 
-export const DEFAULT_SIGNING_NAME = 'execute-api';
+const DEFAULT_SIGNING_NAME = 'execute-api';
 
 const signers = new WeakMap<SigV4Options, SignatureV4>();
 

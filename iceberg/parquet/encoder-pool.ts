@@ -129,7 +129,7 @@ let nextFile = 0;
  * every few MiB keeps encoding beside the poll, and bounds the Arrow data a file holds in the
  * caller's heap (64Ki rows of ~1 KiB events were ~64 MiB per file).
  */
-export const DEFAULT_COALESCE_BYTES = 4 * 1024 * 1024;
+const DEFAULT_COALESCE_BYTES = 4 * 1024 * 1024;
 
 const WIRE_KEYS = [
   'codec',

@@ -771,7 +771,7 @@ function popcount(bits: Uint8Array, at: number, n: number): number {
   return c;
 }
 
-export interface FlatEncoderOptions extends ParquetWriteOptions {
+interface FlatEncoderOptions extends ParquetWriteOptions {
   /** Top-level string/binary columns never dictionary-encoded (mostly distinct values). */
   plainColumns?: readonly string[];
 }

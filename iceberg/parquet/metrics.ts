@@ -18,8 +18,6 @@ import type { IcebergType, PrimitiveType, Schema } from '../spec/types';
 export type MetricsMode = { kind: 'none' } | { kind: 'counts' } | { kind: 'truncate'; length: number } | { kind: 'full' };
 
 export const DEFAULT_METRICS_MODE: MetricsMode = { kind: 'truncate', length: 16 };
-/** Iceberg's `write.metadata.metrics.max-inferred-column-defaults` default (spec/table-properties.ts). */
-export { MAX_INFERRED_COLUMN_DEFAULTS } from '../spec/table-properties';
 
 export function parseMetricsMode(s: string): MetricsMode {
   const v = s.trim().toLowerCase();
@@ -484,12 +482,12 @@ function boolMinMax(values: Uint8Array, valueOff: number, start: number, end: nu
  * Event payloads often share long prefixes: comparing whole values made the min/max scan the
  * largest cost of the encoder thread (bench/cycle-phases.ts profile: 703 ms of 5.6 s).
  */
-export function boundPrefixBytes(mode: MetricsMode, type: string): number {
+function boundPrefixBytes(mode: MetricsMode, type: string): number {
   if (mode.kind !== 'truncate') return Infinity;
   return type === 'string' ? 4 * mode.length + 1 : mode.length + 1;
 }
 
-export function byteRangeMinMax(
+function byteRangeMinMax(
   offs: Int32Array | BigInt64Array,
   bytes: Uint8Array,
   start: number,

@@ -64,7 +64,7 @@ export async function writePartitionedRows(
  * paid for copying and promoting them; 2048 read 7% faster at 1 and at 4 partitions in three
  * paired bench/cycle-phases.ts runs each (the encoder thread, mostly idle, takes the extra batches).
  */
-export const PARTITIONED_BATCH_ROWS = 2048;
+const PARTITIONED_BATCH_ROWS = 2048;
 
 export interface PartitionedRowWriterOptions extends PartitionedWriteOptions {
   /** Where files are encoded (default: this thread); EncoderPool.open encodes on worker threads. */

@@ -22,10 +22,6 @@ export const PARQUET_FIELD_ID_KEY = 'PARQUET:field_id';
 
 const idMeta = (id: number): Map<string, string> => new Map([[PARQUET_FIELD_ID_KEY, String(id)]]);
 
-export function isPrimitive(type: IcebergType): type is PrimitiveType {
-  return typeof type === 'string';
-}
-
 /** Arrow type for an Iceberg type (nested element/key/value fields carry their ids). */
 export function icebergToArrowType(type: IcebergType): arrow.DataType {
   if (typeof type === 'string') return primitiveToArrow(type);

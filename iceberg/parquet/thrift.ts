@@ -11,7 +11,7 @@
  */
 
 /** Compact-protocol type codes. */
-export const T = {
+const T = {
   TRUE: 1,
   FALSE: 2,
   I32: 5,
@@ -47,7 +47,7 @@ export const list = (elem: 'i32' | 'binary' | 'struct', v: ReadonlyArray<number 
 const ELEM: Record<'i32' | 'binary' | 'struct', number> = { i32: T.I32, binary: T.BINARY, struct: T.STRUCT };
 const utf8 = new TextEncoder();
 
-export class CompactWriter {
+class CompactWriter {
   private buf = new Uint8Array(256);
   private pos = 0;
 

@@ -17,7 +17,7 @@ import type { IcebergType, NestedField, PrimitiveType } from './types';
 import { parseDecimalType, parseFixedType } from './conversions';
 
 /** avsc long that is a bigint in JS (avsc hands us / expects 8 little-endian bytes). */
-export const LONG = avro.types.LongType.__with({
+const LONG = avro.types.LongType.__with({
   fromBuffer: (buf: Buffer) => buf.readBigInt64LE(0),
   toBuffer: (n: bigint) => {
     const b = Buffer.alloc(8);
@@ -39,7 +39,7 @@ const typeOpts = (): Record<string, unknown> => ({
 });
 const typeCache = new Map<string, avro.Type>();
 /** Builds (and caches: avsc compiles code per type) an avsc type with bigint longs. Logical types stay raw. */
-export const avroType = (schema: unknown): avro.Type => {
+const avroType = (schema: unknown): avro.Type => {
   const key = JSON.stringify(schema);
   let t = typeCache.get(key);
   if (!t) {
@@ -119,7 +119,7 @@ export function readAvroFile(bytes: Uint8Array, location = '<buffer>'): AvroFile
 }
 
 /** An object container file opened for reading: its header now, its records one at a time. */
-export interface AvroRecordSource {
+interface AvroRecordSource {
   schema: AvroSchemaJson;
   metadata: Record<string, string>;
   /**
@@ -296,14 +296,14 @@ export function primitiveToAvro(t: PrimitiveType): AvroSchemaJson {
 }
 
 /** Smallest byte count whose two's complement holds `precision` decimal digits (Java TypeUtil). */
-export function decimalRequiredBytes(precision: number): number {
+function decimalRequiredBytes(precision: number): number {
   let bytes = 1;
   while (2 ** (8 * bytes - 1) < 10 ** precision) bytes++;
   return bytes;
 }
 
 /** An Iceberg struct field list as an Avro record (optional fields are ["null", T] unions). */
-export function structToAvro(name: string, fields: NestedField[]): AvroSchemaObject {
+function structToAvro(name: string, fields: NestedField[]): AvroSchemaObject {
   return {
     type: 'record',
     name,

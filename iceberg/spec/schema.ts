@@ -23,8 +23,6 @@ export function fieldById(schema: Schema, id: number): NestedField {
   return r.field;
 }
 
-export const isPrimitive = (t: IcebergType): t is Extract<IcebergType, string> => typeof t === 'string';
-
 /**
  * An Iceberg type as one readable string in the config's grammar (`long`, `decimal(9,2)`,
  * `list<string>`, `struct<a: int not null>`): a required struct field, list element or map value

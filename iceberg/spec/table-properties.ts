@@ -158,10 +158,6 @@ export const writeMetadataPath = (props: TableProperties): string | undefined =>
 export const metadataDirectory = (m: { location: string; properties: TableProperties }): string =>
   writeMetadataPath(m.properties) ?? `${m.location.replace(/\/+$/, '')}/metadata`;
 
-/** Where data files go: `write.data.path`, else `<location>/data`. */
-export const dataDirectory = (m: { location: string; properties: TableProperties }): string =>
-  m.properties[WRITE_DATA_PATH] ? m.properties[WRITE_DATA_PATH].replace(/\/+$/, '') : `${m.location.replace(/\/+$/, '')}/data`;
-
 /**
  * `write.metadata.previous-versions-max`: at least 1, default 100. A value of 0 means the
  * default, as it always has here (Java would clamp it to 1).

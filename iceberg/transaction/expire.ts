@@ -59,7 +59,7 @@ export function snapshotsToExpire(
   return { expire, retain };
 }
 
-export interface UnreachableOptions {
+interface UnreachableOptions {
   /**
    * A manifest list or manifest that only expired snapshots reach and that is already gone counts
    * as deleted instead of failing the scan. Sound only when deletion goes in phases (all data files,

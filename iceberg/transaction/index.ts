@@ -6,5 +6,5 @@ export { FastAppend, RewriteFiles, SnapshotProducer, newSnapshotId } from './sna
 export type { PendingCommit, TableAction } from './snapshot-producer';
 export { ExpireSnapshots, snapshotsToExpire, unreachableFiles } from './expire';
 export type { ExpireSnapshotsOptions, ExpiredFiles } from './expire';
-export { Transaction, expireSnapshots, fastAppend, rewriteFiles } from './transaction';
-export type { CommitOptions, CommitResult, RetryOptions } from './transaction';
+export { ALREADY_COMMITTED, Transaction, expireSnapshots, fastAppend, rewriteFiles } from './transaction';
+export type { CommitOptions, CommitResult, RetryOptions, ValidateOutcome } from './transaction';

@@ -5,13 +5,6 @@
  * under-filled bin holds the newest manifests; that bin is merged only once it has
  * `commit.manifest.min-count-to-merge` manifests, every other multi-manifest bin is merged.
  */
-export {
-  MANIFEST_TARGET_SIZE_BYTES,
-  MANIFEST_TARGET_SIZE_BYTES_DEFAULT,
-  MANIFEST_MIN_MERGE_COUNT,
-  MANIFEST_MIN_MERGE_COUNT_DEFAULT,
-  MANIFEST_MERGE_ENABLED,
-} from '../spec/table-properties';
 
 /** Java ListPacker(target, lookback=1).packEnd: bins in original order, the remainder bin first. */
 export function packEnd<T>(items: T[], weight: (t: T) => number, target: number): T[][] {

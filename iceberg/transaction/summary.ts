@@ -5,7 +5,7 @@
 import { partitionKey } from '../spec/partition';
 import { type DataFile, DataFileContent, type Snapshot, type SnapshotOperation } from '../spec/types';
 
-export interface SummaryDelta {
+interface SummaryDelta {
   added: DataFile[];
   deleted: DataFile[];
 }

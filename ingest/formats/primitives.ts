@@ -18,7 +18,7 @@ import type { RowValue } from './row';
 export type Convert = (v: unknown) => RowValue;
 
 /** A primitive column's configured type (the headers map's type included: it is a string too). */
-export type PrimitiveColumnType = Exclude<ColumnConfig['type'], NestedTypeConfig>;
+type PrimitiveColumnType = Exclude<ColumnConfig['type'], NestedTypeConfig>;
 
 /** String.prototype.isWellFormed / toWellFormed (ES2024, in Node 20; not in this project's TS lib). */
 export type Es2024String = string & { isWellFormed(): boolean; toWellFormed(): string };
@@ -126,7 +126,7 @@ function fractionMicros(col: string, frac: string | undefined, v: unknown, what:
  * An ISO-8601 timestamp's parts, as /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?$/
  * captures them (as numbers).
  */
-export interface IsoTimestamp {
+interface IsoTimestamp {
   y: number;
   mo: number;
   d: number;

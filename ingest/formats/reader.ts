@@ -21,7 +21,7 @@ import type { Row, RowValue } from './row';
 import { registryClient, unframe, writerSchema, type WriterSchema } from './registry';
 import { planUnion, valueStruct } from './union';
 
-export type ReadOutcome = { row: Row } | { wait: Promise<unknown> } | { evolve: Derived[]; schema: string };
+type ReadOutcome = { row: Row } | { wait: Promise<unknown> } | { evolve: Derived[]; schema: string };
 
 /** A record schema the table cannot take, with `onIncompatibleSchema: fail`: the caller stops the table with it. */
 export class SchemaIncompatibleStop extends Error {
@@ -35,7 +35,7 @@ type Compiled =
   | { kind: 'incompatible'; reason: string };
 
 /** The value's derived columns as the config shapes them: only `fields`, under `rename`'s names. */
-export function shapeValue(f: ValueFormatConfig, derived: readonly Derived[]): Derived[] {
+function shapeValue(f: ValueFormatConfig, derived: readonly Derived[]): Derived[] {
   const keep = f.fields ? new Set(f.fields) : undefined;
   return derived.filter((d) => keep === undefined || keep.has(d.name)).map((d) => ({ ...d, name: f.rename?.[d.name] ?? d.name }));
 }

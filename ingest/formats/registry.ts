@@ -35,7 +35,7 @@ export interface WriterSchema {
 }
 
 /** A record value's framing. */
-export interface Framed {
+interface Framed {
   id: number;
   /** Protobuf message indexes ([] for the first message). */
   indexes: number[];

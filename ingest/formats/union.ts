@@ -29,7 +29,7 @@ import {
 import { takesAsIs, type Derived } from './convert';
 import { newSchemaCommit } from '../schema-commit';
 
-export interface UnionPlan {
+interface UnionPlan {
   /** The united top-level fields (the table's, then the new ones), ids assigned. */
   fields: NestedField[];
   lastColumnId: number;

@@ -22,7 +22,7 @@ const java = () => process.env.FLOE_JAVA ?? 'java';
 const MAIN_CLASS = 'org.apache.iceberg.rest.RESTCatalogServer';
 
 /** Beside SeaweedFS's own Iceberg REST catalog on 8181. */
-export const ICEBERG_REST_PORT = 8182;
+const ICEBERG_REST_PORT = 8182;
 export const icebergRestUri = (): string => `http://127.0.0.1:${ICEBERG_REST_PORT}`;
 
 /** Where the fixture server keeps tables: its own prefix in the stack's bucket. */

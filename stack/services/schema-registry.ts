@@ -158,6 +158,3 @@ export const schemaRegistry: Service = {
     removeFile(pidFile());
   },
 };
-
-/** The Confluent-compatible base URL (…/apis/ccompat/v7) tests and clients use. */
-export const schemaRegistryUrl = (): string => stackEnv().schemaRegistry.url;

@@ -14,7 +14,7 @@ import { DEBIAN } from '../versions';
 // default; it is what the TLS connection tests (test/integration/temporal-tls.test.ts) and a user
 // trying TEMPORAL_TLS_* locally connect to.
 
-export const TEMPORAL_TLS_PORT = 7243;
+const TEMPORAL_TLS_PORT = 7243;
 
 const p = () => stackPaths();
 const nginxDir = () => join(p().home, 'nginx');

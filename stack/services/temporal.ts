@@ -110,7 +110,7 @@ async function registerSearchAttributes(): Promise<void> {
   }
 }
 
-export function splitHostPort(address: string): [string, number] {
+function splitHostPort(address: string): [string, number] {
   const i = address.lastIndexOf(':');
   return [address.slice(0, i).replace(/^\[|\]$/g, ''), Number(address.slice(i + 1))];
 }

@@ -6,11 +6,18 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Client } from 'pg';
-import { PostgresDialect, SqlCatalog, catalogFromConfig } from '../../iceberg/catalog';
-import { isIcebergError } from '../../iceberg/errors';
-import { S3FileIO } from '../../iceberg/io';
-import { newTableMetadata, parseMetadataVersion } from '../../iceberg/spec/metadata';
-import type { Schema, Snapshot, TableMetadata } from '../../iceberg/spec/types';
+import {
+  PostgresDialect,
+  SqlCatalog,
+  catalogFromConfig,
+  isIcebergError,
+  S3FileIO,
+  newTableMetadata,
+  parseMetadataVersion,
+  type Schema,
+  type Snapshot,
+  type TableMetadata,
+} from '../../iceberg';
 import { ensureStack } from '../../stack';
 import type { StackEnv } from '../../stack';
 

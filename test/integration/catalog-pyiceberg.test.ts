@@ -10,9 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { SqlCatalog, SqliteDialect } from '../../iceberg/catalog';
-import { LocalFileIO } from '../../iceberg/io';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
+import { SqlCatalog, SqliteDialect, LocalFileIO, newTableMetadata } from '../../iceberg';
 import { runPythonJson, stackEnv } from '../../stack';
 
 const python = stackEnv().python.python;

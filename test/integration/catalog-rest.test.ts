@@ -7,12 +7,17 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { catalogFromConfig, RestCatalog } from '../../iceberg/catalog';
-import type { Catalog } from '../../iceberg/catalog';
-import { isIcebergError } from '../../iceberg/errors';
-import type { FileIO } from '../../iceberg/io';
-import { newTableMetadata, parseTableMetadata } from '../../iceberg/spec/metadata';
-import type { Snapshot, TableMetadata } from '../../iceberg/spec/types';
+import {
+  catalogFromConfig,
+  RestCatalog,
+  isIcebergError,
+  newTableMetadata,
+  parseTableMetadata,
+  type Catalog,
+  type FileIO,
+  type Snapshot,
+  type TableMetadata,
+} from '../../iceberg';
 import { ensureStack } from '../../stack';
 import type { StackEnv } from '../../stack';
 

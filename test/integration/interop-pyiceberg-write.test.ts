@@ -10,13 +10,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Catalog } from '../../iceberg/catalog/catalog';
-import type { FileIO } from '../../iceberg/io/file-io';
-import { planTasks } from '../../iceberg/scan';
-import { readManifestList } from '../../iceberg/spec/manifest-list';
-import { currentSchema, defaultSpec } from '../../iceberg/spec/metadata';
-import { partitionKey, partitionRecord } from '../../iceberg/spec/partition';
-import type { DataFile, PartitionSpec, Schema } from '../../iceberg/spec/types';
+import {
+  planTasks,
+  readManifestList,
+  currentSchema,
+  defaultSpec,
+  partitionKey,
+  partitionRecord,
+  type Catalog,
+  type FileIO,
+  type DataFile,
+  type PartitionSpec,
+  type Schema,
+} from '../../iceberg';
 import { ensureStack } from '../../stack';
 import { canonRows, canonValue, columnsOf, sortRows } from '../oracles/canonical';
 import {

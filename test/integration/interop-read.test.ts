@@ -14,12 +14,17 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Catalog } from '../../iceberg/catalog/catalog';
-import type { FileIO } from '../../iceberg/io/file-io';
-import { planFiles, type PartitionPredicate } from '../../iceberg/scan';
-import { applyTransform } from '../../iceberg/spec/partition';
-import { fromBytes } from '../../iceberg/spec/conversions';
-import type { DataFile, PartitionSpec, Schema } from '../../iceberg/spec/types';
+import {
+  planFiles,
+  applyTransform,
+  fromBytes,
+  type Catalog,
+  type FileIO,
+  type PartitionPredicate,
+  type DataFile,
+  type PartitionSpec,
+  type Schema,
+} from '../../iceberg';
 import { ensureStack } from '../../stack';
 import { canonRows, canonValue, columnsOf, type CanonRow } from '../oracles/canonical';
 import { appendRows, backend, createTable, dropWarehouse, liveFiles, open, type Backend, type BackendKind } from '../oracles/floe-table';

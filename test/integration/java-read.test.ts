@@ -11,8 +11,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { writeParquetFile, type Columns, type ParquetWriteOptions } from '../../iceberg/parquet';
-import type { Schema } from '../../iceberg/spec/types';
+import { writeParquetFile, type Columns, type ParquetWriteOptions, type Schema } from '../../iceberg';
 import { stackPaths } from '../../stack/paths';
 import { columns, isNullRow, schema } from '../fixtures/flat-table';
 

@@ -10,10 +10,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ensureStack } from '../../stack/stack';
 import { openTables } from '../../table/tables';
-import { parseIdentifier } from '../../iceberg/catalog/catalog';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import { METADATA_PREVIOUS_VERSIONS_MAX } from '../../iceberg/spec/table-properties';
-import { Transaction } from '../../iceberg/transaction/transaction';
+import { METADATA_PREVIOUS_VERSIONS_MAX, Transaction, newTableMetadata, parseIdentifier } from '../../iceberg';
 import { deleteExpiredFiles, expireSnapshotsCommit } from '../../maintenance/expire';
 import { engineReads, maintenanceTestConfig, orderRows, seedSmallFiles } from './maintenance-oracles';
 

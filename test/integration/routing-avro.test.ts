@@ -26,7 +26,7 @@ import { loadConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest } from '../../client';
 import { openTables } from '../../table/tables';
 import { readCursor } from '../../table/cursor';
-import { currentSchema } from '../../iceberg/spec/metadata';
+import { currentSchema } from '../../iceberg';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages } from '../support/produce';
 import { serializeWithConfluent } from '../support/registry';

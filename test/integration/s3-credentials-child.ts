@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../config';
 import { checkStorageCredentials, s3Options } from '../../table/storage';
 import { openTables } from '../../table/tables';
-import { S3FileIO } from '../../iceberg/io';
+import { S3FileIO } from '../../iceberg';
 
 const [configPath, location] = process.argv.slice(2);
 

@@ -4,9 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { isIcebergError } from '../../iceberg/errors';
-import { S3FileIO } from '../../iceberg/io';
-import type { FileInfo } from '../../iceberg/io';
+import { isIcebergError, S3FileIO, type FileInfo } from '../../iceberg';
 import { ensureStack } from '../../stack';
 import type { StackEnv } from '../../stack';
 

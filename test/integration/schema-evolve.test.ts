@@ -20,7 +20,7 @@ import { verifyTable } from '../../demo/verify';
 import { loadConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest } from '../../client';
 import { openTables } from '../../table/tables';
-import { currentSchema } from '../../iceberg/spec/metadata';
+import { currentSchema } from '../../iceberg';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages } from '../support/produce';
 

@@ -5,8 +5,15 @@
  * (a float32 is widened exactly), decimals as unscaled integers, bytes as hex.
  */
 import type * as arrow from 'apache-arrow';
-import { parseDecimalType, parseFixedType, unscaledDecimal, uuidFromBytes, uuidToBytes } from '../../iceberg/spec/conversions';
-import type { PrimitiveType, Schema } from '../../iceberg/spec/types';
+import {
+  parseDecimalType,
+  parseFixedType,
+  unscaledDecimal,
+  uuidFromBytes,
+  uuidToBytes,
+  type PrimitiveType,
+  type Schema,
+} from '../../iceberg';
 
 export type Canon = string | boolean | null;
 export type CanonRow = Canon[];

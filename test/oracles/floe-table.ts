@@ -7,21 +7,30 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Catalog } from '../../iceberg/catalog/catalog';
-import { catalogFromConfig, type SqlCatalogConfig } from '../../iceberg/catalog/config';
-import type { FileIO } from '../../iceberg/io/file-io';
 import {
+  catalogFromConfig,
   parquetWriteOptionsFromProperties,
   readParquetBatches,
   writePartitionedRows,
   RollingParquetWriter,
+  planFiles,
+  currentSchema,
+  newTableMetadata,
+  specById,
+  partitionKey,
+  partitionPath,
+  Transaction,
+  type Catalog,
+  type SqlCatalogConfig,
+  type FileIO,
   type Row,
-} from '../../iceberg/parquet';
-import { planFiles } from '../../iceberg/scan';
-import { currentSchema, newTableMetadata, specById } from '../../iceberg/spec/metadata';
-import { partitionKey, partitionPath } from '../../iceberg/spec/partition';
-import type { DataFile, LoadedTable, PartitionSpec, Schema, TableIdentifier, TableMetadata } from '../../iceberg/spec/types';
-import { Transaction } from '../../iceberg/transaction';
+  type DataFile,
+  type LoadedTable,
+  type PartitionSpec,
+  type Schema,
+  type TableIdentifier,
+  type TableMetadata,
+} from '../../iceberg';
 import { stackEnv } from '../../stack';
 import { canonBatch, type CanonRow } from './canonical';
 import type { OracleCatalog } from './oracle';

@@ -6,10 +6,7 @@
  * line: what it committed and how each attempt ended. Exits 0 unless something unexpected broke.
  */
 import { existsSync } from 'node:fs';
-import type { SqlCatalogConfig } from '../../iceberg/catalog/config';
-import { isIcebergError } from '../../iceberg/errors';
-import { parseIdentifier } from '../../iceberg/catalog/catalog';
-import { snapshotById } from '../../iceberg/spec/metadata';
+import { isIcebergError, parseIdentifier, snapshotById, type SqlCatalogConfig } from '../../iceberg';
 import { appendRows, compact, liveFiles, open, type Backend } from './floe-table';
 import { setTimeout as sleep } from 'node:timers/promises';
 

@@ -5,7 +5,7 @@
  */
 import type { FloeConfig } from '../../config';
 import { openTables, type Tables } from '../../table/tables';
-import { planFiles } from '../../iceberg/scan';
+import { planFiles } from '../../iceberg';
 
 export async function unreferencedDataFiles(tables: Tables, table: string): Promise<string[]> {
   const loaded = await tables.load(table);

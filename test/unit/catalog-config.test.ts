@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { catalogFromConfig, SqlCatalog, sqlitePathFromUri, validateCatalogConfig } from '../../iceberg/catalog';
-import { isIcebergError } from '../../iceberg/errors';
+import { catalogFromConfig, SqlCatalog, sqlitePathFromUri, validateCatalogConfig, isIcebergError } from '../../iceberg';
 
 const root = mkdtempSync(join(tmpdir(), 'floe-catcfg-'));
 after(() => rmSync(root, { recursive: true, force: true }));

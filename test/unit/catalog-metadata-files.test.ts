@@ -6,12 +6,19 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { listAllTables, locationContains, overlappingTables, tableLocations } from '../../iceberg/catalog/locations';
-import { METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX } from '../../iceberg/catalog/metadata-files';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import type { Schema, TableIdentifier } from '../../iceberg/spec/types';
+import {
+  MemoryCatalog,
+  listAllTables,
+  locationContains,
+  overlappingTables,
+  tableLocations,
+  METADATA_DELETE_AFTER_COMMIT,
+  METADATA_PREVIOUS_VERSIONS_MAX,
+  MemoryFileIO,
+  newTableMetadata,
+  type Schema,
+  type TableIdentifier,
+} from '../../iceberg';
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
 

@@ -12,14 +12,20 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX } from '../../iceberg/catalog/metadata-files';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { newTableMetadata, serializeTableMetadata } from '../../iceberg/spec/metadata';
-import type { DataFile, Schema, TableIdentifier } from '../../iceberg/spec/types';
-import { snapshotsToExpire } from '../../iceberg/transaction/expire';
-import { Transaction } from '../../iceberg/transaction/transaction';
-import { MAIN_BRANCH } from '../../iceberg/spec/metadata';
+import {
+  MemoryCatalog,
+  METADATA_DELETE_AFTER_COMMIT,
+  METADATA_PREVIOUS_VERSIONS_MAX,
+  MemoryFileIO,
+  newTableMetadata,
+  serializeTableMetadata,
+  snapshotsToExpire,
+  Transaction,
+  MAIN_BRANCH,
+  type DataFile,
+  type Schema,
+  type TableIdentifier,
+} from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',

@@ -5,12 +5,17 @@
 import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import { test } from 'node:test';
-import { catalogFromConfig, validateCatalogConfig } from '../../iceberg/catalog/config';
-import { configSecrets, redactError, redactSecrets } from '../../iceberg/catalog/redact';
-import { SqlCatalog } from '../../iceberg/catalog/sql';
-import { PostgresDialect } from '../../iceberg/catalog/sql-postgres';
-import { RestCatalog } from '../../iceberg/catalog/rest';
-import { MemoryFileIO } from '../../iceberg/io/memory';
+import {
+  catalogFromConfig,
+  validateCatalogConfig,
+  configSecrets,
+  redactError,
+  redactSecrets,
+  SqlCatalog,
+  PostgresDialect,
+  RestCatalog,
+  MemoryFileIO,
+} from '../../iceberg';
 
 const PW = 'Sup3r-Secret-pw';
 

@@ -7,11 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RestCatalog, type TableStorageConfig } from '../../iceberg/catalog/rest';
-import { ScopedFileIO } from '../../iceberg/io/resolve';
-import type { S3FileIO } from '../../iceberg/io/s3';
-import { newTableMetadata, serializeTableMetadata } from '../../iceberg/spec/metadata';
-import type { Schema } from '../../iceberg/spec/types';
+import {
+  RestCatalog,
+  ScopedFileIO,
+  newTableMetadata,
+  serializeTableMetadata,
+  type TableStorageConfig,
+  type S3FileIO,
+  type Schema,
+} from '../../iceberg';
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
 const table = newTableMetadata({ location: 's3://b/wh/db/t', schema, tableUuid: '11111111-2222-3333-4444-555555555555' });

@@ -13,9 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { RestCatalog } from '../../iceberg/catalog';
-import { newTableMetadata, serializeTableMetadata } from '../../iceberg/spec/metadata';
-import type { Schema } from '../../iceberg/spec/types';
+import { RestCatalog, catalogFromConfig, newTableMetadata, serializeTableMetadata, type Schema } from '../../iceberg';
 
 const KEYS = {
   accessKeyId: 'AKIDEXAMPLE',
@@ -134,7 +132,6 @@ test('an OAuth2 bearer beside SigV4 moves to Original-Authorization; default sig
 
 test('catalogFromConfig: rest.sigv4-enabled, rest.signing-region, rest.signing-name from properties (Glue)', async () => {
   recorded.length = 0;
-  const { catalogFromConfig } = await import('../../iceberg/catalog/config');
   const prev = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
   // The default chain: keys from the environment, as on a machine with a role they would come from IMDS.
   process.env['AWS_ACCESS_KEY_ID'] = KEYS.accessKeyId;

@@ -7,10 +7,15 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { RestCatalog } from '../../iceberg/catalog';
-import { isIcebergError } from '../../iceberg/errors';
-import { newTableMetadata, parseIcebergJson, serializeTableMetadata } from '../../iceberg/spec/metadata';
-import type { Schema, TableMetadata } from '../../iceberg/spec/types';
+import {
+  RestCatalog,
+  isIcebergError,
+  newTableMetadata,
+  parseIcebergJson,
+  serializeTableMetadata,
+  type Schema,
+  type TableMetadata,
+} from '../../iceberg';
 
 interface Seen {
   method: string;

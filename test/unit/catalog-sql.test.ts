@@ -6,12 +6,21 @@ import { basename, join } from 'node:path';
 import { after, test } from 'node:test';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
-import { SqlCatalog, SqliteDialect, withPreviousMetadata } from '../../iceberg/catalog';
-import { isIcebergError } from '../../iceberg/errors';
-import { LocalFileIO } from '../../iceberg/io';
-import { newTableMetadata, parseMetadataVersion } from '../../iceberg/spec/metadata';
-import type { Schema, Snapshot, TableIdentifier, TableMetadata } from '../../iceberg/spec/types';
-import type { TableRequirement, TableUpdate } from '../../iceberg/transaction/updates';
+import {
+  SqlCatalog,
+  SqliteDialect,
+  withPreviousMetadata,
+  isIcebergError,
+  LocalFileIO,
+  newTableMetadata,
+  parseMetadataVersion,
+  type Schema,
+  type Snapshot,
+  type TableIdentifier,
+  type TableMetadata,
+  type TableRequirement,
+  type TableUpdate,
+} from '../../iceberg';
 
 const root = mkdtempSync(join(tmpdir(), 'floe-sqlcat-'));
 after(() => rmSync(root, { recursive: true, force: true }));

@@ -8,24 +8,30 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import type { Catalog } from '../../iceberg/catalog/catalog';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { METADATA_DELETE_AFTER_COMMIT, METADATA_PREVIOUS_VERSIONS_MAX, WRITE_METADATA_PATH } from '../../iceberg/catalog/metadata-files';
-import { SqlCatalog } from '../../iceberg/catalog/sql';
-import { SqliteDialect } from '../../iceberg/catalog/sql-sqlite';
-import { stageTable } from '../../iceberg/catalog/stage';
-import { isIcebergError } from '../../iceberg/errors';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { newTableMetadata, parseMetadataVersion, parseTableMetadata } from '../../iceberg/spec/metadata';
 import {
+  MemoryCatalog,
+  METADATA_DELETE_AFTER_COMMIT,
+  METADATA_PREVIOUS_VERSIONS_MAX,
+  WRITE_METADATA_PATH,
+  SqlCatalog,
+  SqliteDialect,
+  stageTable,
+  isIcebergError,
+  MemoryFileIO,
+  newTableMetadata,
+  parseMetadataVersion,
+  parseTableMetadata,
   COMMIT_NUM_RETRIES,
   MAX_SNAPSHOT_AGE_MS,
   commitNumRetries,
   metadataDirectory,
   metadataPreviousVersionsMax,
   tableProperty,
-} from '../../iceberg/spec/table-properties';
-import type { Schema, TableIdentifier, TableMetadata } from '../../iceberg/spec/types';
+  type Catalog,
+  type Schema,
+  type TableIdentifier,
+  type TableMetadata,
+} from '../../iceberg';
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', required: true, type: 'long' }] };
 const id: TableIdentifier = { namespace: ['ns'], name: 't' };

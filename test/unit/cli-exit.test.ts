@@ -12,7 +12,7 @@ import { CommanderError } from 'commander';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { ConfigError, findTable, type FloeConfig } from '../../config';
-import { IcebergError } from '../../iceberg/errors';
+import { IcebergError } from '../../iceberg';
 import { InvalidWindowError } from '../../maintenance/window';
 import { resolveConfigPath } from '../../cli/config-path';
 import { CliError, EXIT, EXIT_CODES, exitCodeOf, usage } from '../../cli/exit';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../config';
 import { resolveTemporalTarget } from '../../client/connection';
 import { s3Options, storageCredentialsRequired } from '../../table/storage';
-import { S3FileIO } from '../../iceberg/io';
+import { S3FileIO } from '../../iceberg';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-conn-'));
 const file = (name: string, text: string) => {

@@ -10,10 +10,10 @@ import {
   fromBytes,
   toBytes,
   unscaledDecimal,
+  isIcebergError,
   type PrimitiveValue,
-} from '../../iceberg/spec/conversions';
-import { isIcebergError } from '../../iceberg/errors';
-import type { PrimitiveType } from '../../iceberg/spec/types';
+  type PrimitiveType,
+} from '../../iceberg';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 

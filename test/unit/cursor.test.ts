@@ -14,7 +14,7 @@ import {
   readDeadLetterCursor,
   deadLetterCursorProperty,
 } from '../../table/cursor';
-import type { Snapshot, TableMetadata } from '../../iceberg/spec/types';
+import type { Snapshot, TableMetadata } from '../../iceberg';
 
 const snap = (id: bigint, parent: bigint | undefined, summary: Record<string, string>): Snapshot => ({
   'snapshot-id': id,

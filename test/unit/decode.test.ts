@@ -6,13 +6,16 @@ import { MAYBE_UNSAFE_DECIMAL, parseJsonExact } from '../../ingest/formats/json'
 import { isoTimestamp, parseIsoTimestamp } from '../../ingest/formats/primitives';
 import type { ColumnConfig } from '../../config';
 import { schemaOf } from '../../ingest/tables';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { readParquetTable, writePartitionedRows } from '../../iceberg/parquet';
-import { planFiles } from '../../iceberg/scan';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import type { Schema } from '../../iceberg/spec/types';
-import { fastAppend } from '../../iceberg/transaction';
+import {
+  MemoryCatalog,
+  MemoryFileIO,
+  readParquetTable,
+  writePartitionedRows,
+  planFiles,
+  newTableMetadata,
+  fastAppend,
+  type Schema,
+} from '../../iceberg';
 
 const cols: ColumnConfig[] = [
   { name: 'id', type: 'long', required: true },

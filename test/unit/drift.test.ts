@@ -2,8 +2,16 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseColumnType, parseConfig, type TableConfig } from '../../config';
 import { checkIngestTablesDrift, checkTableDrift, tableDriftMessage, TableDriftError } from '../../ingest/drift';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import type { IcebergType, ListType, MapType, NestedField, PartitionField, StructType, TableMetadata } from '../../iceberg/spec/types';
+import {
+  newTableMetadata,
+  type IcebergType,
+  type ListType,
+  type MapType,
+  type NestedField,
+  type PartitionField,
+  type StructType,
+  type TableMetadata,
+} from '../../iceberg';
 import { deadLetterColumns, schemaOf } from '../../ingest/tables';
 
 const cfg = (over: Record<string, unknown> = {}): TableConfig =>

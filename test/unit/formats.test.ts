@@ -6,7 +6,7 @@ import { decimalOf } from '../../ingest/formats/convert';
 import { unframe, writerSchema } from '../../ingest/formats/registry';
 import { planUnion, withDerived } from '../../ingest/formats/union';
 import { DecodeError } from '../../ingest/formats/errors';
-import type { Schema, TableMetadata } from '../../iceberg/spec/types';
+import type { Schema, TableMetadata } from '../../iceberg';
 
 const ORDER_AVRO = {
   type: 'record',

@@ -1,19 +1,25 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { readAvroFile } from '../../iceberg/spec/avro';
-import { decodeManifest, encodeManifest, inheritFromManifest, UNASSIGNED_SEQ } from '../../iceberg/spec/manifest';
-import { decodeManifestList, encodeManifestList } from '../../iceberg/spec/manifest-list';
-import { dataFileFromWire, dataFileToWire } from '../../iceberg/spec/data-file';
-import { toPartitionValue } from '../../iceberg/spec/partition';
 import {
-  type DataFile,
+  readAvroFile,
+  writeAvroFile,
+  decodeManifest,
+  encodeManifest,
+  inheritFromManifest,
+  UNASSIGNED_SEQ,
+  decodeManifestList,
+  encodeManifestList,
+  dataFileFromWire,
+  dataFileToWire,
+  toPartitionValue,
   DataFileContent,
   ManifestContent,
-  type ManifestEntry,
   ManifestEntryStatus,
+  type DataFile,
+  type ManifestEntry,
   type PartitionSpec,
   type Schema,
-} from '../../iceberg/spec/types';
+} from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',
@@ -208,7 +214,6 @@ test('reading resolves fields by id: PyIceberg-style names (data_sequence_number
   // rewrite the writer schema's field names as PyIceberg names them, keep ids
   const avro = readAvroFile(bytes);
   const renamed = JSON.parse(JSON.stringify(avro.schema).replace('"name":"sequence_number"', '"name":"data_sequence_number"'));
-  const { writeAvroFile } = require('../../iceberg/spec/avro') as typeof import('../../iceberg/spec/avro');
   const recs = avro.records.map((r) => {
     const o = { ...(r as Record<string, unknown>) };
     o['data_sequence_number'] = o['sequence_number'];

@@ -11,11 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { SqlCatalog, SqliteDialect, withPreviousMetadata } from '../../iceberg/catalog';
-import { applyUpdates } from '../../iceberg/catalog/apply';
-import { LocalFileIO } from '../../iceberg/io';
-import type { FileIO } from '../../iceberg/io/file-io';
 import {
+  SqlCatalog,
+  SqliteDialect,
+  withPreviousMetadata,
+  applyUpdates,
+  LocalFileIO,
   encodeTableMetadata,
   newTableMetadata,
   parseIcebergJson,
@@ -23,9 +24,11 @@ import {
   serializeTableMetadata,
   stringifyIcebergJson,
   withFrozenHistory,
-} from '../../iceberg/spec/metadata';
-import type { Snapshot, TableMetadata } from '../../iceberg/spec/types';
-import type { TableUpdate } from '../../iceberg/transaction/updates';
+  type FileIO,
+  type Snapshot,
+  type TableMetadata,
+  type TableUpdate,
+} from '../../iceberg';
 
 const schema = { type: 'struct' as const, 'schema-id': 0, fields: [{ id: 1, name: 'id', required: false, type: 'long' as const }] };
 const fresh = (): TableMetadata =>

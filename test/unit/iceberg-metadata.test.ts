@@ -2,16 +2,19 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { isIcebergError } from '../../iceberg/errors';
 import {
+  isIcebergError,
   metadataFileLocation,
   newTableMetadata,
   parseIcebergJson,
   parseTableMetadata,
   serializeTableMetadata,
-} from '../../iceberg/spec/metadata';
-import type { Schema, Snapshot, TableMetadata } from '../../iceberg/spec/types';
-import { applyUpdates, checkRequirements } from '../../iceberg/transaction/apply';
+  applyUpdates,
+  checkRequirements,
+  type Schema,
+  type Snapshot,
+  type TableMetadata,
+} from '../../iceberg';
 
 const fixture = (name: string): string => readFileSync(join(__dirname, '..', 'fixtures', 'iceberg', name), 'utf8');
 

@@ -1,11 +1,21 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import { type DataFile, DataFileContent, type Schema } from '../../iceberg/spec/types';
-import { filesTable, historyTable, manifestsTable, partitionsTable, planFiles, snapshotsTable } from '../../iceberg/scan';
-import { Transaction, fastAppend } from '../../iceberg/transaction';
+import {
+  MemoryCatalog,
+  MemoryFileIO,
+  newTableMetadata,
+  DataFileContent,
+  filesTable,
+  historyTable,
+  manifestsTable,
+  partitionsTable,
+  planFiles,
+  snapshotsTable,
+  Transaction,
+  fastAppend,
+  type DataFile,
+  type Schema,
+} from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',

@@ -1,14 +1,28 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { isIcebergError } from '../../iceberg/errors';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { readManifest } from '../../iceberg/spec/manifest';
-import { readManifestList } from '../../iceberg/spec/manifest-list';
-import { ancestors, currentSnapshot, newTableMetadata, parseTableMetadata } from '../../iceberg/spec/metadata';
-import { type DataFile, DataFileContent, ManifestEntryStatus, type Schema, type TableIdentifier } from '../../iceberg/spec/types';
-import { Transaction, expireSnapshots, fastAppend, rewriteFiles } from '../../iceberg/transaction';
-import { packEnd, planMerge } from '../../iceberg/transaction/merge';
+import {
+  MemoryCatalog,
+  IcebergError,
+  isIcebergError,
+  MemoryFileIO,
+  readManifest,
+  readManifestList,
+  ancestors,
+  currentSnapshot,
+  newTableMetadata,
+  parseTableMetadata,
+  DataFileContent,
+  ManifestEntryStatus,
+  Transaction,
+  expireSnapshots,
+  fastAppend,
+  rewriteFiles,
+  packEnd,
+  planMerge,
+  type DataFile,
+  type Schema,
+  type TableIdentifier,
+} from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',
@@ -179,7 +193,6 @@ test('Transaction retries a lost CAS with the same snapshot id and cleans only t
 
 test('CommitStateUnknown keeps every written file', async () => {
   const { io, catalog } = await setup();
-  const { IcebergError } = await import('../../iceberg/errors');
   catalog.beforeCommit = () => {
     throw new IcebergError('CommitStateUnknown', 'socket closed after send');
   };

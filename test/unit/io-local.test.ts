@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { isIcebergError } from '../../iceberg/errors';
-import { LocalFileIO, memoryFileIO, ResolvingFileIO, resolveFileIO, schemeOf, S3FileIO } from '../../iceberg/io';
+import { isIcebergError, LocalFileIO, memoryFileIO, ResolvingFileIO, resolveFileIO, schemeOf, S3FileIO } from '../../iceberg';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-io-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -12,10 +12,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { removeOrphanFiles } from '../../maintenance/orphans';
 import { expireSnapshotsCommit } from '../../maintenance/expire';
 import type { Tables } from '../../table/tables';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import type { Schema } from '../../iceberg/spec/types';
+import { MemoryCatalog, MemoryFileIO, newTableMetadata, type Schema } from '../../iceberg';
 import { clearPending, escapeSegment, isProtected, listPending, markPending, pendingDir, unescapeSegment } from '../../table/pending';
 import { InvalidWindowError, parseOptionalWindow, parseWindow, WINDOW_MAX_SKEW_MS } from '../../maintenance/window';
 

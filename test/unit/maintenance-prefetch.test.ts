@@ -1,7 +1,7 @@
 /** Compaction read-ahead: fetches in order within a byte budget, serves reads from the cache, releases. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MemoryFileIO } from '../../iceberg/io/memory';
+import { MemoryFileIO } from '../../iceberg';
 import { PrefetchingFileIO } from '../../maintenance/prefetch';
 
 async function io(sizes: number[]): Promise<{ mem: MemoryFileIO; files: Array<{ location: string; size: number }> }> {

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RewriteMemoryBudget, rewriteMemoryEstimate, summaryFileStats, REWRITE_READ_AHEAD_BYTES } from '../../maintenance/compact';
-import type { TableMetadata } from '../../iceberg/spec/types';
+import type { TableMetadata } from '../../iceberg';
 
 const MB = 1024 * 1024;
 

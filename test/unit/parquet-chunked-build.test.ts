@@ -14,10 +14,10 @@ import {
   readParquetTable,
   rowsToRecordBatch,
   writeParquetFile,
+  MemoryFileIO,
   type Row,
-} from '../../iceberg/parquet';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import type { Schema } from '../../iceberg/spec/types';
+  type Schema,
+} from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',

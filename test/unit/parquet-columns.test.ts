@@ -4,8 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { columnsToRecordBatch, icebergToArrowSchema, rowsToRecordBatch } from '../../iceberg/parquet';
-import type { Schema } from '../../iceberg/spec/types';
+import { columnsToRecordBatch, icebergToArrowSchema, rowsToRecordBatch, type Schema } from '../../iceberg';
 
 const schema: Schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 's', required: false, type: 'string' }] };
 

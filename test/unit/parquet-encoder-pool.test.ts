@@ -1,11 +1,17 @@
 /** Parquet encoding on worker threads (iceberg/parquet/encoder-pool.ts) against the same writer on this thread. */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { EncoderPool, type FileEncoder } from '../../iceberg/parquet/encoder-pool';
-import { icebergToArrowSchema, readParquetBatches, RollingParquetWriter, writeDataFile } from '../../iceberg/parquet';
-import { IcebergError } from '../../iceberg/errors';
-import type { Schema } from '../../iceberg/spec/types';
+import {
+  MemoryFileIO,
+  EncoderPool,
+  icebergToArrowSchema,
+  readParquetBatches,
+  RollingParquetWriter,
+  writeDataFile,
+  IcebergError,
+  type FileEncoder,
+  type Schema,
+} from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',

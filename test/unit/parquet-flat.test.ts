@@ -11,12 +11,11 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
-import { columnsToRecordBatch, encodeParquet, icebergToArrowSchema, readFooterFacts, writeParquetFile } from '../../iceberg/parquet';
+import { columnsToRecordBatch, encodeParquet, icebergToArrowSchema, readFooterFacts, writeParquetFile, type Schema } from '../../iceberg';
 import { FlatParquetEncoder, flatEncodable, MAX_INFLIGHT_BYTES } from '../../iceberg/parquet/flat-encoder';
 import { ParquetStreamWriter } from '../../iceberg/parquet/stream-writer';
 import { parquetWasm } from '../../iceberg/parquet/wasm';
 import { fromWire, toWire } from '../../iceberg/parquet/wire';
-import type { Schema } from '../../iceberg/spec/types';
 import { parquetFieldIds, parquetFooter, type Thrift } from './parquet-thrift';
 import { columns, schema, WORDS } from '../fixtures/flat-table';
 

@@ -9,10 +9,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { conformBatch, readParquetBatches, writeParquetFile } from '../../iceberg/parquet';
-import { formatDecimal, fromBytes } from '../../iceberg/spec/conversions';
-import type { PrimitiveType, Schema } from '../../iceberg/spec/types';
+import {
+  MemoryFileIO,
+  conformBatch,
+  readParquetBatches,
+  writeParquetFile,
+  formatDecimal,
+  fromBytes,
+  type PrimitiveType,
+  type Schema,
+} from '../../iceberg';
 
 function findPython(): string | undefined {
   const candidates = [

@@ -6,10 +6,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
-import { columnsToRecordBatch, icebergToArrowSchema, MetricsCollector } from '../../iceberg/parquet';
-import { truncateBinaryLower, truncateBinaryUpper, truncateStringLower, truncateStringUpper } from '../../iceberg/parquet/metrics';
-import { compareUnsignedBytes, toBytes, type PrimitiveValue } from '../../iceberg/spec/conversions';
-import type { PrimitiveType, Schema } from '../../iceberg/spec/types';
+import {
+  columnsToRecordBatch,
+  icebergToArrowSchema,
+  MetricsCollector,
+  truncateBinaryLower,
+  truncateBinaryUpper,
+  truncateStringLower,
+  truncateStringUpper,
+  compareUnsignedBytes,
+  toBytes,
+  type PrimitiveValue,
+  type PrimitiveType,
+  type Schema,
+} from '../../iceberg';
 import { prng } from '../../bench/support/prng';
 
 const TYPES: PrimitiveType[] = ['boolean', 'int', 'long', 'float', 'double', 'string', 'binary'];

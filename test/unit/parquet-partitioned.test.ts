@@ -1,10 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { PartitionedRowWriter, readParquetBatches } from '../../iceberg/parquet';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import { partitionKey, partitionRecord, partitioner, samePartition } from '../../iceberg/spec/partition';
-import type { PartitionSpec, Schema } from '../../iceberg/spec/types';
+import {
+  MemoryFileIO,
+  PartitionedRowWriter,
+  readParquetBatches,
+  newTableMetadata,
+  partitionKey,
+  partitionRecord,
+  partitioner,
+  samePartition,
+  type PartitionSpec,
+  type Schema,
+} from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',

@@ -1,9 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { readParquetBatches, RollingParquetWriter, writeDataFile } from '../../iceberg/parquet';
-import { fromBytes } from '../../iceberg/spec/conversions';
-import type { Schema } from '../../iceberg/spec/types';
+import { MemoryFileIO, readParquetBatches, RollingParquetWriter, writeDataFile, fromBytes, type Schema } from '../../iceberg';
 
 const schema: Schema = {
   type: 'struct',

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryFileIO } from '../../iceberg/io/memory';
 import {
+  MemoryFileIO,
   columnsToRecordBatch,
   readParquetTable,
   RollingParquetWriter,
   rowsToRecordBatch,
   writeParquetFile,
+  icebergToArrowSchema,
   type Row,
-} from '../../iceberg/parquet';
+  type Schema,
+} from '../../iceberg';
 import { ParquetStreamWriter } from '../../iceberg/parquet/stream-writer';
-import { icebergToArrowSchema } from '../../iceberg/parquet/schema';
-import type { Schema } from '../../iceberg/spec/types';
 import { parquetFieldIds, rowGroupStarts } from './parquet-thrift';
 
 const schema: Schema = {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as arrow from 'apache-arrow';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { isIcebergError } from '../../iceberg/errors';
 import {
+  MemoryFileIO,
+  isIcebergError,
   conformBatch,
   icebergToArrowSchema,
   metricsConfigFromProperties,
@@ -12,9 +12,11 @@ import {
   readParquetTable,
   truncateStringUpper,
   writeParquetFile,
-} from '../../iceberg/parquet';
-import { fromBytes, toBytes } from '../../iceberg/spec/conversions';
-import type { PrimitiveType, Schema } from '../../iceberg/spec/types';
+  fromBytes,
+  toBytes,
+  type PrimitiveType,
+  type Schema,
+} from '../../iceberg';
 import { parquetFieldIds, rowGroupStarts } from './parquet-thrift';
 
 const PRIMITIVES: PrimitiveType[] = [

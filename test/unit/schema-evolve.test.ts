@@ -8,15 +8,20 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { parseColumnType, type ColumnConfig } from '../../config';
-import { MemoryCatalog } from '../../iceberg/catalog/memory';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { currentSchema, newTableMetadata } from '../../iceberg/spec/metadata';
+import {
+  MemoryCatalog,
+  MemoryFileIO,
+  currentSchema,
+  newTableMetadata,
+  Transaction,
+  type ListType,
+  type MapType,
+  type StructType,
+} from '../../iceberg';
 import { addConfiguredColumns, AddColumns, columnsToAdd, nestedFieldsToAdd } from '../../ingest/evolve';
 import { checkTableDrift } from '../../ingest/drift';
-import type { ListType, MapType, StructType } from '../../iceberg/spec/types';
 import { type Tables } from '../../table/tables';
 import { schemaOf } from '../../ingest/tables';
-import { Transaction } from '../../iceberg/transaction';
 
 const v1: ColumnConfig[] = [
   { name: 'id', type: 'long', required: true },

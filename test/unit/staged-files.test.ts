@@ -5,12 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryFileIO } from '../../iceberg/io/memory';
-import { newTableMetadata } from '../../iceberg/spec/metadata';
-import { dataFileToWire } from '../../iceberg/spec/data-file';
-import { toPartitionValue } from '../../iceberg/spec/partition';
-import { readAvroFile } from '../../iceberg/spec/avro';
-import { type DataFile, DataFileContent, type Schema } from '../../iceberg/spec/types';
+import {
+  MemoryFileIO,
+  newTableMetadata,
+  dataFileToWire,
+  toPartitionValue,
+  readAvroFile,
+  DataFileContent,
+  type DataFile,
+  type Schema,
+} from '../../iceberg';
 import { isProtected } from '../../table/pending';
 import {
   STAGED_DIR,
