@@ -2,6 +2,17 @@
 # `npm test`: bring the local stack up (installs on first use under $FLOE_HOME), typecheck,
 # lint, format check (prettier), then every unit and integration test with node's runner. Exits non-zero if any step
 # fails; all steps run so one report shows every failure.
+#
+# On a 2-core machine (2026-12-07) the steps used to take 25 minutes one after the other, most of
+# it integration tests waiting (commit intervals, drains, worker and Python start-up). Now:
+#   1. stack up;
+#   2. typecheck, lint, format and the unit tests side by side (each step's output is held back
+#      and printed as one block, in this order, when all four are done);
+#   3. the integration tests that can share the stack, $FLOE_TEST_CONCURRENCY files at a time
+#      (default 3: the two cores are busy by then);
+#   4. the integration tests that must have the stack to themselves, one at a time: a file says
+#      so with a line `// npm test: alone (<why>)` (it stops or restarts a service, or asserts how
+#      fast something fails, which the load of other files would make flaky).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,23 +33,106 @@ step() {
   fi
 }
 
+# A step in the background: `start` runs it with its output to a file, `finish` waits for it and
+# prints that output as one block, framed like step's.
+held=$(mktemp -d "${TMPDIR:-/tmp}/floe-test-XXXXXX")
+trap 'rm -rf "$held"' EXIT
+declare -A started=()
+start() {
+  local name=$1; shift
+  local out="$held/${#started[@]}"
+  (
+    t0=$SECONDS
+    "$@" >"$out.log" 2>&1
+    rc=$?
+    echo "$((SECONDS - t0))" >"$out.s"
+    exit $rc
+  ) &
+  started[$name]="$! $out"
+}
+finish() {
+  local name=$1 pid out rc
+  read -r pid out <<<"${started[$name]}"
+  wait "$pid"
+  rc=$?
+  echo "=== $name"
+  cat "$out.log"
+  if [ $rc -eq 0 ]; then
+    echo "=== $name: ok ($(cat "$out.s") s)"
+  else
+    echo "=== $name: FAILED (exit $rc, $(cat "$out.s" 2>/dev/null || echo '?') s)"
+    status=1
+  fi
+}
+
 # Without a stack the integration tests cannot run; stop here with the stack's own error.
 step "stack up" npx tsx cli/stack-main.ts stack up || exit 1
-step "typecheck" npx tsc --noEmit -p .
-step "lint" npx eslint .
-step "format" npx prettier --check "**/*.{ts,mjs}"
 
 # find, not a shell glob: new test files are picked up without editing this script, and the
 # lists are sorted so runs are repeatable. Unit tests are pure (or start their own in-process
-# Temporal test server), so two run at once; integration tests share the one stack (and some
-# restart its services), so they run one at a time.
+# Temporal test server), so several run at once.
 mapfile -t units < <(find test/unit -name '*.test.ts' -type f 2>/dev/null | LC_ALL=C sort)
 mapfile -t integrations < <(find test/integration -name '*.test.ts' -type f 2>/dev/null | LC_ALL=C sort)
 if [ "${#units[@]}" -eq 0 ] || [ "${#integrations[@]}" -eq 0 ]; then
   echo "=== tests: FAILED (no test files found under test/unit or test/integration)"
   exit 1
 fi
-step "unit tests (${#units[@]} files)" node --import tsx --test --test-concurrency=2 --test-timeout=600000 "${units[@]}"
-step "integration tests (${#integrations[@]} files)" node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${integrations[@]}"
+# The longest files (as measured running 4 units or 3 integration files at a time) start first,
+# longest first, so that none of them starts last and runs on alone after the others are done;
+# the rest follow in sorted order. A name that no longer exists is ignored, and a new slow file
+# only costs time until it is added.
+first=(
+  test/unit/workflows-ingest.test.ts test/unit/workflows-maintenance.test.ts test/unit/workflows-topics.test.ts
+  test/unit/workflows-route.test.ts test/unit/parquet-flat.test.ts test/unit/workflows-replay.test.ts
+  test/unit/iceberg-transaction.test.ts
+  test/integration/pack.test.ts test/integration/payload-limit.test.ts test/integration/ingest.test.ts
+  test/integration/interop-concurrency.test.ts test/integration/topics.test.ts test/integration/registry-formats.test.ts
+  test/integration/maintenance-kills.test.ts test/integration/interop-read.test.ts test/integration/maintenance-compact.test.ts
+  test/integration/maintenance-orphans.test.ts test/integration/maintenance-compact-large.test.ts
+  test/integration/routing-avro.test.ts test/integration/catalog-secrets-logs.test.ts
+  test/integration/interop-pyiceberg-write.test.ts
+)
+longest_first() {
+  local f
+  local -A given=()
+  for f in "$@"; do given[$f]=1; done
+  for f in "${first[@]}"; do
+    if [ -n "${given[$f]:-}" ]; then
+      echo "$f"
+      unset "given[$f]"
+    fi
+  done
+  for f in "$@"; do if [ -n "${given[$f]:-}" ]; then echo "$f"; fi; done
+}
+mapfile -t units < <(longest_first "${units[@]}")
+mapfile -t integrations < <(longest_first "${integrations[@]}")
+# Integration tests share the one stack. Most make their own topics, tables, task queues,
+# namespaces and ports, so several run at once; the files marked `// npm test: alone (…)` run
+# afterwards, one at a time, with nothing else on the stack.
+alone=() together=()
+for f in "${integrations[@]}"; do
+  if grep -q '^// npm test: alone' "$f"; then alone+=("$f"); else together+=("$f"); fi
+done
+concurrency=${FLOE_TEST_CONCURRENCY:-3}
+# node's test runner (a process per file), starting the files in the order given (`node --test`
+# sorts them), with the spec report.
+runner=(node --import tsx scripts/run-tests.ts)
+
+start "typecheck" npx tsc --noEmit -p .
+start "lint" npm run --silent lint
+start "format" npx prettier --check "**/*.{ts,mjs}"
+start "unit tests (${#units[@]} files, 4 at a time)" "${runner[@]}" 4 600000 "${units[@]}"
+finish "typecheck"
+finish "lint"
+finish "format"
+finish "unit tests (${#units[@]} files, 4 at a time)"
+
+# (Guarded: a group may be empty.)
+if [ "${#together[@]}" -gt 0 ]; then
+  step "integration tests (${#together[@]} files, $concurrency at a time)" "${runner[@]}" "$concurrency" 600000 "${together[@]}"
+fi
+if [ "${#alone[@]}" -gt 0 ]; then
+  step "integration tests (${#alone[@]} files, one at a time: ${alone[*]##*/})" "${runner[@]}" 1 600000 "${alone[@]}"
+fi
 
 exit $status

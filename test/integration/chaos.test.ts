@@ -1,3 +1,4 @@
+// npm test: alone (restarts Kafka, Temporal, S3 and Postgres; its recovery deadlines assume the CPU is its own)
 /**
  * The chaos proof (bench/chaos.ts) in 3 minutes: 3 real worker processes SIGKILLed at random
  * (>= 10 kills) and restarted, Kafka, the Temporal server, SeaweedFS and Postgres (the table's

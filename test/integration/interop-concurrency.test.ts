@@ -11,7 +11,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -55,13 +55,16 @@ function runChild(args: Record<string, unknown>): Promise<AppendReport | Rewrite
   });
 }
 
-/** Starts every child, releases them together once they had time to load, waits for all. */
+/**
+ * Starts every child, releases them together once all are loaded (each writes `<go>.ready-<writer>`;
+ * seconds on a busy machine), waits for all. A child that fails before that fails the wait.
+ */
 async function race(root: string, label: string, children: Array<Record<string, unknown>>): Promise<Array<AppendReport | RewriteReport>> {
   const go = join(root, `go-${label}`);
-  const running = children.map((c) => runChild({ ...c, go }));
-  await sleep(2500);
+  const finished = Promise.all(children.map((c) => runChild({ ...c, go })));
+  for (const c of children) while (!existsSync(`${go}.ready-${String(c['writer'])}`)) await Promise.race([sleep(20), finished]);
   writeFileSync(go, '');
-  return Promise.all(running);
+  return finished;
 }
 
 function checkAncestry(t: LoadedTable): bigint[] {

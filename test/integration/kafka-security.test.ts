@@ -1,3 +1,4 @@
+// npm test: alone (asserts that a wrong password or certificate fails within 5 s)
 /**
  * Kafka security against the local broker's secured listeners (stack/kafka/security.ts): SASL_SSL
  * on 9094 (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and mutual TLS on 9095, with the stack's test CA.

@@ -52,7 +52,7 @@ describe('nested table locations (real stack)', { timeout: 10 * 60_000 }, () => 
 
   it("orphan removal of a.b never deletes a.b.c's files; floe refuses to create a.b.c inside a.b", async () => {
     // A catalog of its own: exactly the tables a.b and a.b.c (and a.b's dead-letter table elsewhere).
-    const name = `it_nested_${Date.now().toString(36)}`;
+    const name = `it_mnested_${Date.now().toString(36)}`;
     const { path } = maintenanceTestConfig(name);
     const dir = mkdtempSync(join(tmpdir(), 'floe-nested-'));
     const db = join(dir, 'catalog.db');

@@ -1,3 +1,4 @@
+// npm test: alone (asserts that connections fail within 5 s and the CLI within 20 s)
 /**
  * Temporal behind TLS with a client certificate, reached as the `temporal` CLI reaches it: the
  * stack's temporal-tls service (Debian nginx as a gRPC proxy with a test CA, requiring a client

@@ -2,10 +2,11 @@
  * A separate writer process for test/integration/interop-concurrency.test.ts. One JSON argument:
  *   {mode: 'append', config, table, writer, commits, rows, go}   -> appends `commits` snapshots
  *   {mode: 'rewrite', config, table, writer, rounds, go}         -> compacts all live files, `rounds` times
- * Waits for the file `go` to exist (so sibling processes start together), then prints one JSON
- * line: what it committed and how each attempt ended. Exits 0 unless something unexpected broke.
+ * Writes `<go>.ready-<writer>` once loaded, then waits for the file `go` to exist (so sibling
+ * processes start together), then prints one JSON line: what it committed and how each attempt
+ * ended. Exits 0 unless something unexpected broke.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { isIcebergError, parseIdentifier, snapshotById, type SqlCatalogConfig } from '../../iceberg';
 import { appendRows, compact, liveFiles, open, type Backend } from './floe-table';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
   const b = { kind: a.config.warehouse.startsWith('s3:') ? 's3' : 'file', warehouse: a.config.warehouse, config: a.config } as Backend;
   const { catalog, io } = await open(b);
   const id = parseIdentifier(a.table);
+  writeFileSync(`${a.go}.ready-${a.writer}`, '');
   while (!existsSync(a.go)) await sleep(20);
   try {
     if (a.mode === 'append') {
