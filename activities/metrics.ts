@@ -19,7 +19,7 @@ import type {
   RewriteGroupInput,
   RewriteGroupResult,
 } from '../maintenance/types';
-import { record } from '../observability/metrics';
+import { record, recordStall } from '../observability/metrics';
 
 type Acts = Record<string, (...args: any[]) => Promise<unknown>>;
 
@@ -45,6 +45,8 @@ export function withMetrics<A extends Acts>(acts: A): A {
     out[name] = async (...args: unknown[]) => {
       const started = Date.now();
       const input = args[0] as { table?: unknown } | undefined;
+      // A stalled ingest's steps say so in their inputs (workflows/ingest.ts): the stall gauges.
+      if (input && typeof input.table === 'string' && 'stalled' in input) recordStall(input as TableRef);
       try {
         const res = await fn(...args);
         try {

@@ -10,18 +10,17 @@
  *   npx tsx bench/dashboard-plot.ts [--rate 30] [--duration 60s] [--kill-at 25s] [--out docs/dashboard.png]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, openSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseDuration } from '../config/units';
 import { runScenario } from '../demo/scenario';
 import { freeLoopbackPort } from '../observability/metrics-server';
-import { floeHome } from '../stack/paths';
-import { runCommand } from '../stack/proc';
 import { installPython, venvBin } from '../stack/python';
-import { markerMatches, writeMarker } from '../stack/service';
 import { ensureStack } from '../stack/stack';
+import { prometheusBinDir } from '../stack/prometheus';
+import { runCommand } from '../stack/proc';
 import { DEBIAN } from '../stack/versions';
 import { benchArgs } from './support/args';
 
@@ -47,18 +46,7 @@ const PANELS = [
 const WINDOWS: Record<string, string> = { '[1m]': '[10s]', '[5m]': '[20s]', '[1h]': '[2m]' };
 
 async function prometheusBin(): Promise<string> {
-  const dir = join(floeHome(), 'prometheus');
-  const bin = join(dir, 'root', 'usr', 'bin', 'prometheus');
-  const marker = join(dir, '.installed');
-  if (markerMatches(marker, { prometheus: DEBIAN.prometheus }) && existsSync(bin)) return bin;
-  const debs = join(dir, 'debs');
-  mkdirSync(debs, { recursive: true });
-  await runCommand('apt-get', ['download', '-q', `prometheus=${DEBIAN.prometheus}`], { cwd: debs, timeoutMs: 10 * 60_000 });
-  const deb = readdirSync(debs).find((f) => f.startsWith('prometheus_') && f.endsWith('.deb'));
-  if (!deb) throw new Error(`apt-get download prometheus=${DEBIAN.prometheus}: no .deb in ${debs}`);
-  await runCommand('dpkg-deb', ['-x', join(debs, deb), join(dir, 'root')], { timeoutMs: 120_000 });
-  writeMarker(marker, { prometheus: DEBIAN.prometheus });
-  return bin;
+  return join(await prometheusBinDir(), 'prometheus');
 }
 
 async function startPrometheus(metricsPort: number): Promise<{ url: string; proc: ChildProcess; dir: string }> {

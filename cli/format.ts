@@ -36,6 +36,11 @@ export function totalLag(lag: Record<string, string>): bigint {
   return Object.values(lag).reduce((a, v) => a + BigInt(v), 0n);
 }
 
+/** A step failing again and again: `stalled since <time> (<age>), <n> attempts: <error>` (or `failing` below K attempts). */
+export function stallLine(f: { error: string; attempts: number; sinceMs: number }, stalled: boolean, nowMs: number): string {
+  return `${stalled ? 'stalled' : 'failing'} since ${new Date(f.sinceMs).toISOString()} (${formatAge(nowMs - f.sinceMs)}), ${f.attempts} attempts: ${f.error}`;
+}
+
 /** `floe ingest status` / `ingest stop --wait` in text: a summary, the last commit, then one row per partition. */
 export function ingestStatusLines(
   s: IngestStatusView,
@@ -48,6 +53,11 @@ export function ingestStatusLines(
     `${s.rowsPerSecond} rows/s (last minute); lag ${totalLag(s.lag)} records; ${s.filesPerCommit} files/commit`,
   ];
   if (s.error) lines.push(`error: ${s.error}`);
+  if (s.failing) lines.push(stallLine(s.failing, s.state === 'stalled', nowMs));
+  if (s.isolation)
+    lines.push(
+      `isolating the records of a cycle that failed on every attempt (${s.isolation.reason}): ${s.isolation.ranges.length} ranges to check, ${s.isolation.deadLettered} records dead-lettered so far`,
+    );
   if (s.warning) lines.push(`warning: ${s.warning}`);
   if (s.missingTopics?.length) lines.push(`listed topics the cluster does not have (yet): ${s.missingTopics.join(', ')}`);
   if (s.goneTopics?.length) lines.push(`topics deleted (their ingest stopped, rows and cursors kept): ${s.goneTopics.join(', ')}`);

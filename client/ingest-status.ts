@@ -47,7 +47,10 @@ const CLOSED_QUERY_TIMEOUT_MS = 2000;
 
 /** rows/s over the last minute as of `nowMs` (running) or of the last commit (finished). */
 export function withWindowRate(s: IngestStatus, nowMs: number): IngestStatus {
-  const end = s.state === 'running' || s.state === 'paused' || s.state === 'draining' ? nowMs : (s.lastCommitTimeMs ?? nowMs);
+  const end =
+    s.state === 'running' || s.state === 'paused' || s.state === 'draining' || s.state === 'stalled'
+      ? nowMs
+      : (s.lastCommitTimeMs ?? nowMs);
   const r = windowRowsPerSecond(s.recentCommits ?? [], end);
   return r === null ? s : { ...s, rowsPerSecond: r };
 }
@@ -309,7 +312,12 @@ export function combineTopicStatuses(
       out.lastSnapshotId = s.lastSnapshotId;
     }
     if (s.state === 'failed') errors.push(`topic ${topic}: ${s.error ?? 'failed'}`);
-    else if (state === 'stopped' && s.state !== 'stopped') out.state = 'draining';
+    else if (s.state === 'stalled') {
+      // One stalled topic stalls the entry: shown with the oldest stall.
+      out.state = 'stalled';
+      if (s.failing && (!out.failing || s.failing.sinceMs < out.failing.sinceMs))
+        out.failing = { ...s.failing, error: `topic ${topic}: ${s.failing.error}` };
+    } else if (state === 'stopped' && s.state !== 'stopped') out.state = 'draining';
     for (const [name, r] of Object.entries(s.tables ?? {})) {
       const into = ((out.tables ??= {})[name] ??= { cursor: {}, rows: 0, commits: 0, lastSnapshotId: null });
       for (const [p, o] of Object.entries(r.cursor)) into.cursor[`${topic}/${p}`] = o;

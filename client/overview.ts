@@ -181,6 +181,9 @@ export async function statusOverview(fc: FloeClient, tables: Tables, names?: str
       } else {
         ing = ingestOverview(ingest as IngestStatusView | null, nowMs);
         if (ing.state === 'failed') failures.push(`ingest failed: ${ing.error ?? 'unknown'}`);
+        const f = (ingest as IngestStatusView | null)?.failing;
+        if (ing.state === 'stalled' && f)
+          failures.push(`ingest stalled since ${new Date(f.sinceMs).toISOString()}, ${f.attempts} attempts: ${f.error}`);
       }
       if ('error' in files) failures.push(`files: ${files.error}`);
       if ('error' in maintenance) failures.push(`maintenance schedules: ${maintenance.error}`);

@@ -340,6 +340,11 @@ const TABLE_KEYS = {
   targetFileSizeBytes: size().prefault('128MiB'),
   parallelism: posInt().default(1).describe('partition groups polled by parallel activities'),
   cyclesPerRun: posInt().default(200).describe('continue-as-new after this many cycles (history stays bounded)'),
+  isolateAfterAttempts: posInt()
+    .default(5)
+    .describe(
+      "attempts of a cycle's poll or commit before the records it covers are isolated (bisected) and the failing ones dead-lettered; a service's trouble is retried instead, the ingest showing stalled",
+    ),
   properties: mapOf()
     .default(() => ({}))
     .describe('Iceberg table properties'),
@@ -419,6 +424,7 @@ export const table = withRule(tableKeys, tableRule).transform((t) => {
     targetFileSizeBytes: t.targetFileSizeBytes,
     parallelism: t.parallelism,
     cyclesPerRun: t.cyclesPerRun,
+    isolateAfterAttempts: t.isolateAfterAttempts,
     properties: t.properties,
     maintenance: t.maintenance,
     value: t.value,

@@ -38,6 +38,12 @@ export const FailureType = {
   InvalidWindow: 'InvalidWindow',
   InputsVanished: 'InputsVanished',
   MetadataGone: 'MetadataGone',
+  /**
+   * A service floe needs (Kafka, storage, the catalog, a registry) is unreachable, overloaded or
+   * refuses floe's credentials: retried with backoff for as long as it lasts (the ingest shows
+   * `stalled`), never blamed on records (activities/failures.ts serviceTrouble decides).
+   */
+  ServiceUnavailable: 'ServiceUnavailable',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

@@ -98,6 +98,7 @@ function cyclePlan(
     maxRecordsPerCycle: t.maxRecordsPerCycle,
     maxBytesPerCycle: t.maxBytesPerCycle,
     cyclesPerRun: t.cyclesPerRun,
+    isolateAfterAttempts: t.isolateAfterAttempts,
   };
 }
 

@@ -9,9 +9,9 @@ import { FailureType, StepCancelled, nonRetryable, type StepRun } from '../contr
 import { markPending } from '../table/pending';
 import { INLINE_FILE_LIST_BUDGET_BYTES, fileListForHistory } from '../table/staged-files';
 import type { Offsets } from '../table/cursor';
-import { crashPoint } from '../table/crash-points';
+import { crashPoint, failPoint } from '../table/crash-points';
 import { deadLetterRow, type KafkaRecord, type Row } from './decode';
-import { DecoderConfigError } from './formats/errors';
+import { DecodeError, DecoderConfigError } from './formats/errors';
 import { TableSink } from './table-sink';
 import { RoutedWriters, routedFileLists } from './route-write';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
@@ -31,7 +31,15 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   const deadRows: Row[] = [];
   const prefix = `${input.commitId}-g${input.groupIndex}-a${attempt}`;
   const { router, sink } = await openWriters(deps, t, input, prefix, run);
-  const add = (rec: KafkaRecord): void | Promise<void> => (router ? router.add(rec, deadLetter) : sink!.add(rec, deadLetter));
+  // Isolation found this one record fails its cycle alone (workflows/isolation.ts): it is written as
+  // a dead letter with that failure, not decoded again.
+  const isolated = input.deadLetterReason;
+  const add = (rec: KafkaRecord): void | Promise<void> => {
+    if (isolated !== undefined)
+      return deadLetter(rec, new DecodeError(`isolated: the record failed its cycle alone on every attempt: ${isolated}`));
+    failPoint(rec.value);
+    return router ? router.add(rec, deadLetter) : sink!.add(rec, deadLetter);
+  };
   // A record that cannot be a row (no route, a value that does not decode) is a dead letter.
   const deadLetter = (rec: KafkaRecord, e: unknown): void => {
     if (e instanceof DecoderConfigError) throw nonRetryable(FailureType.ConfigError, `table ${t.table}: ${e.message}`);

@@ -18,6 +18,14 @@ export interface TableRef {
   force?: boolean;
   /** An entry of several topics: the one topic this ingest id reads (config/topics.ts). */
   topic?: string;
+  /** The ingest is stalled (a step failed K times for a service's trouble): the worker's metrics show it. */
+  stalled?: StallReport;
+}
+
+/** A stalled ingest as its activity inputs report it to the worker's metrics (floe_ingest_stalled_*). */
+export interface StallReport {
+  sinceMs: number;
+  attempts: number;
 }
 
 export interface CyclePlan {
@@ -36,6 +44,8 @@ export interface CyclePlan {
   maxRecordsPerCycle: number;
   maxBytesPerCycle: number;
   cyclesPerRun: number;
+  /** Config `isolateAfterAttempts`: attempts of a cycle step before its records are isolated (absent: before it existed). */
+  isolateAfterAttempts?: number;
   /**
    * A route (config `route`): every table of it with its own cursor, the base table first. Then
    * `startOffsets` is their per-partition minimum (where the one poll starts) and `baseSnapshotId`
@@ -81,6 +91,11 @@ export interface PollInput extends TableRef {
    * it), and the cycle's start (a table created by this poll starts there).
    */
   route?: { tables: Record<string, Offsets>; start: Offsets };
+  /**
+   * Isolation (workflows/isolation.ts): the one record in [startOffsets, limit) failed its cycle
+   * alone K times; it is written to the dead-letter table with this reason, not decoded.
+   */
+  deadLetterReason?: string;
 }
 
 export interface PollResult {

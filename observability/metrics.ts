@@ -287,10 +287,53 @@ export const record = {
   },
 };
 
+/**
+ * Stalled ingests as this worker last saw them: a stalled ingest's every activity input carries
+ * its stall (workflows/ingest.ts stallOf), and each one refreshes it here. A report older than
+ * STALL_STALE_MS is dropped (the ingest recovered, or runs elsewhere now), so the alert resolves by
+ * itself; across workers the alert takes the newest (`max`).
+ */
+const STALL_STALE_MS = 3 * 60_000;
+const stalls = new Map<string, { table: string; sinceMs: number; attempts: number; at: number }>();
+
+export function recordStall(ref: TableRef & { stalled?: { sinceMs: number; attempts: number } }): void {
+  if (!ref.stalled) return;
+  stalls.set(key(ref), { table: ref.table, sinceMs: ref.stalled.sinceMs, attempts: ref.stalled.attempts, at: Date.now() });
+}
+
+const liveStalls = () => {
+  const now = Date.now();
+  for (const [k, s] of stalls) if (now - s.at > STALL_STALE_MS) stalls.delete(k);
+  return [...stalls.values()];
+};
+
+new Gauge({
+  name: 'floe_ingest_stalled_seconds',
+  help: 'Seconds an ingest has been stalled (a step failing K or more attempts in a row, retried with backoff); absent when not stalled',
+  labelNames: T,
+  collect() {
+    this.reset();
+    const now = Date.now();
+    for (const s of liveStalls()) this.set({ table: s.table }, Math.max(0, (now - s.sinceMs) / 1000));
+  },
+});
+
+new Gauge({
+  name: 'floe_ingest_stalled_attempts',
+  help: 'Attempts a stalled ingest has made at the step that keeps failing; absent when not stalled',
+  labelNames: T,
+  collect() {
+    this.reset();
+    for (const s of liveStalls()) this.set({ table: s.table }, s.attempts);
+  },
+});
+
 /** Every metric name floe itself exports (the dashboard's queries must use only these). */
 export const FLOE_METRIC_NAMES: readonly string[] = [
   ...Object.values(m).map((x) => (x as unknown as { name: string }).name),
   'floe_consumer_lag_records',
   'floe_cursor_age_seconds',
   'floe_temporal_metrics_up',
+  'floe_ingest_stalled_seconds',
+  'floe_ingest_stalled_attempts',
 ];

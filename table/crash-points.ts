@@ -24,3 +24,16 @@ export function crashPoint(point: CrashPoint): void {
   writeFileSync(marker, `${point} ${process.pid}\n`);
   process.kill(process.pid, 'SIGKILL');
 }
+
+/**
+ * A deterministic failure no classifier knows, for tests of isolation (workflows/isolation.ts):
+ * when FLOE_TEST_FAIL_RECORD is set, writing a record whose value contains that text throws a plain
+ * Error, on every attempt, as a bug in floe or a dependency would. Without the variable a no-op.
+ */
+export function failPoint(value: Uint8Array | null): void {
+  const text = process.env.FLOE_TEST_FAIL_RECORD;
+  if (!text || !value) return;
+  if (Buffer.from(value.buffer, value.byteOffset, value.byteLength).includes(text)) {
+    throw new Error(`injected failure: the record contains ${JSON.stringify(text)} (FLOE_TEST_FAIL_RECORD)`);
+  }
+}

@@ -6,6 +6,7 @@
  */
 import type { Offsets } from '../table/cursor';
 import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult, RoutedFiles, TableRef } from '../ingest/types';
+import { DEFAULT_ISOLATE_AFTER_ATTEMPTS, type Failing, type Isolation } from './isolation';
 
 export interface IngestInput {
   table: string;
@@ -20,8 +21,12 @@ export interface IngestInput {
   carry?: IngestStatus;
 }
 
-/** `failed` is never reported by the workflow itself: the client derives it from a failed run. */
-export type IngestState = 'running' | 'paused' | 'draining' | 'stopped' | 'failed';
+/**
+ * `failed` is never reported by the workflow itself: the client derives it from a failed run.
+ * `stalled`: a step has failed K times or more in a row for a service's trouble (or records that
+ * all fail alone) and is retried with backoff; `failing` says what, since when, how many attempts.
+ */
+export type IngestState = 'running' | 'paused' | 'draining' | 'stopped' | 'failed' | 'stalled';
 
 export interface IngestStatus {
   table: string;
@@ -52,6 +57,12 @@ export interface IngestStatus {
   tables?: Record<string, RouteTableStatus>;
   /** One topic of an entry of several topics: why it stopped when its topic was deleted. */
   topicGone?: string;
+  /** A step failing again and again (cleared by the next cycle that completes): `stalled` from K attempts. */
+  failing?: Failing;
+  /** Records of a cycle that failed K times being isolated (workflows/isolation.ts). */
+  isolation?: Isolation;
+  /** K: config `isolateAfterAttempts` as of the last plan. */
+  isolateAfter?: number;
 }
 
 export interface RouteTableStatus {
@@ -351,6 +362,17 @@ export function windowRowsPerSecond(
 export const reportedState = (status: IngestStatus, paused: boolean, draining: boolean): IngestStatus['state'] =>
   draining ? 'draining' : paused ? 'paused' : status.state;
 
+/**
+ * The state a query and the UI show: `stalled` over running and draining (a drain cannot end while
+ * a step keeps failing), not over paused. Not carried across continue-as-new (reportedState is).
+ */
+export const shownState = (status: IngestStatus, paused: boolean, draining: boolean): IngestStatus['state'] =>
+  stalled(status) && !(paused && !draining) ? 'stalled' : reportedState(status, paused, draining);
+
+/** A step has failed at least K times in a row (status.failing). */
+export const stalled = (status: IngestStatus): boolean =>
+  status.state !== 'stopped' && (status.failing?.attempts ?? 0) >= (status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS);
+
 const offsetsText = (o: Record<string, string>): string =>
   Object.keys(o).length === 0
     ? 'none'
@@ -376,5 +398,13 @@ export function currentDetails(status: IngestStatus, state: IngestState = status
     `- last commit: ${last}`,
     `- ${status.commits} commits, ${status.totalRows} rows, ${status.totalDeadLetters} dead letters, ${status.rowsPerSecond} rows/s`,
     ...Object.entries(status.tables ?? {}).map(([t, s]) => `- ${t}: cursor ${offsetsText(s.cursor)}, ${s.rows} rows`),
+    ...(status.failing
+      ? [`- failing since ${new Date(status.failing.sinceMs).toISOString()}, ${status.failing.attempts} attempts: ${status.failing.error}`]
+      : []),
+    ...(status.isolation
+      ? [
+          `- isolating the records of a failed cycle: ${status.isolation.ranges.length} ranges to check, ${status.isolation.deadLettered} dead-lettered (${status.isolation.reason})`,
+        ]
+      : []),
   ].join('\n');
 }

@@ -44,6 +44,7 @@ export {
   partitionKey,
   partitionHumanString,
   partitionPath,
+  MAX_PARTITION_SEGMENT_BYTES,
 } from './partition';
 export type { ParsedTransform } from './partition';
 export { murmur3x86_32 } from './murmur3';

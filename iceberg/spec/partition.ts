@@ -413,12 +413,46 @@ const javaUrlEncode = (s: string): string =>
     })
     .join('');
 
-/** The partition path Java writes under data/: `a=1/b=x` with names and values URL-encoded. */
+/**
+ * The longest partition path segment (`name=value`, URL-encoded) written as is. A file system takes
+ * at most 255 bytes per path segment (NAME_MAX: ENAMETOOLONG past it) and S3 at most 1,024 bytes per
+ * key, so a long partition value (300 "é" is 1,800 characters encoded, a binary identity value any
+ * length) made every write of its partition fail, retry after retry. Iceberg never reads the path
+ * (partition values live in the manifests), so a longer segment is shortened instead.
+ */
+export const MAX_PARTITION_SEGMENT_BYTES = 128;
+/** Past this many bytes for the whole partition path (S3's 1,024-byte keys), each value is its hash alone. */
+const MAX_PARTITION_PATH_BYTES = 512;
+
+/**
+ * `name=value` as Java writes it, or, past MAX_PARTITION_SEGMENT_BYTES, `name=<prefix>-<hash>`: the
+ * first bytes of the encoded value (cut at a whole escape) and the murmur3 hash of the whole human
+ * string in hex, so distinct long values keep distinct directories and the directory still hints at
+ * its value. `hashOnly`: `name=-<hash>` (a wide spec of long values).
+ */
+function pathSegment(name: string, human: string, hashOnly = false): string {
+  const key = javaUrlEncode(name);
+  const value = javaUrlEncode(human);
+  if (!hashOnly && key.length + 1 + value.length <= MAX_PARTITION_SEGMENT_BYTES) return `${key}=${value}`;
+  const hash = (murmur3x86_32(utf8.encode(human)) >>> 0).toString(16).padStart(8, '0');
+  const room = hashOnly ? 0 : Math.max(0, MAX_PARTITION_SEGMENT_BYTES - key.length - 2 - hash.length);
+  // Whole characters only: never a cut inside an escape or a character's UTF-8 bytes.
+  let prefix = '';
+  for (const ch of human) {
+    const enc = javaUrlEncode(ch);
+    if (prefix.length + enc.length > room) break;
+    prefix += enc;
+  }
+  return `${key.slice(0, MAX_PARTITION_SEGMENT_BYTES - hash.length - 2)}=${prefix}-${hash}`;
+}
+
+/**
+ * The partition path Java writes under data/: `a=1/b=x` with names and values URL-encoded; a
+ * segment too long for a file system or object store is shortened (pathSegment).
+ */
 export function partitionPath(spec: PartitionSpec, schema: Schema, p: PartitionRecord): string {
-  return spec.fields
-    .map((f) => {
-      const src = primitiveSource(schema, f['source-id']);
-      return `${javaUrlEncode(f.name)}=${javaUrlEncode(partitionHumanString(f.transform, src.type, p[f.name] ?? null))}`;
-    })
-    .join('/');
+  const human = spec.fields.map((f) => partitionHumanString(f.transform, primitiveSource(schema, f['source-id']).type, p[f.name] ?? null));
+  const path = spec.fields.map((f, i) => pathSegment(f.name, human[i]!)).join('/');
+  if (path.length <= MAX_PARTITION_PATH_BYTES) return path;
+  return spec.fields.map((f, i) => pathSegment(f.name, human[i]!, true)).join('/');
 }

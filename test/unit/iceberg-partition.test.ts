@@ -7,6 +7,7 @@ import {
   bucketHash,
   partitionHumanString,
   partitionPath,
+  MAX_PARTITION_SEGMENT_BYTES,
   partitionRecord,
   partitionType,
   transformResultType,
@@ -132,6 +133,46 @@ test('partitionRecord reads nested sources; partitionPath uses Java human string
     () => partitionRecord(spec, schema, { id: 'x', ts: 0n }),
     (e: unknown) => isIcebergError(e, 'DataInvalid') && /expected/.test(e.message),
   );
+});
+
+void test('long partition values make short path segments: 300 "é", 5,000 "x", truncate[W], binary identity (ENAMETOOLONG / S3 key limit)', () => {
+  const sch: Schema = {
+    type: 'struct',
+    'schema-id': 0,
+    fields: [
+      { id: 1, name: 's', type: 'string', required: false },
+      { id: 2, name: 'b', type: 'binary', required: false },
+    ],
+  };
+  const sp = (fields: PartitionSpec['fields']): PartitionSpec => ({ 'spec-id': 0, fields });
+  const identity = sp([{ 'source-id': 1, 'field-id': 1000, name: 's', transform: 'identity' }]);
+  const trunc = sp([{ 'source-id': 1, 'field-id': 1000, name: 's_trunc', transform: 'truncate[4000]' }]);
+  const bin = sp([{ 'source-id': 2, 'field-id': 1000, name: 'b', transform: 'identity' }]);
+  const wide = sp(
+    Array.from({ length: 6 }, (_, i) => ({ 'source-id': 1, 'field-id': 1000 + i, name: `s${i}`, transform: 'identity' as const })),
+  );
+  const accents = 'é'.repeat(300);
+  const xs = 'x'.repeat(5000);
+  for (const [spec, row] of [
+    [identity, { s: accents }],
+    [identity, { s: xs }],
+    [trunc, { s: xs }],
+    [bin, { b: new Uint8Array(3000).fill(7) }],
+    [wide, { s: xs }],
+  ] as const) {
+    const path = partitionPath(spec, sch, partitionRecord(spec, sch, row));
+    for (const seg of path.split('/'))
+      assert.ok(Buffer.byteLength(seg) <= MAX_PARTITION_SEGMENT_BYTES, `${seg.length}: ${seg.slice(0, 40)}`);
+    assert.ok(path.length <= 1024 - 200, `path of ${path.length} bytes`);
+    assert.match(path, /^[a-z_0-9]+=/);
+  }
+  // Shortened values keep a readable prefix (never cut inside an escape) and distinct hashes.
+  const a = partitionPath(identity, sch, { s: accents });
+  const b = partitionPath(identity, sch, { s: `${accents}!` });
+  assert.match(a, /^s=(%C3%A9)+-[0-9a-f]{8}$/);
+  assert.notEqual(a, b);
+  // Short values are unchanged (what Java writes).
+  assert.equal(partitionPath(identity, sch, { s: 'a b' }), 's=a+b');
 });
 
 void test('location provider: write.data.path, object-storage hashed prefixes (PyIceberg/Java vectors), partitioned-paths=false', async () => {
