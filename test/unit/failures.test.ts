@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { toFailure } from '../../activities/failures';
+import { serviceTrouble, toFailure } from '../../activities/failures';
+import { IcebergError } from '../../iceberg';
 import { FailureType, FloeFailure, INGEST_NON_RETRYABLE } from '../../contract';
 import { DecoderConfigError } from '../../ingest/formats/errors';
 import { TableDriftError } from '../../ingest/drift';
@@ -52,4 +53,41 @@ void test('no error class outside FloeFailure is named after a failure type (tha
     }
   }
   assert.deepEqual(bad, []);
+});
+
+void test("serviceTrouble: a service's trouble (retried, stalled) apart from the records' (isolated), through wrapped causes", () => {
+  const withCode = (code: string) => Object.assign(new Error(`connect ${code}`), { code });
+  const aws = (name: string, status: number) => Object.assign(new Error(name), { name, $metadata: { httpStatusCode: status } });
+  const io = (cause: unknown) => new IcebergError('Io', 'write failed', { cause });
+  // Services: unreachable, overloaded, refusing credentials; kafkajs giving up; a fetch that failed to connect.
+  for (const e of [
+    withCode('ECONNREFUSED'),
+    io(withCode('ETIMEDOUT')),
+    Object.assign(new Error('Connection error'), { name: 'KafkaJSConnectionError' }),
+    Object.assign(new Error('retries exceeded'), { name: 'KafkaJSNumberOfRetriesExceeded', cause: withCode('ECONNRESET') }),
+    io(aws('SlowDown', 503)),
+    io(aws('AccessDenied', 403)),
+    io(aws('InternalError', 500)),
+    Object.assign(new TypeError('fetch failed'), { cause: withCode('UND_ERR_CONNECT_TIMEOUT') }),
+    new IcebergError('Io', 'REST catalog: 503', { context: { status: 503 } }),
+  ])
+    assert.ok(serviceTrouble(e), `${(e as Error).name}: ${(e as Error).message} is a service's trouble`);
+  // The records' (or floe's): a path too long, a key too long, a plain bug, a 400 for the request's content.
+  for (const e of [
+    io(withCode('ENAMETOOLONG')),
+    io(aws('KeyTooLongError', 400)),
+    new TypeError('x is undefined'),
+    new RangeError('Invalid array length'),
+  ])
+    assert.equal(serviceTrouble(e), undefined, `${(e as Error).message} is not a service's trouble`);
+  // toFailure types them: ServiceUnavailable (retryable), or as before.
+  const f = toFailure(io(withCode('ECONNREFUSED'))) as ApplicationFailure;
+  assert.equal(f.type, FailureType.ServiceUnavailable);
+  assert.equal(f.nonRetryable, false);
+  assert.equal((toFailure(io(withCode('ENAMETOOLONG'))) as ApplicationFailure).type, 'Io');
+  // A domain failure keeps its type even when a socket error caused it.
+  assert.equal(
+    (toFailure(new IcebergError('CommitConflict', 'lost the race', { cause: withCode('ECONNRESET') })) as ApplicationFailure).type,
+    'CommitConflict',
+  );
 });
