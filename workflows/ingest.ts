@@ -207,6 +207,13 @@ async function pollAll(pollAndWrite: Activities['pollAndWrite'], inputs: PollInp
 }
 
 /**
+ * Catalog outcomes that no subset of the records changes (contention with another writer, a commit
+ * of unknown outcome, a table or file not found): retried and shown `stalled` like a service's
+ * trouble, never bisected.
+ */
+const NOT_THE_RECORDS = new Set(['CommitConflict', 'CommitStateUnknown', 'CommitFailed', 'NotFound', 'AlreadyExists']);
+
+/**
  * How the loop takes a step's failure: a service's trouble (retry with backoff, `stalled`), or the
  * records' (isolate them). Undefined: it ends the workflow as before (a non-retryable type, a
  * cancellation): the caller rethrows.
@@ -217,7 +224,7 @@ function classify(err: unknown): { service: boolean; error: string } | undefined
   if (cause instanceof ApplicationFailure) {
     const type = cause.type ?? cause.name;
     if (INGEST_NON_RETRYABLE.includes(type)) return undefined;
-    return { service: type === FailureType.ServiceUnavailable, error: `${type}: ${cause.message}` };
+    return { service: type === FailureType.ServiceUnavailable || NOT_THE_RECORDS.has(type), error: `${type}: ${cause.message}` };
   }
   // A worker that died or hung (heartbeat / start-to-close timeout): never the records' fault.
   if (cause instanceof TimeoutFailure) return { service: true, error: `worker lost: ${cause.message}` };
