@@ -119,6 +119,25 @@ test('ingestStatusLines: state, last commit age, windowed rows/s, total lag, the
   );
 });
 
+test('ingestStatusLines of a stalled ingest: since when, attempts and the error; an isolation in progress', () => {
+  const s = {
+    ...initialStatus({ table: 'db.t', ingestId: 'main' }),
+    state: 'stalled' as const,
+    failing: { error: 'ServiceUnavailable: connect ECONNREFUSED 127.0.0.1:9092', attempts: 12, sinceMs: 1000 },
+    isolation: { ranges: [{ partition: '0', from: '5', to: '9' }], reason: 'Error: boom', sinceMs: 0, deadLettered: 2, inARow: 1 },
+  };
+  const { lines } = ingestStatusLines(s, 181_000);
+  assert.match(lines[0]!, /^ingest db\.t\/main: stalled;/);
+  assert.equal(
+    lines[3],
+    'stalled since 1970-01-01T00:00:01.000Z (3m00s), 12 attempts: ServiceUnavailable: connect ECONNREFUSED 127.0.0.1:9092',
+  );
+  assert.match(
+    lines[4]!,
+    /^isolating the records of a cycle that failed on every attempt \(Error: boom\): 1 ranges to check, 2 records dead-lettered/,
+  );
+});
+
 test('ingestStatusLines of a route: one row per table with its own cursor; none for a plain table', () => {
   const s = {
     ...initialStatus({ table: 'shop.events', ingestId: 'main' }),
