@@ -14,7 +14,7 @@ import { crashPoint } from '../table/crash-points';
 import { decodeRecord, type KafkaRecord, type Row } from './decode';
 import type { Deps } from './deps';
 import type { Derived } from './formats/convert';
-import { DecoderConfigError } from './formats/errors';
+import { DecodeError, DecoderConfigError } from './formats/errors';
 import { FormatReader, SchemaIncompatibleStop, type Decoded } from './formats/reader';
 import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
 
@@ -58,7 +58,10 @@ export class TableSink {
       if (this.reader) {
         const out = this.reader.read(rec, decoded);
         if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter, decoded));
-        if ('evolve' in out) return this.evolve(out.evolve).then(() => this.add(rec, deadLetter, decoded));
+        if ('evolve' in out)
+          return this.evolve(out.evolve).then((refused) =>
+            refused === undefined ? this.add(rec, deadLetter, decoded) : deadLetter(rec, new DecodeError(`value: ${refused}`)),
+          );
         row = out.row;
       } else {
         // compiled once per table config: every row it returns is writable under t's partition spec
@@ -76,22 +79,36 @@ export class TableSink {
     this.writer.add(row); // a failure here is the batch's (encoding, storage), not the record's
   }
 
-  private async evolve(derived: Derived[]): Promise<void> {
+  /**
+   * Evolves the table to take `derived`; undefined when it did. The table may have changed since
+   * the reader last saw it (another topic of the entry, another engine) into a schema the record's
+   * cannot join: with `onIncompatibleSchema: dead-letter` that record is refused (the reason is
+   * returned, the caller dead-letters it) and the reader and writer move to the table as it is now,
+   * exactly as when the reader finds a record incompatible itself; with `fail` the table stops.
+   */
+  private async evolve(derived: Derived[]): Promise<string | undefined> {
     const table = this.t.table;
     const action = new EvolveToSchema(derived, new Set(this.t.columns.map((c) => c.name)));
-    let r;
+    let metadata;
+    let refused: string | undefined;
     try {
-      r = await new Transaction(parseIdentifier(table)).add(action).commit(this.deps.tables.catalog, this.deps.tables.io, {});
+      metadata = (await new Transaction(parseIdentifier(table)).add(action).commit(this.deps.tables.catalog, this.deps.tables.io, {})).table
+        .metadata;
     } catch (e) {
-      if (e instanceof SchemaIncompatibleError) throw nonRetryable(FailureType.SchemaIncompatible, `table ${table}: ${e.message}`);
-      throw e;
+      if (!(e instanceof SchemaIncompatibleError)) throw e;
+      if (this.t.value.onIncompatibleSchema === 'fail') throw nonRetryable(FailureType.SchemaIncompatible, `table ${table}: ${e.message}`);
+      refused = `the table's schema changed meanwhile and cannot take this record's: ${e.message}`;
+      metadata = (await this.deps.tables.load(table)).metadata;
     }
-    if (action.changes.length > 0) this.warn(`table ${table}: schema evolved from the record schema: ${action.changes.join(', ')}`);
-    crashPoint('after-evolve');
+    if (action.changes.length > 0 && !refused)
+      this.warn(`table ${table}: schema evolved from the record schema: ${action.changes.join(', ')}`);
+    if (!refused) crashPoint('after-evolve');
+    // Rows written so far are in the old schema's files; new rows go to files of the table's current one.
     this.closedRows += this.writer.rows;
     this.closed.push(...(await this.writer.close()));
     this.writer = await this.openWriter(`-e${++this.evolutions}`);
-    this.reader!.setTable(r.table.metadata);
+    this.reader!.setTable(metadata);
+    return refused;
   }
 
   /** Rows written so far, across evolutions. */
