@@ -122,5 +122,12 @@ describe('the status of an entry of several topics', () => {
     });
     assert.equal(failed.state, 'failed');
     assert.equal(failed.error, 'topic a: TableDrift: column id');
+    // One stalled topic stalls the entry, shown with its error, attempts and since when.
+    const stalled = combineTopicStatuses('db.events', 'main', 'running', {
+      a: { ...a, state: 'stalled', failing: { error: 'ServiceUnavailable: down', attempts: 7, sinceMs: 5 } },
+      b,
+    });
+    assert.equal(stalled.state, 'stalled');
+    assert.deepEqual(stalled.failing, { error: 'topic a: ServiceUnavailable: down', attempts: 7, sinceMs: 5 });
   });
 });
