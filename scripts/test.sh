@@ -5,14 +5,19 @@
 #
 # On a 2-core machine (2026-12-07) the steps used to take 25 minutes one after the other, most of
 # it integration tests waiting (commit intervals, drains, worker and Python start-up). Now:
-#   1. stack up;
-#   2. typecheck, lint, format and the unit tests side by side (each step's output is held back
-#      and printed as one block, in this order, when all four are done);
-#   3. the integration tests that can share the stack, $FLOE_TEST_CONCURRENCY files at a time
-#      (default 3: the two cores are busy by then);
-#   4. the integration tests that must have the stack to themselves, one at a time: a file says
-#      so with a line `// npm test: alone (<why>)` (it stops or restarts a service, or asserts how
-#      fast something fails, which the load of other files would make flaky).
+#   1. stack up, and the workflows bundled once for all the unit test files that run them;
+#   2. typecheck, lint, format and the unit tests side by side, and beside them, one at a time,
+#      the integration tests that must have the stack to themselves but not the CPU: a file says
+#      so with a line `// npm test: stack to itself (<why>)` (it stops or restarts a service);
+#      nothing else uses the stack meanwhile (unit tests start their own Temporal test servers);
+#   3. once the unit tests and those files are done, the integration tests that can share the
+#      stack, $FLOE_TEST_CONCURRENCY files at a time (default 3: the two cores are busy), while
+#      typecheck, lint and format (no deadlines to miss; typed eslint is the longest of them)
+#      finish beside them;
+#   4. the integration tests that must have the stack and the CPU to themselves, one at a time: a
+#      file says so with a line `// npm test: alone (<why>)` (it restarts services under deadlines
+#      or asserts how fast something fails, which the load of other files would make flaky).
+# Each background step's output is held back and printed as one block when it is awaited.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -107,30 +112,50 @@ longest_first() {
 mapfile -t units < <(longest_first "${units[@]}")
 mapfile -t integrations < <(longest_first "${integrations[@]}")
 # Integration tests share the one stack. Most make their own topics, tables, task queues,
-# namespaces and ports, so several run at once; the files marked `// npm test: alone (…)` run
-# afterwards, one at a time, with nothing else on the stack.
-alone=() together=()
+# namespaces and ports, so several run at once; the files marked `// npm test: stack to itself (…)`
+# run beside the unit tests, and those marked `// npm test: alone (…)` after the rest, one at a time.
+alone=() together=() stack_only=()
 for f in "${integrations[@]}"; do
-  if grep -q '^// npm test: alone' "$f"; then alone+=("$f"); else together+=("$f"); fi
+  if grep -q '^// npm test: alone' "$f"; then
+    alone+=("$f")
+  elif grep -q '^// npm test: stack to itself' "$f"; then
+    stack_only+=("$f")
+  else
+    together+=("$f")
+  fi
 done
 concurrency=${FLOE_TEST_CONCURRENCY:-3}
 # node's test runner (a process per file), starting the files in the order given (`node --test`
 # sorts them), with the spec report.
 runner=(node --import tsx scripts/run-tests.ts)
 
+# One bundle of the workflows for every unit test file that runs them, made before they start
+# (test/support/workflow-env.ts: testWorkflowBundle); a file bundles its own if this step failed.
+bundle_file="$held/workflow-bundle.js"
+if step "workflow bundle" node --import tsx test/support/write-workflow-bundle.ts "$bundle_file"; then
+  export FLOE_TEST_WORKFLOW_BUNDLE=$bundle_file
+fi
 start "typecheck" npx tsc --noEmit -p .
 start "lint" npm run --silent lint
 start "format" npx prettier --check "**/*.{ts,mjs}"
 start "unit tests (${#units[@]} files, 4 at a time)" "${runner[@]}" 4 600000 "${units[@]}"
-finish "typecheck"
-finish "lint"
-finish "format"
-finish "unit tests (${#units[@]} files, 4 at a time)"
-
 # (Guarded: a group may be empty.)
+stack_only_step="integration tests (${#stack_only[@]} files, one at a time beside the unit tests: ${stack_only[*]##*/})"
+if [ "${#stack_only[@]}" -gt 0 ]; then
+  start "$stack_only_step" "${runner[@]}" 1 600000 "${stack_only[@]}"
+fi
+finish "unit tests (${#units[@]} files, 4 at a time)"
+if [ "${#stack_only[@]}" -gt 0 ]; then
+  finish "$stack_only_step"
+fi
+
 if [ "${#together[@]}" -gt 0 ]; then
   step "integration tests (${#together[@]} files, $concurrency at a time)" "${runner[@]}" "$concurrency" 600000 "${together[@]}"
 fi
+# Before the files that want the CPU to themselves.
+finish "typecheck"
+finish "lint"
+finish "format"
 if [ "${#alone[@]}" -gt 0 ]; then
   step "integration tests (${#alone[@]} files, one at a time: ${alone[*]##*/})" "${runner[@]}" 1 600000 "${alone[@]}"
 fi

@@ -1,4 +1,4 @@
-// npm test: alone (restarts Temporal and Kafka)
+// npm test: stack to itself (restarts Temporal and Kafka)
 /**
  * The ingest loop survives a restart of the Temporal dev server (history in its SQLite file) and
  * of the Kafka broker, mid-stream, with exactly-once intact.

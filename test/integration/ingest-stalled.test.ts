@@ -1,4 +1,4 @@
-// npm test: alone (stops Kafka)
+// npm test: stack to itself (stops and restarts Kafka; no deadline tighter than minutes)
 /**
  * A service that is down stalls an ingest visibly and never costs a record (issue 29 item 1), on
  * the real stack: Kafka is stopped under a live ingest; within isolateAfterAttempts attempts the

@@ -1,4 +1,4 @@
-// npm test: alone (restarts Kafka with FLOE_TEST_KAFKA_RESTARTS=1)
+// npm test: stack to itself (restarts Kafka with FLOE_TEST_KAFKA_RESTARTS=1)
 /**
  * The worker's kept Kafka consumers (ingest/kafka.ts ConsumerPool) against a real broker: one
  * reader serves cycle after cycle of a partition group, and whatever offset the table says is next

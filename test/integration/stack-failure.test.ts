@@ -1,4 +1,4 @@
-// npm test: alone (stops Postgres)
+// npm test: stack to itself (stops Postgres)
 /**
  * A service that cannot start fails with an error naming the service and the port or step,
  * with the tail of its log — here PostgreSQL, whose port is taken by a foreign listener.

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -89,11 +90,18 @@ export async function createWorkflowEnv(): Promise<TestWorkflowEnvironment> {
 let bundle: Promise<WorkflowBundle> | undefined;
 
 /**
- * The current workflows/ bundled once per process. Deliberately not workers/bundle.ts's cache: its
- * key hashes workflows/ only, and the workflows also import values from contract/ and maintenance/.
+ * The current workflows/ bundled once per process, or once per `npm test`: scripts/test.sh
+ * bundles them before the unit tests start (test/support/write-workflow-bundle.ts) and names the
+ * file in $FLOE_TEST_WORKFLOW_BUNDLE. Webpack takes ~2 s of CPU on its own but ~30 s beside the
+ * checks and three other unit files, in every workflow test file's `before`. Deliberately not
+ * workers/bundle.ts's cache: its key hashes workflows/ only, and the workflows also import values
+ * from contract/ and maintenance/.
  */
 export function testWorkflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('ERROR') });
+  const file = process.env.FLOE_TEST_WORKFLOW_BUNDLE;
+  bundle ??= file
+    ? readFile(file, 'utf8').then((code) => ({ code }))
+    : bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('ERROR') });
   return bundle;
 }
 
@@ -143,6 +151,12 @@ export function historyFromJson(text: string): History {
 /**
  * Runs `fn` while a worker on a fresh task queue hosts the workflows with `activities`; the
  * worker shuts down when `fn` settles.
+ *
+ * debugMode: the worker runs the workflows in this thread, in a V8 context of its own, instead of
+ * starting a worker thread that loads the bundle again. The workflows and their isolation per
+ * worker are the same (only the 5 s limit on one activation goes, which no test relies on); the
+ * thread cost ~1 s of CPU per worker, ~0.1 s without it, and a file makes a worker per test, so
+ * on a loaded machine (npm test runs 4 unit files beside tsc and eslint) it was most of the time.
  */
 export async function withWorker<T>(
   env: TestWorkflowEnvironment,
@@ -156,6 +170,7 @@ export async function withWorker<T>(
     taskQueue,
     workflowBundle: await testWorkflowBundle(),
     activities,
+    debugMode: true,
   });
   return worker.runUntil(fn(taskQueue));
 }
