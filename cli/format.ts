@@ -54,6 +54,8 @@ export function ingestStatusLines(
   ];
   if (s.error) lines.push(`error: ${s.error}`);
   if (s.failing) lines.push(stallLine(s.failing, s.state === 'stalled', nowMs));
+  if (s.skippedRecords)
+    lines.push(`${s.skippedRecords} records skipped: Kafka deleted them (retention) before they were read (snapshot summary floe.skipped)`);
   if (s.isolation)
     lines.push(
       `isolating the records of a cycle that failed on every attempt (${s.isolation.reason}): ${s.isolation.ranges.length} ranges to check, ${s.isolation.deadLettered} records dead-lettered so far`,

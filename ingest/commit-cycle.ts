@@ -24,7 +24,9 @@ import {
   landedCommit,
   maxOffsets,
   readCursor,
+  SUMMARY_SKIPPED,
   readDeadLetterCursor,
+  type Offsets,
 } from '../table/cursor';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { mirrorOffsets } from './mirror';
@@ -136,7 +138,11 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
   };
   // Dead letters first, under the same commit id: a retry after a crash between the two finds them.
   if (deadLetterFiles.length > 0) await commitDeadLetters(deps, t, input, deadLetterFiles);
+  // Records Kafka deleted before the table got them (the plan started past the cursor): never
+  // rows, never dead letters (there are no bytes left), so recorded where an auditor looks.
+  const skipped = skippedPast(readCursor(before.metadata, input.ingestId).offsets, input.startOffsets);
   const summary = {
+    ...(skipped.text ? { [SUMMARY_SKIPPED]: skipped.text } : {}),
     [SUMMARY_INGEST_ID]: input.ingestId,
     [SUMMARY_OFFSETS]: formatOffsets(input.endOffsets),
     [SUMMARY_COMMIT_ID]: input.commitId,
@@ -178,5 +184,19 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     // route mirrors its base table's cursor, committed first: the others follow within the cycle.)
     mirrorOffsets(deps.admin, t, input.endOffsets);
   }
-  return commitResult(res.metadata, snapshotId, res.alreadyCommitted);
+  const out = commitResult(res.metadata, snapshotId, res.alreadyCommitted);
+  return skipped.records > 0n && !res.alreadyCommitted ? { ...out, skippedRecords: skipped.records.toString() } : out;
+}
+
+/** The offsets a cycle starting at `start` skips past `cursor`, as `<p>:<from>-<to> ...`, and how many. */
+export function skippedPast(cursor: Offsets, start: Offsets): { text: string; records: bigint } {
+  const parts: string[] = [];
+  let records = 0n;
+  for (const p of Object.keys(start).sort((a, b) => Number(a) - Number(b))) {
+    const from = cursor[p];
+    if (from === undefined || BigInt(start[p]!) <= BigInt(from)) continue;
+    parts.push(`${p}:${from}-${start[p]}`);
+    records += BigInt(start[p]!) - BigInt(from);
+  }
+  return { text: parts.join(' '), records };
 }

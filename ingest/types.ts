@@ -140,4 +140,6 @@ export interface CommitResult {
   alreadyCommitted: boolean;
   committedAtMs: number;
   totalRecords: string;
+  /** Records this commit skipped past the cursor (lost to retention before they were read), decimal; absent: none. */
+  skippedRecords?: string;
 }

@@ -47,6 +47,11 @@ const m = {
     labelNames: T,
   }),
   deadLetters: new Counter({ name: 'floe_dead_letters_total', help: 'Dead letters committed to the dead-letter table', labelNames: T }),
+  skipped: new Counter({
+    name: 'floe_records_skipped_total',
+    help: 'Records Kafka deleted (retention) before the table got them: the cursor jumped past them (snapshot summary floe.skipped)',
+    labelNames: T,
+  }),
   commitSeconds: new Histogram({
     name: 'floe_commit_duration_seconds',
     help: 'Duration of an ingest commit activity that landed (fence checks, manifests, catalog CAS)',
@@ -224,7 +229,7 @@ export const record = {
   },
   commit(
     input: TableRef & { records: number; deadLetters: number; files: FileListEntry[]; endOffsets: Offsets },
-    res: { alreadyCommitted: boolean; committedAtMs: number },
+    res: { alreadyCommitted: boolean; committedAtMs: number; skippedRecords?: string },
     startedMs: number,
   ): void {
     if (res.alreadyCommitted) return;
@@ -232,6 +237,7 @@ export const record = {
     const now = Date.now();
     m.rowsCommitted.inc(table, input.records);
     m.deadLetters.inc(table, input.deadLetters);
+    if (res.skippedRecords !== undefined) m.skipped.inc(table, Number(res.skippedRecords));
     m.commitSeconds.observe(table, (now - startedMs) / 1000);
     const cycleStart = cycleStarts.get(key(input));
     if (cycleStart !== undefined) m.cycleSeconds.observe(table, (now - cycleStart) / 1000);

@@ -23,6 +23,11 @@ export const SUMMARY_TOPIC = 'floe.topic';
 export const SUMMARY_DEAD_LETTERS = 'floe.dead-letters';
 /** Backfills only: the offset range {from, to} the ingest id covers. */
 export const SUMMARY_RANGE = 'floe.range';
+/**
+ * Offsets the commit's cycle started past the table's cursor (`<p>:<from>-<to> ...`): records
+ * Kafka deleted (retention, deleteRecords) before the table got them. Never read, never rows.
+ */
+export const SUMMARY_SKIPPED = 'floe.skipped';
 
 /** Partition number (as a decimal string) -> next offset to read (decimal string, 64-bit safe). */
 export type Offsets = Record<string, string>;

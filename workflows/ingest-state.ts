@@ -61,6 +61,11 @@ export interface IngestStatus {
   failing?: Failing;
   /** Records of a cycle that failed K times being isolated (workflows/isolation.ts). */
   isolation?: Isolation;
+  /**
+   * Records Kafka deleted (retention) before this ingest read them: the cursor jumped past them,
+   * each jump recorded in its snapshot's summary (`floe.skipped`). Decimal; absent: none.
+   */
+  skippedRecords?: string;
   /** K: config `isolateAfterAttempts` as of the last plan. */
   isolateAfter?: number;
 }
@@ -319,6 +324,8 @@ export function recordCommit(status: IngestStatus, cycle: MergedCycle, commitId:
   status.lastCommitTimeMs = res.committedAtMs;
   status.totalRows += cycle.records;
   status.totalDeadLetters += cycle.deadLetters;
+  if (res.skippedRecords !== undefined)
+    status.skippedRecords = (BigInt(status.skippedRecords ?? '0') + BigInt(res.skippedRecords)).toString();
   status.filesPerCommit = cycle.routed ? cycle.routed.reduce((n, r) => n + r.files.length, 0) : cycle.files.length;
   const recent = (status.recentCommits ??= []);
   recent.push([res.committedAtMs, status.totalRows]);
