@@ -37,7 +37,7 @@ export function totalLag(lag: Record<string, string>): bigint {
 }
 
 /** A step failing again and again: `stalled since <time> (<age>), <n> attempts: <error>` (or `failing` below K attempts). */
-export function stallLine(f: { error: string; attempts: number; sinceMs: number }, stalled: boolean, nowMs: number): string {
+function stallLine(f: { error: string; attempts: number; sinceMs: number }, stalled: boolean, nowMs: number): string {
   return `${stalled ? 'stalled' : 'failing'} since ${new Date(f.sinceMs).toISOString()} (${formatAge(nowMs - f.sinceMs)}), ${f.attempts} attempts: ${f.error}`;
 }
 

@@ -189,7 +189,7 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
 }
 
 /** The offsets a cycle starting at `start` skips past `cursor`, as `<p>:<from>-<to> ...`, and how many. */
-export function skippedPast(cursor: Offsets, start: Offsets): { text: string; records: bigint } {
+function skippedPast(cursor: Offsets, start: Offsets): { text: string; records: bigint } {
   const parts: string[] = [];
   let records = 0n;
   for (const p of Object.keys(start).sort((a, b) => Number(a) - Number(b))) {

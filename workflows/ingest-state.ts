@@ -377,7 +377,7 @@ export const shownState = (status: IngestStatus, paused: boolean, draining: bool
   stalled(status) && !(paused && !draining) ? 'stalled' : reportedState(status, paused, draining);
 
 /** A step has failed at least K times in a row (status.failing). */
-export const stalled = (status: IngestStatus): boolean =>
+const stalled = (status: IngestStatus): boolean =>
   status.state !== 'stopped' && (status.failing?.attempts ?? 0) >= (status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS);
 
 const offsetsText = (o: Record<string, string>): string =>
