@@ -10,10 +10,8 @@
 #      the integration tests that must have the stack to themselves but not the CPU: a file says
 #      so with a line `// npm test: stack to itself (<why>)` (it stops or restarts a service);
 #      nothing else uses the stack meanwhile (unit tests start their own Temporal test servers);
-#   3. once the unit tests and those files are done, the integration tests that can share the
-#      stack, $FLOE_TEST_CONCURRENCY files at a time (default 3: the two cores are busy), while
-#      typecheck, lint and format (no deadlines to miss; typed eslint is the longest of them)
-#      finish beside them;
+#   3. once all of those are done, the integration tests that can share the stack,
+#      $FLOE_TEST_CONCURRENCY files at a time (default 3: the two cores are busy);
 #   4. the integration tests that must have the stack and the CPU to themselves, one at a time: a
 #      file says so with a line `// npm test: alone (<why>)` (it restarts services under deadlines
 #      or asserts how fast something fails, which the load of other files would make flaky).
@@ -148,14 +146,16 @@ finish "unit tests (${#units[@]} files, 4 at a time)"
 if [ "${#stack_only[@]}" -gt 0 ]; then
   finish "$stack_only_step"
 fi
+# The checks finish before the integration tests start: run beside them (2026-12-07, clean clone),
+# they made the integration phase 918 s instead of ~600 and a fresh worker missed visibility's
+# first-commit wait; the total was no shorter (the two cores were the bound either way).
+finish "typecheck"
+finish "lint"
+finish "format"
 
 if [ "${#together[@]}" -gt 0 ]; then
   step "integration tests (${#together[@]} files, $concurrency at a time)" "${runner[@]}" "$concurrency" 600000 "${together[@]}"
 fi
-# Before the files that want the CPU to themselves.
-finish "typecheck"
-finish "lint"
-finish "format"
 if [ "${#alone[@]}" -gt 0 ]; then
   step "integration tests (${#alone[@]} files, one at a time: ${alone[*]##*/})" "${runner[@]}" 1 600000 "${alone[@]}"
 fi

@@ -21,8 +21,12 @@ import { INGEST_ID_ATTRIBUTE, KIND_ATTRIBUTE, TABLE_ATTRIBUTE, maintenanceSchedu
 import { spawnWorker } from '../../workers/process';
 import { produceOrderEvents } from '../support/produce';
 
-/** Visibility is eventually consistent: poll until `ok` holds. */
-async function eventually<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
+/**
+ * Visibility is eventually consistent: poll until `ok` holds. The bound is a hang guard, not a
+ * speed check (speed lives in bench/): `npm test` runs this beside other files, and on a loaded
+ * 2-core machine a fresh worker took over 20 s to its first commit.
+ */
+async function eventually<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, ms = 120_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await get();
@@ -32,7 +36,7 @@ async function eventually<T>(what: string, get: () => Promise<T>, ok: (v: T) => 
   }
 }
 
-describe('workflows and schedules listed by table (real stack)', { timeout: 90_000 }, () => {
+describe('workflows and schedules listed by table (real stack)', { timeout: 8 * 60_000 }, () => {
   it('ingest, compaction and schedules carry FloeTable/FloeKind/FloeIngestId and summaries', async () => {
     await ensureStack(['temporal', 'kafka', 's3']);
     const name = `it_vis_${Date.now().toString(36)}_${randomBytes(2).toString('hex')}`;
