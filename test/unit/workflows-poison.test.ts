@@ -227,6 +227,7 @@ describe('poison cycles end: isolation by bisection, stalled on a service (mocke
           taskQueue,
           workflowBundle,
           activities: fake.activities,
+          debugMode: true,
         }),
       );
     const first = await mk();
