@@ -376,9 +376,12 @@ export const reportedState = (status: IngestStatus, paused: boolean, draining: b
 export const shownState = (status: IngestStatus, paused: boolean, draining: boolean): IngestStatus['state'] =>
   stalled(status) && !(paused && !draining) ? 'stalled' : reportedState(status, paused, draining);
 
+/** K: attempts of a step before its records are isolated, or before a service's trouble shows `stalled`. */
+export const isolateAfter = (status: IngestStatus): number => status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS;
+
 /** A step has failed at least K times in a row (status.failing). */
-const stalled = (status: IngestStatus): boolean =>
-  status.state !== 'stopped' && (status.failing?.attempts ?? 0) >= (status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS);
+export const stalled = (status: IngestStatus): boolean =>
+  status.state !== 'stopped' && (status.failing?.attempts ?? 0) >= isolateAfter(status);
 
 const offsetsText = (o: Record<string, string>): string =>
   Object.keys(o).length === 0

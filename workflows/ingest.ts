@@ -24,7 +24,6 @@ import type { createActivities } from '../activities';
 import type { CommitResult, CyclePlan, PollInput, PollResult, StallReport } from '../ingest/types';
 import { FailureType, INGEST_NON_RETRYABLE, INGEST_RELOAD, ingestWorkflowId } from '../contract';
 import {
-  DEFAULT_ISOLATE_AFTER_ATTEMPTS,
   backoffMs,
   nextRange,
   pollCoverage,
@@ -49,6 +48,8 @@ import {
   reportedState,
   routeCommits,
   shownState,
+  stalled,
+  isolateAfter,
   topicOf,
   cycleRef,
   type IngestInput,
@@ -234,9 +235,7 @@ function classify(err: unknown): { service: boolean; error: string } | undefined
 /** The stall report every activity input carries while the ingest is stalled (the worker's metrics). */
 function stallOf(status: IngestStatus): { stalled?: StallReport } {
   const f = status.failing;
-  return f && f.attempts >= (status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS)
-    ? { stalled: { sinceMs: f.sinceMs, attempts: f.attempts } }
-    : {};
+  return f && stalled(status) ? { stalled: { sinceMs: f.sinceMs, attempts: f.attempts } } : {};
 }
 
 /** The one poll of an isolation cycle: the range's partition alone, from the range's start to its end (never past it). */
@@ -393,7 +392,7 @@ async function stepFailed(
   status.failing = recordFailure(status.failing, c.error, attempts, now);
   log.warn('ingest step failing', { ...where, ...status.failing });
   setCurrentDetails(currentDetails(status, loop.shown()));
-  await condition(() => loop.paused(), backoffMs(status.failing, status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS));
+  await condition(() => loop.paused(), backoffMs(status.failing, isolateAfter(status)));
 }
 
 export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> {
@@ -432,7 +431,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     }
     status.state = draining ? 'draining' : 'running';
     const bounded = patched(PATCH_BOUNDED_ATTEMPTS);
-    const k0 = bounded ? (status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS) : 0;
+    const k0 = bounded ? isolateAfter(status) : 0;
     const { loadCursor } = acts(k0);
 
     try {
@@ -448,7 +447,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     // The UI's current details (no command, nothing in history: replay-safe).
     setCurrentDetails(currentDetails(status, shownState(status, paused, draining)));
     // This cycle's steps take the plan's K.
-    const k = bounded ? (status.isolateAfter ?? DEFAULT_ISOLATE_AFTER_ATTEMPTS) : 0;
+    const k = bounded ? isolateAfter(status) : 0;
     const { pollAndWrite, commit } = acts(k);
     if (input.range && rangeDone(plan.startOffsets, input.range)) {
       status.state = 'stopped';

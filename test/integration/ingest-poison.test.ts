@@ -15,7 +15,6 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureStack } from '../../stack/stack';
 import { scenarioConfig } from '../../demo/scenario';
@@ -26,23 +25,12 @@ import { readColumnValues } from '../../client/tables';
 import { openTables } from '../../table/tables';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { produceMessages } from '../support/produce';
 
 const columns = [
   { name: 'event_id', type: 'string', required: true },
   { name: 'note', type: 'string' },
 ];
-
-async function produce(brokers: string[], topic: string, values: unknown[]): Promise<void> {
-  const kafka = new Kafka({ clientId: 'test', brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  await producer.send({ topic, messages: values.map((v, i) => ({ key: `k${i}`, value: JSON.stringify(v), partition: 0 })) });
-  await producer.disconnect();
-}
 
 interface Run {
   cfg: FloeConfig;
@@ -101,10 +89,10 @@ describe('poison cycles end (real stack)', { timeout: 15 * 60_000 }, () => {
       );
       runs.push(r);
       const notes = ['é'.repeat(300), 'x'.repeat(5000), 'short', 'é'.repeat(300), `${'x'.repeat(5000)}y`, null];
-      await produce(
-        r.cfg.kafka.brokers,
+      await produceMessages(
+        r.cfg,
         r.topic,
-        notes.map((note, i) => ({ event_id: `e${i}`, note })),
+        notes.map((note, i) => ({ key: `k${i}`, value: JSON.stringify({ event_id: `e${i}`, note }) })),
       );
       const status = await drain(r);
       assert.equal(status.state, 'stopped');
@@ -130,7 +118,11 @@ describe('poison cycles end (real stack)', { timeout: 15 * 60_000 }, () => {
     );
     runs.push(r);
     const values = Array.from({ length: 60 }, (_, i) => ({ event_id: `e${i}`, note: i === 17 || i === 40 ? `POISON ${i}` : `fine ${i}` }));
-    await produce(r.cfg.kafka.brokers, r.topic, values);
+    await produceMessages(
+      r.cfg,
+      r.topic,
+      values.map((v, i) => ({ key: `k${i}`, value: JSON.stringify(v) })),
+    );
     const status = await drain(r);
     assert.equal(status.state, 'stopped');
     assert.equal(status.totalRows, 58);

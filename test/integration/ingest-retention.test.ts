@@ -20,6 +20,7 @@ import { readColumnValues } from '../../client/tables';
 import { openTables } from '../../table/tables';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { produceMessages } from '../support/produce';
 
 describe('records deleted by Kafka before the table got them (real stack)', { timeout: 10 * 60_000 }, () => {
   let cfg: FloeConfig;
@@ -50,15 +51,12 @@ describe('records deleted by Kafka before the table got them (real stack)', { ti
     await worker?.kill('SIGTERM');
   });
 
-  const send = async (from: number, n: number) => {
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    await producer.send({
+  const send = (from: number, n: number) =>
+    produceMessages(
+      cfg,
       topic,
-      messages: Array.from({ length: n }, (_, i) => ({ value: JSON.stringify({ event_id: `e${from + i}` }), partition: 0 })),
-    });
-    await producer.disconnect();
-  };
+      Array.from({ length: n }, (_, i) => ({ value: JSON.stringify({ event_id: `e${from + i}` }), partition: 0 })),
+    );
   const drain = async () => {
     await startIngest(fc, table);
     await signalIngest(fc, table, 'stop');

@@ -11,7 +11,6 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, logLevel } from 'kafkajs';
 import { ensureStack, stackDown } from '../../stack/stack';
 import { scenarioConfig } from '../../demo/scenario';
 import { verifyTable } from '../../demo/verify';
@@ -21,30 +20,23 @@ import { ingestStatus, type IngestStatusView } from '../../client/ingest-status'
 import { floeHome } from '../../stack/paths';
 import { freeLoopbackPort } from '../../observability/metrics-server';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { produceMessages } from '../support/produce';
 
 const quiet = (m: string) => {
   if (process.env.FLOE_TEST_VERBOSE) console.log(m);
 };
 
-async function produce(brokers: string[], topic: string, from: number, n: number, create: boolean): Promise<void> {
-  const kafka = new Kafka({ clientId: 'test', brokers, logLevel: logLevel.NOTHING });
-  if (create) {
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
-    await admin.disconnect();
-  }
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  await producer.send({
+/** Events e<from>.. e<from+n-1> into the 2-partition topic (created on first use). */
+const produce = (cfg: FloeConfig, topic: string, from: number, n: number) =>
+  produceMessages(
+    cfg,
     topic,
-    messages: Array.from({ length: n }, (_, i) => ({
+    Array.from({ length: n }, (_, i) => ({
       key: `k${from + i}`,
       value: JSON.stringify({ event_id: `e${from + i}`, note: `n${from + i}` }),
     })),
-  });
-  await producer.disconnect();
-}
+    2,
+  );
 
 describe('a Kafka outage stalls the ingest visibly and it recovers by itself (real stack)', { timeout: 15 * 60_000 }, () => {
   let cfg: FloeConfig;
@@ -79,7 +71,7 @@ describe('a Kafka outage stalls the ingest visibly and it recovers by itself (re
   });
 
   it('stalled with error, attempts and since; the stall gauge; no dead letter; then every message lands once', async () => {
-    await produce(cfg.kafka.brokers, topic, 0, 50, true);
+    await produce(cfg, topic, 0, 50);
     await startIngest(fc, table);
     // The first 50 are in the table: the ingest is live.
     for (let i = 0; ; i++) {
@@ -113,7 +105,7 @@ describe('a Kafka outage stalls the ingest visibly and it recovers by itself (re
     assert.ok(Number(gauge.split(' ')[1]) >= 0);
 
     await ensureStack(['kafka'], { log: quiet });
-    await produce(cfg.kafka.brokers, topic, 50, 50, false);
+    await produce(cfg, topic, 50, 50);
     await signalIngest(fc, table, 'stop');
     const status = await waitForIngest(fc, table);
     assert.equal(status.state, 'stopped');
