@@ -47,6 +47,9 @@ import {
  */
 export const COMMIT_INTERVAL_LIMIT_MS = 10 * 60_000;
 
+/** The shortest `commitInterval` (1 s). */
+export const COMMIT_INTERVAL_MIN_MS = 1000;
+
 /** Kafka's legal topic names. */
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 
@@ -331,10 +334,16 @@ const TABLE_KEYS = {
   columns: z.array(column, { error: 'a list' }).optional().describe('format json: at least one; a schema format: only columns from Kafka'),
   partitionBy: z.array(partitionField, { error: 'a list' }).default(() => []),
   deadLetterTable: text(IDENT, IDENT_WHAT).optional().describe('default <table>_dead_letters'),
-  commitInterval: duration({
-    ms: COMMIT_INTERVAL_LIMIT_MS,
-    why: "a poll lasts up to one interval; a longer one outlasts the poll activity's timeout and never commits",
-  }).prefault('10s'),
+  commitInterval: duration(
+    {
+      ms: COMMIT_INTERVAL_LIMIT_MS,
+      why: "a poll lasts up to one interval; a longer one outlasts the poll activity's timeout and never commits",
+    },
+    {
+      ms: COMMIT_INTERVAL_MIN_MS,
+      why: "every cycle is a snapshot and a catalog commit: below a second, a cycle's fixed cost exceeds the wait and the table's metadata grows faster than expiry trims it",
+    },
+  ).prefault('10s'),
   maxRecordsPerCycle: posInt().default(500_000),
   maxBytesPerCycle: size().prefault('256MiB'),
   targetFileSizeBytes: size().prefault('128MiB'),

@@ -142,13 +142,14 @@ function parsedOrUndefined(parse: (v: string | number) => number, v: string | nu
 
 const DURATION = 'a duration like 500ms, 30s, 15m, 7d or positive millis';
 /** A positive duration in milliseconds (config/units.ts); `below` is an exclusive bound and why. */
-export function duration(below?: { ms: number; why: string }) {
+export function duration(below?: { ms: number; why: string }, atLeast?: { ms: number; why: string }) {
   return z
     .union([z.number(), z.string()], { error: DURATION })
     .transform((v, ctx) => {
       const ms = parsedOrUndefined(parseDuration, v);
       if (!ms) return addIssue(ctx, DURATION, true);
       if (below && ms >= below.ms) return addIssue(ctx, `a duration below ${formatDuration(below.ms)} (${below.why})`, true);
+      if (atLeast && ms < atLeast.ms) return addIssue(ctx, `a duration of at least ${formatDuration(atLeast.ms)} (${atLeast.why})`, true);
       return ms;
     })
     .meta({ description: 'a duration: 500ms, 30s, 15m, 1.5h, 7d; a bare number is milliseconds' });

@@ -80,6 +80,8 @@ export interface PollBounds {
   limit?: Offsets;
   /** Stops the poll early (activity cancellation); the caller decides what that means. */
   signal?: AbortSignal;
+  /** How long a new reader may take to join its group (default GROUP_JOIN_TIMEOUT_MS); the wait above counts from the join. */
+  joinTimeoutMs?: number;
 }
 
 interface PollOutcome {
@@ -125,6 +127,11 @@ export class PollSink {
     this.done = true;
     this.failure = failure;
     this.finish();
+  }
+
+  /** Whether any partition's position moved from `start` (a record, or control records passed). */
+  moved(start: Offsets): boolean {
+    return this.partitions.some((p) => (this.next[String(p)] ?? '0') !== (start[String(p)] ?? '0'));
   }
 
   caughtUp(): boolean {
@@ -242,6 +249,37 @@ export class PollSink {
   }
 }
 
+/**
+ * How long a reader waits for its group's join before the poll fails: a join takes the broker's
+ * `group.initial.rebalance.delay.ms` (3 s by default), plus a coordinator's loading after a broker
+ * start (seconds); a minute is a broker in trouble.
+ */
+export const GROUP_JOIN_TIMEOUT_MS = 60_000;
+
+/**
+ * A reader's group join did not complete in time. The name makes it a service's trouble
+ * (activities/failures.ts: every `KafkaJS*` error), so the ingest retries it with backoff and shows
+ * `stalled`; it never bisects the records it did not read.
+ */
+export class KafkaGroupJoinTimeout extends Error {
+  override readonly name = 'KafkaJSGroupJoinTimeout';
+  constructor(topic: string, partitions: number[], ms: number) {
+    super(
+      `kafka: the reader of ${topic} partitions ${partitions.join(',')} had not joined its consumer group after ${ms} ms (a group coordinator loading or unreachable); nothing was read, the poll is retried`,
+    );
+  }
+}
+
+/** A poll bounded by what is there read nothing in its whole wait (a service's trouble, like the class above). */
+export class KafkaNothingServed extends Error {
+  override readonly name = 'KafkaJSNothingServed';
+  constructor(topic: string, partitions: number[], ms: number) {
+    super(
+      `kafka: nothing of ${topic} partitions ${partitions.join(',')} was served in ${ms} ms although records were there (a consumer reconnecting after a broker restart?); the poll is retried`,
+    );
+  }
+}
+
 /** One kafkajs consumer, in a group of its own, reading a fixed set of partitions poll after poll. */
 class PartitionReader {
   private readonly consumer: Consumer;
@@ -291,6 +329,15 @@ class PartitionReader {
       });
       let hasJoined = false;
       c.on(c.events.GROUP_JOIN, () => {
+        if (hasJoined) {
+          // A rejoin (the broker restarted, the session expired): kafkajs drops the positions it
+          // resolved and would fetch from the earliest offset again. A poll under way goes on
+          // from where it is; the reader is not kept after it.
+          this.broken = true;
+          const sink = this.sink;
+          if (sink) for (const p of this.partitions) c.seek({ topic: this.topic, partition: p, offset: sink.next[String(p)] ?? '0' });
+          return;
+        }
         hasJoined = true;
         joined();
       });
@@ -337,24 +384,36 @@ class PartitionReader {
     if (this.sink) throw new Error('PartitionReader.poll: a poll is already running');
     const sink = new PollSink(this.topic, this.partitions, start, bounds, onRecord);
     if (sink.caughtUp()) return sink.outcome;
-    const timer = setTimeout(() => sink.stop(), bounds.maxWaitMs);
     const onAbort = () => sink.stop();
     // An already-aborted signal never fires 'abort' again: stop now, or the poll reads a whole interval.
     if (bounds.signal?.aborted) sink.stop();
     else bounds.signal?.addEventListener('abort', onAbort, { once: true });
     const progress = setInterval(() => onProgress?.(sink.outcome), 2000);
+    // The poll's wait (one commit interval) counts from the join, not from the poll's start: a
+    // new group's join takes the broker's group.initial.rebalance.delay.ms (3 s by default), and a
+    // timer started before it would end an interval of 2 s having read nothing, every cycle. The
+    // join has a bound of its own; missing it is the broker's trouble, never the records'.
+    let timer: NodeJS.Timeout | undefined;
+    let joinTimer: NodeJS.Timeout | undefined;
+    const joinTimeoutMs = bounds.joinTimeoutMs ?? GROUP_JOIN_TIMEOUT_MS;
+    const joinBound = new Promise<'late'>((resolve) => (joinTimer = setTimeout(() => resolve('late'), joinTimeoutMs)));
     try {
-      // Until the group is joined only the poll's timer or signal ends the wait, reading nothing.
-      await Promise.race([this.start(), sink.finished]);
+      const joining = this.start().then(() => 'joined' as const);
+      // A join that fails after the race was decided (late, or the poll stopped) must not surface
+      // as an unhandled rejection: the reader is broken then, and the pool drops it.
+      joining.catch(() => undefined);
+      const joined = await Promise.race([joining, sink.finished.then(() => 'stopped' as const), joinBound]);
+      clearTimeout(joinTimer);
+      if (joined === 'late') {
+        // This reader may still join later; it is not kept (the pool hands out a new one).
+        this.broken = true;
+        throw new KafkaGroupJoinTimeout(this.topic, this.partitions, joinTimeoutMs);
+      }
       if (sink.done) {
         if (sink.failure) throw sink.failure;
-        // A poll bounded by what is there (a drain, a retried attempt) must not look caught up.
-        if (bounds.stopAt !== undefined && !bounds.signal?.aborted && !sink.caughtUp())
-          throw new Error(
-            `kafka: the reader of ${this.topic} partitions ${this.partitions.join(',')} had not joined its consumer group after ${bounds.maxWaitMs} ms (a group coordinator loading or unreachable); nothing was read, the poll is retried`,
-          );
         return sink.outcome;
       }
+      timer = setTimeout(() => sink.stop(), bounds.maxWaitMs);
       this.sink = sink;
       const mine = [{ topic: this.topic, partitions: this.partitions }];
       for (const p of this.partitions) this.consumer.seek({ topic: this.topic, partition: p, offset: sink.next[String(p)] ?? '0' });
@@ -364,11 +423,20 @@ class PartitionReader {
       // A consumer restarting after a crash has no group to pause; the broken reader is not kept.
       if (!this.broken) this.consumer.pause(mine);
       if (sink.failure) throw sink.failure;
+      // Bounded by what is there (a drain, a retried attempt), a poll whose wait ran out without
+      // moving at all was not served by Kafka (a consumer still reconnecting after a broker
+      // restart): returned, it would look caught up and end a drain with records left. It fails,
+      // as the broker's trouble, and the reader is not kept.
+      if (bounds.stopAt !== undefined && !bounds.signal?.aborted && !sink.caughtUp() && !sink.moved(start)) {
+        this.broken = true;
+        throw new KafkaNothingServed(this.topic, this.partitions, bounds.maxWaitMs);
+      }
       return sink.outcome;
     } finally {
       this.sink = null;
       this.idleSince = Date.now();
       clearTimeout(timer);
+      clearTimeout(joinTimer);
       clearInterval(progress);
       bounds.signal?.removeEventListener('abort', onAbort);
     }

@@ -15,7 +15,6 @@ import { DecodeError, DecoderConfigError } from './formats/errors';
 import { TableSink } from './table-sink';
 import { RoutedWriters, routedFileLists } from './route-write';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
-import { pollPartitions } from './kafka';
 import { ingestWatermarks } from './watermarks';
 import type { PollInput, PollResult } from './types';
 import type { TableConfig } from '../config';
@@ -48,10 +47,10 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   let outcome,
     seen = 0;
   try {
-    // A reader of its own per poll (the kept ConsumerPool is off until the ingest-restarts failure
-    // seen with it after a Kafka restart is understood).
-    outcome = await pollPartitions(
-      deps.kafka,
+    // The worker's kept reader of this ingest's partition group (ingest/kafka.ts ConsumerPool): its
+    // group join (3 s on a stock broker) is paid once per worker, not once per cycle.
+    outcome = await deps.consumers.poll(
+      `${t.table}|${input.ingestId}`,
       t.topic,
       input.partitions,
       input.startOffsets,

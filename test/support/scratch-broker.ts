@@ -20,6 +20,11 @@ async function freePort(): Promise<number> {
 
 export interface ScratchBroker {
   brokers: string[];
+  /**
+   * Stops the broker and starts it again on the same ports and log dir: a clean shutdown
+   * (SIGTERM), or with `crash` a SIGKILL (no controlled shutdown; the log is recovered on start).
+   */
+  restart(opts?: { downMs?: number; crash?: boolean }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -49,7 +54,9 @@ export async function startScratchBroker(): Promise<ScratchBroker> {
     timeoutMs: 120_000,
   });
   const logFile = join(dir, 'kafka.log');
-  const pid = spawnDaemon({ cmd: java(), args: javaArgs('kafka.Kafka', [props]), cwd: dir, logFile, pidFile: join(dir, 'kafka.pid') });
+  const spawn = () =>
+    spawnDaemon({ cmd: java(), args: javaArgs('kafka.Kafka', [props]), cwd: dir, logFile, pidFile: join(dir, 'kafka.pid') });
+  let pid = spawn();
   // A test process that ends without its `after` (a failure, a timeout) takes the broker along.
   const onExit = () => {
     try {
@@ -65,10 +72,20 @@ export async function startScratchBroker(): Promise<ScratchBroker> {
     await stopProcessGroup(pid, 10_000);
     rmSync(dir, { recursive: true, force: true });
   };
-  const ready = await waitFor(() => tcpOpen('127.0.0.1', port), { timeoutMs: 120_000, intervalMs: 300 });
-  if (!ready.ok) {
-    await stop();
-    throw new Error(`scratch broker on ${port}: ${ready.reason} (log ${logFile})`);
-  }
-  return { brokers: [`127.0.0.1:${port}`], stop };
+  const untilListening = async () => {
+    const ready = await waitFor(() => tcpOpen('127.0.0.1', port), { timeoutMs: 120_000, intervalMs: 300 });
+    if (!ready.ok) {
+      await stop();
+      throw new Error(`scratch broker on ${port}: ${ready.reason} (log ${logFile})`);
+    }
+  };
+  await untilListening();
+  const restart = async ({ downMs = 0, crash = false } = {}) => {
+    await stopProcessGroup(pid, crash ? 0 : 30_000);
+    await waitFor(async () => !(await tcpOpen('127.0.0.1', port)), { timeoutMs: 30_000, intervalMs: 200 });
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    pid = spawn();
+    await untilListening();
+  };
+  return { brokers: [`127.0.0.1:${port}`], restart, stop };
 }

@@ -279,6 +279,10 @@ describe('the config reads durations and sizes by the same grammar', () => {
       'config tables[0].maintenance.expire.olderThan: expected a duration like 500ms, 30s, 15m, 7d or positive millis, found "2 days"',
     ],
     [
+      { commitInterval: '500ms' },
+      'config tables[0].commitInterval: expected a duration of at least 1s (every cycle is a snapshot and a catalog commit: below a second, a cycle\'s fixed cost exceeds the wait and the table\'s metadata grows faster than expiry trims it), found "500ms"',
+    ],
+    [
       { commitInterval: '0.2h' },
       'config tables[0].commitInterval: expected a duration below 10m (a poll lasts up to one interval; a longer one outlasts the poll activity\'s timeout and never commits), found "0.2h"',
     ],
