@@ -13,11 +13,22 @@ import type { Deps } from '../ingest/deps';
 import { planCycle } from '../ingest/plan-cycle';
 import { pollAndWrite } from '../ingest/poll-write';
 import { listEntryTopics, type EntryTopics } from '../ingest/topic-set';
-import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../ingest/types';
+import type {
+  CommitInput,
+  CommitResult,
+  CyclePlan,
+  PollInput,
+  PollResult,
+  RouteCommitInput,
+  RouteCommitResult,
+  TableRef,
+} from '../ingest/types';
 import { currentRun, withFailureMapping } from './failures';
 import { heartbeating } from './heartbeat';
 import { withMetrics } from './metrics';
-import { createMaintenanceActivities } from './maintenance';
+import { createMaintenanceActivities, ingestExpiry } from './maintenance';
+import { commitRoute } from '../ingest/route-commit';
+import { ingestTableConfig } from '../ingest/deps';
 
 export { createDeps, type Deps } from '../ingest/deps';
 
@@ -52,11 +63,38 @@ const createIngestActivities = (deps: Deps) => ({
   loadCursor: (ref: TableRef): Promise<CyclePlan> => heartbeating(() => planCycle(deps, ref, currentRun())),
   /** Polls one partition group and writes its data and dead-letter files (ingest/poll-write.ts). Heartbeats progress. */
   pollAndWrite: (input: PollInput): Promise<PollResult> => pollAndWrite(deps, input, currentRun()),
-  /** Commits one cycle, exactly once and fenced (ingest/commit-cycle.ts). */
-  commit: (input: CommitInput): Promise<CommitResult> => heartbeating(() => commitCycle(deps, input)),
+  /**
+   * Commits one cycle, exactly once and fenced (ingest/commit-cycle.ts); then expires the
+   * dead-letter table when it committed to it and it needs it (activities/maintenance.ts).
+   */
+  commit: (input: CommitInput): Promise<CommitResult> =>
+    heartbeating(async () => {
+      const res = await commitCycle(deps, input);
+      if (input.deadLetterFiles.length > 0) await expireDeadLetters(deps, input);
+      return res;
+    }),
+  /**
+   * Commits a routed cycle in bulk: the tables that changed, then the base table with the route
+   * cursor (ingest/route-commit.ts); expires the dynamic tables that need it. Heartbeats progress.
+   */
+  commitRoute: (input: RouteCommitInput): Promise<RouteCommitResult> =>
+    heartbeating(() =>
+      commitRoute(deps, input, {
+        beat: (done, of) => Context.current().heartbeat({ phase: 'commit', done, of }),
+        afterTable: ingestExpiry(deps, ingestTableConfig(deps.cfg, input.table, input.topic), (m) => currentRun().warn(m)),
+      }),
+    ),
   /** Resolves and validates a backfill's range (ingest/backfill.ts). Read-only. */
   prepareBackfill: (input: PrepareBackfillInput): Promise<PreparedBackfill> => prepareBackfill(deps, input),
   /** The topics an entry of several topics reads now, from the cluster (ingest/topic-set.ts). Read-only. */
   listEntryTopics: (input: { table: string }): Promise<EntryTopics> => heartbeating(() => listEntryTopics(deps, input.table)),
   ...createMaintenanceActivities(deps),
 });
+
+/** The dead-letter table after a commit that added dead letters: expired by the ingest when due. */
+async function expireDeadLetters(deps: Deps, input: CommitInput): Promise<void> {
+  const t = ingestTableConfig(deps.cfg, input.table, input.topic);
+  const warn = (m: string) => currentRun().warn(m);
+  const loaded = await deps.tables.load(t.deadLetterTable).catch(() => undefined);
+  if (loaded) await ingestExpiry(deps, t, warn)(t.deadLetterTable, loaded.metadata);
+}

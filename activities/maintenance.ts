@@ -7,7 +7,9 @@ import type { Deps } from '../ingest/deps';
 import {
   commitRewrite,
   deleteExpiredFiles,
+  expireNow,
   expireSnapshotsCommit,
+  expiryDue,
   planCompaction,
   removeOrphanFiles,
   rewriteFileGroup,
@@ -28,7 +30,10 @@ import {
 } from '../maintenance/index';
 import { tableConfigOrUndefined } from '../maintenance/compact';
 import { clearPending, markPending } from '../table/pending';
-import type { MaintenanceConfig } from '../config';
+import type { MaintenanceConfig, TableConfig } from '../config';
+import { randomUUID } from 'node:crypto';
+import { ROUTE_BASE_PROPERTY } from '../ingest/route';
+import type { AfterTableCommit } from '../ingest/route-commit';
 import { heartbeating } from './heartbeat';
 import { currentRun } from './failures';
 
@@ -75,8 +80,45 @@ export const createMaintenanceActivities = (deps: Deps) => ({
   async clearPendingFiles(input: { location: string; owner: string }): Promise<void> {
     await clearPending(deps.tables.io, input.location, input.owner);
   },
-  /** The table's maintenance config, so scheduled workflows need only the table name. */
+  /**
+   * The table's maintenance config, so scheduled workflows need only the table name. A dead-letter
+   * table (scheduled with its entry since routes into many tables) takes its entry's.
+   */
   async maintenanceSettings(input: { table: string }): Promise<TableMaintenanceSettings> {
-    return tableConfigOrUndefined(deps.cfg, input.table)?.maintenance ?? null;
+    return (
+      tableConfigOrUndefined(deps.cfg, input.table)?.maintenance ??
+      deps.cfg.tables.find((e) => e.deadLetterTable === input.table)?.maintenance ??
+      null
+    );
   },
 });
+
+/**
+ * Expiry of the tables floe creates on its own, by the ingest that commits to them: a route's
+ * dynamic tables (they come and go with the data, so no schedule names them) and the entry's
+ * dead-letter table. After a commit to one of them, when it holds INGEST_EXPIRE_BATCH snapshots
+ * past the entry's `maintenance.expire` policy, they are expired at once. Tables the config names
+ * (the base table, static routes) are left to their schedules. Best effort: a failed expiry is a
+ * warning, never a failed commit (nothing stalls a table; the next commit tries again).
+ */
+export function ingestExpiry(deps: Deps, t: TableConfig, warn: (msg: string) => void, now: () => number = Date.now): AfterTableCommit {
+  const policy = t.maintenance.expire;
+  return async (table, metadata) => {
+    const ours = table === t.deadLetterTable || metadata.properties[ROUTE_BASE_PROPERTY] === t.table;
+    if (!ours || policy.paused) return 0;
+    const asOfMs = now();
+    if (!expiryDue(metadata, asOfMs, policy)) return 0;
+    try {
+      return await expireNow(deps.tables, {
+        table,
+        asOfMs,
+        olderThanMs: policy.olderThanMs,
+        retainLast: policy.retainLast,
+        expireId: `ingest-${randomUUID()}`,
+      });
+    } catch (e) {
+      warn(`expiry of ${table} by the ingest failed (the next commit tries again): ${(e as Error).message}`);
+      return 0;
+    }
+  };
+}

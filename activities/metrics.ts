@@ -4,7 +4,16 @@
  * failure type. Wraps the outside of the failure mapping (activities/failures.ts), so a failure is
  * counted with the Temporal type a workflow sees (StaleCursor, FilesMissing, DataInvalid, ...).
  */
-import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../ingest/types';
+import type {
+  CommitInput,
+  CommitResult,
+  CyclePlan,
+  PollInput,
+  PollResult,
+  RouteCommitInput,
+  RouteCommitResult,
+  TableRef,
+} from '../ingest/types';
 import type {
   CommitRewriteInput,
   CommitRewriteResult,
@@ -28,6 +37,7 @@ const RECORDERS: Record<string, (input: any, res: any, startedMs: number) => voi
   loadCursor: (i: TableRef, r: CyclePlan, t) => record.loadCursor(i, r, t),
   pollAndWrite: (i: PollInput, r: PollResult) => record.pollAndWrite(i, r),
   commit: (i: CommitInput, r: CommitResult, t) => record.commit(i, r, t),
+  commitRoute: (i: RouteCommitInput, r: RouteCommitResult, t) => record.commit({ ...i, files: [] }, r, t),
   tableFileStats: (i: { table: string }, r: FileStats) => record.fileStats(i.table, r),
   planCompaction: (_: unknown, r: CompactionPlan) => record.planCompaction(r),
   rewriteFileGroup: (i: RewriteGroupInput, r: RewriteGroupResult) => record.rewriteFileGroup(i, r),

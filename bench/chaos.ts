@@ -7,7 +7,8 @@
  *       [--partitions 4] [--malformed-every 50] [--commit-interval 5s] [--backfill-block 60s]
  *       [--orphans-every 2m] [--orphan-grace 60s] [--expire-older-than 1m] [--retain-last 5]
  *       [--compact-cron <cron>] [--expire-cron <cron>] [--drain-timeout 15m] [--quiesce-timeout 12m]
- *       [--seed N] [--name chaos_x]
+ *       [--multi-topic on|off] [--route on|off] [--registry on|off] [--mix-rate 10] [--mix-partitions 2]
+ *       [--route-values 6] [--schema-change-at 0.5] [--seed N] [--name chaos_x]
  *
  * What runs, for --duration:
  * - 3 `floe worker` OS processes (workers/process.ts, as the demo spawns them) on a task queue of
@@ -38,6 +39,12 @@
  *   is run a second time, which must add nothing.
  * - Restarts of Kafka, the Temporal dev server, SeaweedFS and Postgres, --restarts times each,
  *   spread over the run in random order, one at a time (stop, 1-6 s down, start).
+ * - The mix (bench/support/chaos-mix.ts; each part on by default, its own topics and tables on the
+ *   same catalog and workers, --mix-rate msg/s into each topic, every --malformed-every-th message
+ *   malformed): an entry reading two topics (--multi-topic); a route by a field into tables created
+ *   on the fly, --route-values of them appearing over the run (--route); Avro through the stack's
+ *   Schema Registry whose schema gains an optional field at --schema-change-at of the run, so the
+ *   table evolves mid-stream (--registry). Their ingests are drained with the orders one.
  *
  * At the end: chaos stops, every service and worker is brought up, the producer stops, the
  * backfill is awaited, the ingest drained (`floe ingest stop --wait`: drain signal, await the
@@ -49,12 +56,14 @@
  * offset, each exactly once: duplicates 0, lost 0, nothing unexpected), dead letters == bad
  * messages (same), both engines agree, every file the current metadata references exists, no
  * unreferenced file older than the grace (as of the last sweep) remains, and no workflow on the
- * run's task queue failed. Prints one summary line and exits 1 if anything fails.
+ * run's task queue failed. The mix's tables the same (no orphan audit: they get no sweeps), by
+ * (topic, partition, offset), and every row where its value says: the route's table of its value,
+ * the entry's table with its topic, the registry table's new column null before the change and
+ * the message's value after. Prints one summary line and exits 1 if anything fails.
  */
 import { join, resolve } from 'node:path';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CompressionTypes, Kafka, logLevel, type Message, type Producer } from 'kafkajs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ScheduleNotFoundError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, ChildWorkflowFailure } from '@temporalio/common';
@@ -73,8 +82,6 @@ import { resetCursor, resolveResetTarget } from '../ingest/reset';
 import { orderEvents, eventKey } from '../demo/generator';
 import { ChaosWorkerPool } from '../test/support/chaos-workers';
 import {
-  KIND_HEADER,
-  SEQ_HEADER,
   auditFiles,
   catalogMetadataLocation,
   engineCheck,
@@ -86,6 +93,8 @@ import {
 } from '../test/support/chaos-check';
 import { benchArgs } from './support/args';
 import { prng } from './support/prng';
+import { ChaosFeed, openTopic, retrying, type Log, type MakeMessage } from './support/chaos-feed';
+import { Mix, mixEntries, mixSummary, type MixEntry, type MixOptions, type MixResult } from './support/chaos-mix';
 import { ensureIngestTables } from '../ingest/tables';
 
 const SERVICES: ChaosService[] = ['kafka', 'temporal', 's3', 'postgres'];
@@ -93,7 +102,7 @@ const SERVICES: ChaosService[] = ['kafka', 'temporal', 's3', 'postgres'];
 let interrupted: (() => Promise<void>) | null = null;
 const CATALOG_NAME = 'floe_chaos';
 
-export interface ChaosOptions {
+export interface ChaosOptions extends MixOptions {
   durationMs: number;
   workers: number;
   ratePerS: number;
@@ -149,6 +158,13 @@ export const DEFAULTS: ChaosOptions = {
   drainTimeoutMs: 15 * 60_000,
   quiesceTimeoutMs: 12 * 60_000,
   seed: Date.now() % 1_000_000,
+  multiTopic: true,
+  route: true,
+  registry: true,
+  mixRatePerS: 10,
+  mixPartitions: 2,
+  routeValues: 6,
+  schemaChangeAtFrac: 0.5,
 };
 
 export interface ChaosResult {
@@ -156,6 +172,8 @@ export interface ChaosResult {
   table: string;
   durationMs: number;
   kills: number;
+  /** of `kills`, those of a worker that was polling its task queue (the rest were still starting) */
+  killsOfPolling: number;
   workerSelfExits: number;
   restarts: Record<ChaosService, number>;
   produced: { good: number; bad: number };
@@ -175,6 +193,8 @@ export interface ChaosResult {
   stillRunning: string[];
   report?: EngineReport;
   audits?: { main: FileAudit; deadLetters: FileAudit };
+  /** the mix's entries (multi-topic, route, registry), each checked like the orders table */
+  mix: MixResult[];
   summary: string;
   ok: boolean;
 }
@@ -196,8 +216,8 @@ function malformed(n: number, good: string): string {
   }
 }
 
-/** The demo orders table on the Postgres catalog, with maintenance crons for the chaos run. */
-function writeConfig(name: string, o: ChaosOptions): { path: string; table: string; topic: string } {
+/** The demo orders table on the Postgres catalog, with maintenance crons for the chaos run, and the mix's entries. */
+function writeConfig(name: string, o: ChaosOptions, mix: MixEntry[]): { path: string; table: string; topic: string } {
   const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;
   const table = `chaos.${name}`;
   base.catalog = { type: 'sql', uri: stackEnv().postgres.url, warehouse: `s3://${stackEnv().s3.bucket}/chaos`, name: CATALOG_NAME };
@@ -210,6 +230,8 @@ function writeConfig(name: string, o: ChaosOptions): { path: string; table: stri
     // Scheduled sweeps cannot pass `force`; the chaos loop sweeps with a short grace instead.
     orphans: { cron: '30 3 * * *', olderThan: '3d', paused: true },
   };
+  base.tables.push(...mix.map((e) => e.config));
+  if (mix.some((e) => e.kind === 'registry')) base.schemaRegistry = { url: stackEnv().schemaRegistry.url };
   const dir = join(floeHome(), 'runs');
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${name}.yaml`);
@@ -217,90 +239,18 @@ function writeConfig(name: string, o: ChaosOptions): { path: string; table: stri
   return { path, table, topic: name };
 }
 
-/** A workflow that ended failed: retrying the call cannot help (client/ rootCause wraps it as the cause). */
-const workflowFailed = (e: unknown): boolean =>
-  e instanceof WorkflowFailedError || (e as { cause?: unknown })?.cause instanceof WorkflowFailedError;
-
-/**
- * Retries `fn` until it succeeds or `deadline`; every failure is logged (servers restart under
- * us). A failed workflow is not retried.
- */
-async function retrying<T>(what: string, fn: () => Promise<T>, log: (m: string) => void, deadline: number, pauseMs = 2000): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (e) {
-      if (workflowFailed(e)) throw e;
-      if (Date.now() + pauseMs > deadline) throw new Error(`${what}: still failing after ${attempt} attempts: ${(e as Error).message}`);
-      log(`${what}: attempt ${attempt} failed (${(e as Error).message.split('\n')[0]}); retrying`);
-      await sleep(pauseMs);
-    }
-  }
-}
-
-type Log = (m: string) => void;
 type Between = (range: [number, number]) => number;
 type BlockRange = { from: Record<string, string>; to: Record<string, string> };
 type OrphanSweeps = { runs: number; deleted: number; errors: number };
 
-/** The chaos messages: n -> (key, value, headers), every --malformed-every-th one malformed; sent at least once. */
-class ChaosFeed {
-  readonly produced = { good: 0, bad: 0 };
-  /** sends that failed and were retried */
-  errors = 0;
-  private readonly events = orderEvents();
-  private nextSeq = 0;
-
-  constructor(
-    readonly producer: Producer,
-    private readonly topic: string,
-    private readonly malformedEvery: number,
-    private readonly log: Log,
-  ) {}
-
-  batch(count: number): Message[] {
-    const out: Message[] = [];
-    for (let i = 0; i < count; i++) {
-      const n = this.nextSeq++;
-      const e = this.events.next().value!;
-      const good = JSON.stringify(e);
-      const bad = this.malformedEvery > 0 && (n + 1) % this.malformedEvery === 0;
-      out.push({
-        key: eventKey(e),
-        value: bad ? malformed(n, good) : good,
-        headers: { [SEQ_HEADER]: String(n), [KIND_HEADER]: bad ? 'bad' : 'good' },
-      });
-    }
-    return out;
-  }
-
-  async send(messages: Message[], deadline: number): Promise<void> {
-    // At-least-once into Kafka: a send that failed after the broker stored it is sent again; the
-    // checker sees the copy as a repeated chaos-seq, not as a floe duplicate.
-    await retrying(
-      `produce ${messages.length} messages`,
-      () => this.producer.send({ topic: this.topic, messages, compression: CompressionTypes.None }),
-      (m) => {
-        this.errors++;
-        this.log(m);
-      },
-      deadline,
-      1000,
-    );
-    for (const m of messages) this.produced[m.headers![KIND_HEADER] === 'bad' ? 'bad' : 'good']++;
-  }
-}
-
-/** The run's topic, created, and an idempotent producer into it. */
-async function openTopic(brokers: string[], topic: string, partitions: number): Promise<Producer> {
-  const kafka = new Kafka({ clientId: 'floe-chaos', brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-  const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 10, maxRetryTime: 5000 } });
-  await producer.connect();
-  return producer;
+/** The demo orders as chaos messages: every malformed one broken in one of three ways (not JSON, a required field missing, a wrong type). */
+function orderMessages(): MakeMessage {
+  const events = orderEvents();
+  return (n, bad) => {
+    const e = events.next().value!;
+    const good = JSON.stringify(e);
+    return { key: eventKey(e), value: bad ? malformed(n, good) : good };
+  };
 }
 
 /**
@@ -358,6 +308,7 @@ class ChaosRun {
       topic: string;
       fc: FloeClient;
       feed: ChaosFeed;
+      mix: Mix;
       rnd: () => number;
       t00: number;
       log: Log;
@@ -397,6 +348,7 @@ class ChaosRun {
       this.stopChaos = true;
       await this.pool.stopAll().catch(() => undefined);
       await this.x.feed.producer.disconnect().catch(() => undefined);
+      await this.x.mix.close();
       for (const k of SCHEDULE_KINDS) {
         await fc.client.schedule
           .getHandle(maintenanceScheduleId(k, this.table))
@@ -423,6 +375,7 @@ class ChaosRun {
     try {
       this.pool.startAll();
       await startIngest(this.x.fc, this.table);
+      for (const e of this.x.mix.entries) await startIngest(this.x.fc, e.table);
       const applied = await applySchedules(this.x.fc, [this.table]);
       this.log(`schedules: ${applied.map((s) => `${s.kind} "${s.cron}"${s.paused ? ' (paused)' : ''}`).join(', ')}`);
       const { backfilling } = await this.chaos(blockRange);
@@ -445,7 +398,14 @@ class ChaosRun {
   private async chaos(blockRange: BlockRange): Promise<{ backfilling: Promise<void> }> {
     const t0 = Date.now();
     const tEnd = t0 + this.o.durationMs;
-    const producing = this.produceSteadily(t0, tEnd);
+    this.x.mix.started(t0);
+    const producing = Promise.all([
+      this.x.feed.produceSteadily(this.o.ratePerS, t0, tEnd),
+      ...this.x.mix.feeds.map((f) => f.produceSteadily(this.o.mixRatePerS, t0, tEnd)),
+      this.x.mix.changeSchemaAt(t0 + this.o.durationMs * this.o.schemaChangeAtFrac, this.log, tEnd).catch((e: Error) => {
+        this.problems.push(`registry schema change: ${e.message}`);
+      }),
+    ]);
     // the order these start in is the order they draw from the seeded random source
     const killing = this.killWorkers();
     const restarting = this.restartServices(t0);
@@ -456,29 +416,20 @@ class ChaosRun {
 
     await producing;
     const { produced } = this.x.feed;
+    const mixed = this.x.mix.produced;
     this.log(
-      `produced ${produced.good + produced.bad} messages (${produced.bad} malformed, incl. the block) with ${this.x.feed.errors} failed sends; stopping chaos`,
+      `produced ${produced.good + produced.bad} messages (${produced.bad} malformed, incl. the block) with ${this.x.feed.errors} failed sends` +
+        (this.x.mix.feeds.length
+          ? `, and ${mixed.good + mixed.bad} (${mixed.bad} malformed) into the mix's ${this.x.mix.feeds.length} topics`
+          : '') +
+        '; stopping chaos',
     );
     this.stopChaos = true;
     await Promise.all([killing, restarting, sweeping, reporting]);
     await retrying('stack up', () => ensureStack(SERVICES, { log: () => undefined }), this.log, Date.now() + 5 * 60_000, 3000);
     this.pool.ensureAllRunning();
+    await this.x.mix.tail(Date.now() + 5 * 60_000, this.log, Math.max(20, 3 * this.o.routeValues));
     return { backfilling };
-  }
-
-  /** The producer: a steady rate, catching up after a broker restart. */
-  private async produceSteadily(t0: number, tEnd: number): Promise<void> {
-    let sent = 0;
-    while (Date.now() < tEnd) {
-      const due = Math.floor(((Date.now() - t0) / 1000) * this.o.ratePerS);
-      if (due > sent) {
-        const n = Math.min(2000, due - sent);
-        await this.x.feed.send(this.x.feed.batch(n), tEnd + 10 * 60_000);
-        sent += n;
-      } else {
-        await sleep(100);
-      }
-    }
   }
 
   /** SIGKILL a random worker at random moments. */
@@ -488,7 +439,10 @@ class ChaosRun {
       if (this.stopChaos) break;
       const delay = this.between(this.o.restartDelayMs);
       const k = await this.pool.killRandom(delay);
-      if (k) this.log(`kill #${this.pool.kills}: worker w${k.slot} (pid ${k.pid}) SIGKILLed; back in ${(delay / 1000).toFixed(1)}s`);
+      if (k)
+        this.log(
+          `kill #${this.pool.kills}: worker w${k.slot} (pid ${k.pid}, ${k.polling ? 'polling' : 'still starting'}) SIGKILLed; back in ${(delay / 1000).toFixed(1)}s`,
+        );
     }
   }
 
@@ -617,21 +571,35 @@ class ChaosRun {
     } catch (e) {
       this.problems.push(`backfill: ${(e as Error).message}`);
     }
-    try {
-      await retrying('drain signal', () => signalIngest(fc, this.table, 'stop'), log, drainDeadline);
-      log('drain signalled; waiting for the ingest to finish');
-      const final = await timeout(
-        retrying('await ingest', () => waitForIngest(fc, this.table), log, drainDeadline),
-        'ingest drain',
-      );
-      this.drained = true;
-      log(
-        `ingest drained: ${final.commits} commits (${final.fencedCommits} fenced) in its last run, cursor ${JSON.stringify(final.cursor)}`,
-      );
-    } catch (e) {
-      const s = await ingestStatus(fc, this.table).catch(() => null);
-      this.problems.push(`drain: ${(e as Error).message}; status ${JSON.stringify(s)}`);
+    // The orders ingest and every entry of the mix: all signalled, then each awaited.
+    const tables = [this.table, ...this.x.mix.entries.map((e) => e.table)];
+    let drained = 0;
+    const signalled = new Set<string>();
+    for (const table of tables) {
+      try {
+        await retrying(`drain signal ${table}`, () => signalIngest(fc, table, 'stop'), log, drainDeadline);
+        signalled.add(table);
+      } catch (e) {
+        this.problems.push(`drain: ${table}: ${(e as Error).message}`);
+      }
     }
+    log('drain signalled; waiting for the ingests to finish');
+    for (const table of tables.filter((t) => signalled.has(t))) {
+      try {
+        const final = await timeout(
+          retrying(`await ingest ${table}`, () => waitForIngest(fc, table), log, drainDeadline),
+          `ingest drain of ${table}`,
+        );
+        drained++;
+        log(
+          `ingest ${table} drained: ${final.commits} commits (${final.fencedCommits} fenced) in its last run, cursor ${JSON.stringify(final.cursor)}`,
+        );
+      } catch (e) {
+        const s = await ingestStatus(fc, table).catch(() => null);
+        this.problems.push(`drain: ${table}: ${(e as Error).message}; status ${JSON.stringify(s)}`);
+      }
+    }
+    this.drained = drained === tables.length;
   }
 
   /**
@@ -757,6 +725,8 @@ class ChaosRun {
         stillRunning.length > 0,
       ),
     };
+    const mix = await this.x.mix.check(cfg, stackEnv().postgres.url, CATALOG_NAME);
+    for (const m of mix) this.log(`mix ${mixSummary([m])}`);
     return finish({
       stillRunning: stillRunning.map((w) => `${w.workflowId} (${w.type})`),
       o,
@@ -769,6 +739,7 @@ class ChaosRun {
       topicContents,
       report,
       audits,
+      mix,
       workflows,
       problems: this.problems,
       drained: this.drained,
@@ -784,23 +755,30 @@ export async function main(opts: Partial<ChaosOptions> = {}): Promise<ChaosResul
   const log = (m: string) => (o.log ?? ((x: string) => console.log(x)))(`[chaos +${((Date.now() - t00) / 1000).toFixed(1)}s] ${m}`);
   const rnd = prng(o.seed);
 
-  await ensureStack(SERVICES);
+  await ensureStack(o.registry ? [...SERVICES, 'schema-registry'] : SERVICES);
   const name =
     o.name ??
     `chaos_${new Date()
       .toISOString()
       .replace(/[-:T.Z]/g, '')
       .slice(0, 14)}_${o.seed}`;
-  const { path: configPath, table, topic } = writeConfig(name, o);
+  const entries = mixEntries(name, o, o.commitInterval);
+  const { path: configPath, table, topic } = writeConfig(name, o, entries);
   const cfg = loadConfig(configPath);
   const t = findTable(cfg, table);
   log(
     `run ${name} (seed ${o.seed}): table ${table} (catalog ${CATALOG_NAME} on Postgres), topic ${topic}, ${o.workers} workers, ${o.ratePerS} msg/s for ${formatElapsed(o.durationMs)}, kill every ~${o.killEveryMs / 1000}s; config ${configPath}`,
   );
-  const feed = new ChaosFeed(await openTopic(cfg.kafka.brokers, topic, o.partitions), topic, o.malformedEvery, log);
+  if (entries.length > 0)
+    log(
+      `mix: ${entries.map((e) => `${e.kind} ${e.table} <- ${e.topics.join(', ')}`).join('; ')}; ${o.mixRatePerS} msg/s per topic` +
+        (o.registry ? `, registry schema change at ${formatElapsed(o.durationMs * o.schemaChangeAtFrac)}` : ''),
+    );
+  const feed = new ChaosFeed(await openTopic(cfg.kafka.brokers, topic, o.partitions), topic, o.malformedEvery, log, orderMessages());
+  const mix = await Mix.open(entries, cfg, o, log);
   const blockRange = await produceBackfillBlock(o, cfg, t, topic, feed, log);
   const fc: FloeClient = await connectClient(cfg);
-  const run = new ChaosRun(o, { name, configPath, cfg, t, topic, fc, feed, rnd, t00, log });
+  const run = new ChaosRun(o, { name, configPath, cfg, t, topic, fc, feed, mix, rnd, t00, log });
   interrupted = () => run.cleanup();
   return run.run(blockRange);
 }
@@ -960,6 +938,7 @@ function finish(x: {
   topicContents: TopicContents;
   report: EngineReport;
   audits: { main: FileAudit; deadLetters: FileAudit };
+  mix: MixResult[];
   workflows: Record<string, Record<string, number>>;
   problems: string[];
   drained: boolean;
@@ -981,7 +960,7 @@ function finish(x: {
   }
   // Invariant violations, kept apart from the run's other failures (failed workflows, a drain or
   // backfill that did not finish, a service that did not come back).
-  const violations = [...engineViolations(report, tc), ...auditViolations(audits, x.log)];
+  const violations = [...engineViolations(report, tc), ...auditViolations(audits, x.log), ...x.mix.flatMap((m) => m.violations)];
   if (!x.drained && !problems.some((p) => p.startsWith('drain'))) problems.push('the ingest did not drain');
   if (!x.backfillDone && !problems.some((p) => p.startsWith('backfill'))) problems.push('the backfill did not finish');
 
@@ -995,13 +974,15 @@ function finish(x: {
   const durationMs = Date.now() - x.t00;
   const r = x.restarts;
   const summary =
-    `chaos: duration=${formatElapsed(durationMs)} kills=${x.pool.kills} restarts=kafka:${r.kafka},temporal:${r.temporal},s3:${r.s3},postgres:${r.postgres} ` +
-    `rows=${rows} duplicates=${duplicates} lost=${lost} dead_letters=${py.deadLetters.rows}/${bad} missing_files=${missingFiles} orphans=${orphans} failures=${failures}`;
+    `chaos: duration=${formatElapsed(durationMs)} kills=${x.pool.kills} kills_of_polling=${x.pool.killsOfPolling} restarts=kafka:${r.kafka},temporal:${r.temporal},s3:${r.s3},postgres:${r.postgres} ` +
+    `rows=${rows} duplicates=${duplicates} lost=${lost} dead_letters=${py.deadLetters.rows}/${bad} missing_files=${missingFiles} orphans=${orphans} failures=${failures}` +
+    (x.mix.length ? `; mix ${mixSummary(x.mix)}` : '');
   return {
     name: x.name,
     table: x.table,
     durationMs,
     kills: x.pool.kills,
+    killsOfPolling: x.pool.killsOfPolling,
     workerSelfExits: x.pool.selfExits,
     restarts: r,
     produced: x.produced,
@@ -1020,6 +1001,7 @@ function finish(x: {
     stillRunning: x.stillRunning,
     report,
     audits,
+    mix: x.mix,
     summary,
     ok: violations.length === 0 && problems.length === 0,
   };
@@ -1032,7 +1014,9 @@ const USAGE =
   '[--service-down 1s-6s] [--restarts 3 | --restarts kafka:3,temporal:3,s3:3,postgres:3] [--partitions 4] ' +
   '[--malformed-every 50] [--commit-interval 5s] [--backfill-block 60s] [--backfill-at 0.1] [--orphans-every 2m] ' +
   '[--orphan-grace 60s] [--expire-older-than 1m] [--retain-last 5] [--compact-cron <cron>] [--expire-cron <cron>] ' +
-  '[--drain-timeout 15m] [--quiesce-timeout 12m] [--seed N] [--name chaos_x] (see the header of bench/chaos.ts)';
+  '[--drain-timeout 15m] [--quiesce-timeout 12m] [--multi-topic on|off] [--route on|off] [--registry on|off] ' +
+  '[--mix-rate 10] [--mix-partitions 2] [--route-values 6] [--schema-change-at 0.5] [--seed N] [--name chaos_x] ' +
+  '(see the header of bench/chaos.ts)';
 
 const text = { type: 'string' } as const;
 const OPTIONS = {
@@ -1056,6 +1040,13 @@ const OPTIONS = {
   'orphan-grace': text,
   'drain-timeout': text,
   'quiesce-timeout': text,
+  'multi-topic': text,
+  route: text,
+  registry: text,
+  'mix-rate': text,
+  'mix-partitions': text,
+  'route-values': text,
+  'schema-change-at': text,
   seed: text,
   name: text,
 };
@@ -1073,6 +1064,14 @@ function ms(option: string, s: string): number {
 function msRange(option: string, s: string): [number, number] {
   const [a, b] = s.split(/-|\.\./);
   return [ms(option, a!), ms(option, b ?? a!)];
+}
+
+/** `on` or `off` (also true/false, yes/no, 1/0). */
+function onOff(option: string, s: string | undefined): boolean | undefined {
+  if (s === undefined) return undefined;
+  if (/^(on|true|yes|1)$/i.test(s)) return true;
+  if (/^(off|false|no|0)$/i.test(s)) return false;
+  throw new Error(`--${option}: expected on or off, found ${JSON.stringify(s)}`);
 }
 
 /** `3` (each service) or `kafka:3,temporal:3,...` (the services named; the others keep their default). */
@@ -1117,6 +1116,13 @@ function parseChaosArgs(argv: string[]): Partial<ChaosOptions> {
     orphanGraceMs: duration('orphan-grace'),
     drainTimeoutMs: duration('drain-timeout'),
     quiesceTimeoutMs: duration('quiesce-timeout'),
+    multiTopic: onOff('multi-topic', v['multi-topic']),
+    route: onOff('route', v.route),
+    registry: onOff('registry', v.registry),
+    mixRatePerS: number(v['mix-rate']),
+    mixPartitions: number(v['mix-partitions']),
+    routeValues: number(v['route-values']),
+    schemaChangeAtFrac: number(v['schema-change-at']),
     seed: number(v.seed),
     name: v.name,
   };

@@ -79,7 +79,7 @@ export function registerDemoCommand(program: Command): void {
         'duckdb: ' +
           ('error' in res.duckdb
             ? `ERROR ${res.duckdb.error}`
-            : `rows ${res.duckdb.rows}, distinct event_id ${res.duckdb.distinctEventIds}`),
+            : `rows ${res.duckdb.rows}, distinct event_id ${res.duckdb.distinctEventIds}, dead letters ${res.duckdb.deadLetters}`),
       );
       console.log(`table metadata: ${res.metadataLocation}`);
       if (!res.ok) {

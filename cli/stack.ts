@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { SERVICE_NAMES, type ServiceName } from '../stack/service';
 import { stackEnv } from '../stack/env';
+import { PROFILES, type Profile } from '../stack/spark';
 import { printJson } from './common';
 import { CliError, EXIT } from './exit';
 
@@ -11,6 +12,15 @@ function services(args: string[]): ServiceName[] {
     }
   }
   return args as ServiceName[];
+}
+
+function profiles(args: string[]): Profile[] {
+  for (const a of args) {
+    if (!(PROFILES as readonly string[]).includes(a)) {
+      throw new CliError(`unknown profile ${JSON.stringify(a)}, expected one of ${PROFILES.join(', ')}`, EXIT.usage);
+    }
+  }
+  return args as Profile[];
 }
 
 // Loaded by the commands (its service modules load the Temporal, Kafka and Postgres clients).
@@ -24,10 +34,12 @@ export function registerStackCommands(program: Command): void {
     .command('up [services...]')
     .description('install on first use, then start the services (default: all); no-op for healthy ones')
     .option('--json', 'print the endpoints as JSON (passwords masked)')
-    .action(async (names: string[], o: { json?: boolean }) => {
+    .option('--profile <profiles...>', `also install opt-in tools (${PROFILES.join(', ')}): spark = PySpark + Iceberg's Spark runtime`)
+    .action(async (names: string[], o: { json?: boolean; profile?: string[] }) => {
       const t0 = Date.now();
       const { ensureStack } = await stackApi();
       const e = await ensureStack(services(names));
+      if (o.profile) await (await import('../stack/spark')).installProfiles(profiles(o.profile), (m) => console.error(`[stack] ${m}`));
       if (o.json) {
         printJson({
           seconds: (Date.now() - t0) / 1000,

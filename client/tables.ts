@@ -3,7 +3,7 @@
  * from the catalog and object store (no Temporal involved).
  */
 import { entryTables, type FloeConfig } from '../config';
-import { listedRouteTables, minimumOffsets } from '../ingest/route';
+import { effectiveCursor, listedRouteTables, minimumOffsets, readRouteCursor } from '../ingest/route';
 import { openTables, type Tables } from '../table/tables';
 import { ancestors, planFiles, readParquetBatches } from '../iceberg';
 import { readCursor } from '../table/cursor';
@@ -52,11 +52,13 @@ export async function tableIngestStatus(cfg: FloeConfig, table: string, ingestId
     const { metadata } = await tables.load(table).catch(() => ({ metadata: undefined }));
     const c = metadata ? readCursor(metadata, ingestId) : undefined;
     const snap = c?.snapshotId ? metadata!.snapshots.find((s) => s['snapshot-id'].toString() === c.snapshotId) : undefined;
-    // A route: every table's own cursor (the entry's is their minimum, where its next poll starts).
+    // A route: every table's effective cursor, its own raised to the route cursor (the entry's is
+    // their minimum, where its next poll starts).
     const entry = cfg.tables.find((t) => t.table === table);
     let routed: IngestStatus['tables'];
     if (entry?.route && metadata) {
       const names = [...entryTables(entry), ...listedRouteTables(metadata.properties)];
+      const route = readRouteCursor(metadata.properties, ingestId);
       const cursors = await Promise.all(
         names.map(async (n) => {
           const m = n === table ? metadata : (await tables.load(n).catch(() => undefined))?.metadata;
@@ -66,7 +68,12 @@ export async function tableIngestStatus(cfg: FloeConfig, table: string, ingestId
       routed = Object.fromEntries(
         names.map((n, i) => [
           n,
-          { cursor: cursors[i]?.offsets ?? {}, rows: 0, commits: 0, lastSnapshotId: cursors[i]?.snapshotId ?? null },
+          {
+            cursor: effectiveCursor(cursors[i]?.offsets ?? {}, route),
+            rows: 0,
+            commits: 0,
+            lastSnapshotId: cursors[i]?.snapshotId ?? null,
+          },
         ]),
       );
     }

@@ -35,7 +35,7 @@ import {
 } from './values';
 
 /** A location URI floe can read and write (the schemes of iceberg/io). */
-export const LOCATION_URI = /^((s3a?|file|memory):\/\/|file:\/(?!\/))/;
+export const LOCATION_URI = /^((s3[an]?|file|memory):\/\/|file:\/(?!\/))/i;
 
 const env = process.env;
 

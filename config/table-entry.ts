@@ -48,7 +48,7 @@ import {
 export const COMMIT_INTERVAL_LIMIT_MS = 10 * 60_000;
 
 /** The shortest `commitInterval` (1 s). */
-export const COMMIT_INTERVAL_MIN_MS = 1000;
+const COMMIT_INTERVAL_MIN_MS = 1000;
 
 /** Kafka's legal topic names. */
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;

@@ -15,7 +15,7 @@ export interface Verification {
   rows: number;
   distinctEventIds: number;
   deadLetters: number;
-  duckdb: { rows: number; distinctEventIds: number } | { error: string };
+  duckdb: { rows: number; distinctEventIds: number; deadLetters: number } | { error: string };
   metadataLocation: string;
   ok: boolean;
   problems: string[];
@@ -37,11 +37,21 @@ import json, sys
 from floe_duckdb import connect
 con = connect()
 rows, distinct = con.sql(f"SELECT count(*), count(DISTINCT event_id) FROM iceberg_scan('{sys.argv[1]}')").fetchone()
-print(json.dumps({"rows": rows, "distinctEventIds": distinct}))
+out = {"rows": rows, "distinctEventIds": distinct}
+if len(sys.argv) > 2:
+    out["deadLetters"] = con.sql(f"SELECT count(*) FROM iceberg_scan('{sys.argv[2]}')").fetchone()[0]
+print(json.dumps(out))
 `;
 
-export async function duckdbCounts(metadataLocation: string): Promise<{ rows: number; distinctEventIds: number }> {
-  return runPythonJson<{ rows: number; distinctEventIds: number }>(DUCKDB_COUNT, [metadataLocation], { timeoutMs: 120_000 });
+/** The table's rows and distinct event ids as DuckDB reads them (and the dead-letter table's rows, given its metadata). */
+export async function duckdbCounts(metadataLocation: string): Promise<{ rows: number; distinctEventIds: number }>;
+export async function duckdbCounts(
+  metadataLocation: string,
+  deadLetterMetadataLocation: string,
+): Promise<{ rows: number; distinctEventIds: number; deadLetters: number }>;
+export async function duckdbCounts(metadataLocation: string, deadLetterMetadataLocation?: string) {
+  const args = deadLetterMetadataLocation ? [metadataLocation, deadLetterMetadataLocation] : [metadataLocation];
+  return runPythonJson<{ rows: number; distinctEventIds: number; deadLetters?: number }>(DUCKDB_COUNT, args, { timeoutMs: 120_000 });
 }
 
 export async function verifyTable(cfg: FloeConfig, table: string, topic: string): Promise<Verification> {
@@ -55,7 +65,7 @@ export async function verifyTable(cfg: FloeConfig, table: string, topic: string)
     const distinct = new Set(ids).size;
     let duckdb: Verification['duckdb'];
     try {
-      duckdb = await duckdbCounts(loaded.metadataLocation);
+      duckdb = await duckdbCounts(loaded.metadataLocation, (await tables.load(t.deadLetterTable)).metadataLocation);
     } catch (e) {
       duckdb = { error: (e as Error).message };
     }
@@ -68,6 +78,9 @@ export async function verifyTable(cfg: FloeConfig, table: string, topic: string)
       if (duckdb.rows !== ids.length) problems.push(`DuckDB counts ${duckdb.rows} rows, floe ${ids.length}`);
       if (duckdb.distinctEventIds !== duckdb.rows)
         problems.push(`DuckDB sees ${duckdb.rows - duckdb.distinctEventIds} duplicate event ids`);
+      if (duckdb.deadLetters !== dead.length) problems.push(`DuckDB counts ${duckdb.deadLetters} dead letters, floe ${dead.length}`);
+      if (duckdb.rows + duckdb.deadLetters !== messagesInTopic)
+        problems.push(`DuckDB: rows (${duckdb.rows}) + dead letters (${duckdb.deadLetters}) != messages in topic (${messagesInTopic})`);
     }
     return {
       messagesInTopic,

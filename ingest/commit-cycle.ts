@@ -26,10 +26,12 @@ import {
   readCursor,
   SUMMARY_SKIPPED,
   readDeadLetterCursor,
+  type Cursor,
   type Offsets,
 } from '../table/cursor';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { mirrorOffsets } from './mirror';
+import { routeCursorProperty } from './route';
 import type { CommitInput, CommitResult } from './types';
 
 /** What a commit reports; the snapshot may already be expired when a retry finds its commit via the cursor. */
@@ -113,6 +115,11 @@ async function commitDeadLetters(deps: Deps, t: TableConfig, input: CommitInput,
 }
 
 export async function commitCycle(deps: Deps, input: CommitInput): Promise<CommitResult> {
+  return (await commitCycleTo(deps, input)).result;
+}
+
+/** commitCycle, with the table's metadata after it (a route's commit decides on its expiry from it). */
+export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ result: CommitResult; metadata: TableMetadata }> {
   const t = ingestTableConfig(deps.cfg, input.table, input.topic);
   // A route commits each of its tables in turn, all with the cycle's commit id and end offsets.
   const table = input.routeTable ?? t.table;
@@ -124,23 +131,16 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
   const landed = landedCommit(before.metadata, input.ingestId, input.commitId);
   if (landed !== null) {
     await deleteStaged(deps.tables.io, staged);
-    return commitResult(before.metadata, landed, true);
+    return { result: commitResult(before.metadata, landed, true), metadata: before.metadata };
   }
   const { files, deadLetterFiles } = await readFileLists(deps, input, table);
-  const fence = (m: TableMetadata) => {
-    const cur = readCursor(m, input.ingestId);
-    if (cur.snapshotId !== input.baseSnapshotId) {
-      throw nonRetryable(
-        FailureType.StaleCursor,
-        `stale cursor for ${table}/${input.ingestId}: expected cursor snapshot ${input.baseSnapshotId ?? 'none'}, found ${cur.snapshotId ?? 'none'} (${formatOffsets(cur.offsets)})`,
-      );
-    }
-  };
+  const fence = (m: TableMetadata) => fenceCursor(table, input.ingestId, input.baseSnapshotId, readCursor(m, input.ingestId));
   // Dead letters first, under the same commit id: a retry after a crash between the two finds them.
   if (deadLetterFiles.length > 0) await commitDeadLetters(deps, t, input, deadLetterFiles);
   // Records Kafka deleted before the table got them (the plan started past the cursor): never
   // rows, never dead letters (there are no bytes left), so recorded where an auditor looks.
-  const skipped = skippedPast(readCursor(before.metadata, input.ingestId).offsets, input.startOffsets);
+  // A route's table that got nothing for a while is as far as the route cursor, not only its own.
+  const skipped = skippedPast(maxOffsets(readCursor(before.metadata, input.ingestId).offsets, input.routeFloor ?? {}), input.startOffsets);
   const summary = {
     ...(skipped.text ? { [SUMMARY_SKIPPED]: skipped.text } : {}),
     [SUMMARY_INGEST_ID]: input.ingestId,
@@ -155,14 +155,17 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     summary,
     base: before,
     // The cursor is a table property written in the same atomic commit: it survives any expiry.
-    properties: (snapshotId) =>
-      cursorProperty(input.ingestId, {
+    properties: (snapshotId) => ({
+      ...cursorProperty(input.ingestId, {
         snapshotId: snapshotId.toString(),
         commitId: input.commitId,
         offsets: input.endOffsets,
         topic: t.topic,
         ...(input.range ? { range: input.range } : {}),
       }),
+      // A route's base table, committed after every other table of the cycle that got rows.
+      ...(input.routeCursor ? routeCursorProperty(input.ingestId, input.routeCursor) : {}),
+    }),
     validate: (m) => {
       if (landedCommit(m, input.ingestId, input.commitId) !== null) return ALREADY_COMMITTED;
       fence(m);
@@ -185,7 +188,10 @@ export async function commitCycle(deps: Deps, input: CommitInput): Promise<Commi
     mirrorOffsets(deps.admin, t, input.endOffsets);
   }
   const out = commitResult(res.metadata, snapshotId, res.alreadyCommitted);
-  return skipped.records > 0n && !res.alreadyCommitted ? { ...out, skippedRecords: skipped.records.toString() } : out;
+  return {
+    result: skipped.records > 0n && !res.alreadyCommitted ? { ...out, skippedRecords: skipped.records.toString() } : out,
+    metadata: res.metadata,
+  };
 }
 
 /** The offsets a cycle starting at `start` skips past `cursor`, as `<p>:<from>-<to> ...`, and how many. */
@@ -199,4 +205,23 @@ function skippedPast(cursor: Offsets, start: Offsets): { text: string; records: 
     records += BigInt(start[p]!) - BigInt(from);
   }
   return { text: parts.join(' '), records };
+}
+
+/**
+ * The fence of every ingest commit (protocol step 5): it lands only if the table's cursor of its
+ * ingest id is still the one the cycle started from, named by its snapshot id; otherwise the cycle
+ * is stale (another writer, or a reset, moved the cursor) and fails for good.
+ */
+export function fenceCursor(
+  table: string,
+  ingestId: string,
+  baseSnapshotId: string | null,
+  cursor: Pick<Cursor, 'snapshotId' | 'offsets'>,
+): void {
+  if (cursor.snapshotId !== baseSnapshotId) {
+    throw nonRetryable(
+      FailureType.StaleCursor,
+      `stale cursor for ${table}/${ingestId}: expected cursor snapshot ${baseSnapshotId ?? 'none'}, found ${cursor.snapshotId ?? 'none'} (${formatOffsets(cursor.offsets)})`,
+    );
+  }
 }

@@ -254,7 +254,7 @@ export class PollSink {
  * `group.initial.rebalance.delay.ms` (3 s by default), plus a coordinator's loading after a broker
  * start (seconds); a minute is a broker in trouble.
  */
-export const GROUP_JOIN_TIMEOUT_MS = 60_000;
+const GROUP_JOIN_TIMEOUT_MS = 60_000;
 
 /**
  * A reader's group join did not complete in time. The name makes it a service's trouble

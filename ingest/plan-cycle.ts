@@ -6,7 +6,10 @@
  */
 import type { TableConfig } from '../config';
 import { FailureType, nonRetryable, type StepRun } from '../contract';
-import type { TableMetadata } from '../iceberg';
+import { randomUUID } from 'node:crypto';
+import { isIcebergError, mapConcurrent, type LoadedTable, type TableMetadata } from '../iceberg';
+import { markPending } from '../table/pending';
+import { INLINE_FILE_LIST_BUDGET_BYTES, stagedLocation, writeStagedJson } from '../table/staged-files';
 import {
   allCursors,
   formatOffsets,
@@ -16,7 +19,7 @@ import {
   type DeadLetterCursor,
   type Offsets,
 } from '../table/cursor';
-import { ingestTableConfig, type Deps } from './deps';
+import { ingestTableConfig, pendingOwner, type Deps } from './deps';
 import { crashPoint } from '../table/crash-points';
 import { checkIngestTablesDrift, tableDriftMessage } from './drift';
 import { addConfiguredColumns } from './evolve';
@@ -25,12 +28,14 @@ import { deadLetterColumns } from '../ingest/tables';
 import {
   ROUTE_BASE_PROPERTY,
   ROUTE_TABLE_PROPERTY_PREFIX,
+  effectiveCursor,
   listedRouteTables,
   minimumOffsets,
+  readRouteCursor,
   routeStart,
   staticRouteTables,
 } from './route';
-import type { CyclePlan, RouteTablePlan, TableRef } from './types';
+import type { CyclePlan, RouteTablePlan, StagedJson, TableRef } from './types';
 import { ensureIngestTables } from './tables';
 
 /** Refuses to start a second live ingest id on a table that already holds the topic (it would re-read it all). */
@@ -158,9 +163,22 @@ function cursorStart(
 }
 
 /**
+ * A bulk plan's tables stay inline up to this (about 50 tables at 64 partitions, 500 at 2): an
+ * inline plan is carried four times a cycle (the plan, each poll's input, the commit's input), so
+ * a quarter of the file lists' budget keeps a cycle's history near theirs.
+ */
+const ROUTE_PLAN_INLINE_BUDGET_BYTES = INLINE_FILE_LIST_BUDGET_BYTES / 4;
+
+/** Route tables planned at once (each a catalog load, plus creation or evolution when needed). */
+const PLAN_CONCURRENCY = 16;
+
+/**
  * A route's cycle: every table of it (the base table, the static routes, the dynamic tables the
- * base table lists) with its own cursor; the one poll starts at their per-partition minimum.
- * Tables the config names are created here, dynamic ones by the poll that first needs them.
+ * base table lists) with its own cursor, raised to the route cursor; the one poll starts at their
+ * per-partition minimum. Tables the config names are created here, dynamic ones by the poll that
+ * first needs them. The tables are loaded a few at a time, one catalog call each when nothing is
+ * missing or new (the namespace and the dead-letter table are ensured once, with the base table).
+ * A bulk plan past the inline budget is staged beside the base table's metadata.
  */
 async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun): Promise<CyclePlan> {
   if (ref.range)
@@ -179,19 +197,15 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
   const partitions = Object.keys(wm.high)
     .map(Number)
     .sort((a, b) => a - b);
-  const routeTables: RouteTablePlan[] = [];
-  for (const name of names) {
+  // Offsets below which every record of this ingest id is in the table it routes to (route.ts).
+  const routeCursor = readRouteCursor(base.metadata.properties, ref.ingestId);
+  const planned = await mapConcurrent(names, PLAN_CONCURRENCY, async (name): Promise<RouteTablePlan | undefined> => {
     const rt: TableConfig = { ...t, table: name };
     // A listed dynamic table dropped since is created again (owned by the route), and reloads its
-    // records from the earliest offset, as a new table does.
+    // records from the earliest offset not below the route cursor, as a new table does.
     const dynamic = !statics.includes(name);
-    if (name !== t.table)
-      await ensureIngestTables(
-        deps.tables,
-        dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt,
-        deps.cfg.schemaRegistry,
-      );
-    const evolved = await addConfiguredColumns(deps.tables, rt, name === t.table ? base : await deps.tables.load(name));
+    const loaded = name === t.table ? base : await loadOrCreate(deps, t, rt, dynamic);
+    const evolved = await addConfiguredColumns(deps.tables, rt, loaded);
     if (evolved.added.length > 0) crashPoint('after-evolve');
     const m = evolved.table.metadata;
     const drift = checkIngestTablesDrift(rt, m, name === t.table ? deadLetterMetadata : null, deadLetterColumns);
@@ -209,19 +223,17 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
       cursor.snapshotId === null &&
       routeStart(m.properties, ref.ingestId) === undefined
     )
-      continue;
+      return undefined;
     if (name === t.table && cursor.snapshotId === null && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, m);
-    routeTables.push({
-      table: name,
-      baseSnapshotId: cursor.snapshotId,
-      startOffsets: cursorStart(t, name, cursor, ref, wm, partitions, run, routeStart(m.properties, ref.ingestId)),
-    });
-  }
+    const own = cursorStart(t, name, cursor, ref, wm, partitions, run, routeStart(m.properties, ref.ingestId));
+    return { table: name, baseSnapshotId: cursor.snapshotId, startOffsets: onPartitions(effectiveCursor(own, routeCursor), partitions) };
+  });
+  const routeTables = planned.filter((r): r is RouteTablePlan => r !== undefined);
   const startOffsets = minimumOffsets(
     routeTables.map((r) => r.startOffsets),
     partitions.map(String),
   );
-  return {
+  const plan: CyclePlan = {
     ...cyclePlan(
       t,
       ref,
@@ -233,4 +245,50 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
     ),
     routeTables,
   };
+  if (!ref.bulk) return plan;
+  plan.routeCursor = routeCursor;
+  const staged = await stageRoutePlan(deps, base.metadata.location, ref.ingestId, routeTables);
+  return staged ? { ...plan, routeTables: [], routeStaged: staged } : plan;
+}
+
+/** `o` on `partitions` only (a route cursor may name a partition the topic no longer has). */
+const onPartitions = (o: Offsets, partitions: number[]): Offsets =>
+  Object.fromEntries(partitions.filter((p) => o[String(p)] !== undefined).map((p) => [String(p), o[String(p)]!]));
+
+/**
+ * A route table as the plan needs it: one load when it exists (the usual case: no namespace or
+ * existence checks per table), created first when it does not.
+ */
+async function loadOrCreate(deps: Deps, t: TableConfig, rt: TableConfig, dynamic: boolean): Promise<LoadedTable> {
+  try {
+    return await deps.tables.load(rt.table);
+  } catch (e) {
+    if (!isIcebergError(e, 'NotFound')) throw e;
+  }
+  await ensureIngestTables(
+    deps.tables,
+    dynamic ? { ...rt, properties: { ...t.properties, [ROUTE_BASE_PROPERTY]: t.table } } : rt,
+    deps.cfg.schemaRegistry,
+  );
+  return deps.tables.load(rt.table);
+}
+
+/**
+ * A bulk plan's tables past the inline budget, staged as JSON under the base table's
+ * `metadata/floe-staged/plan-<uuid>.json`, marked pending first (the ingest's next commit clears
+ * the marker; the commit that reads it deletes it). Undefined: small enough to stay inline.
+ */
+async function stageRoutePlan(
+  deps: Deps,
+  baseLocation: string,
+  ingestId: string,
+  routeTables: RouteTablePlan[],
+): Promise<StagedJson | undefined> {
+  const json = JSON.stringify(routeTables);
+  if (Buffer.byteLength(json) <= ROUTE_PLAN_INLINE_BUDGET_BYTES) return undefined;
+  const name = `plan-${randomUUID()}`;
+  await markPending(deps.tables.io, baseLocation, pendingOwner(ingestId), name);
+  const location = stagedLocation(baseLocation, `${name}.json`);
+  const bytes = await writeStagedJson(deps.tables.io, location, routeTables);
+  return { staged: location, count: routeTables.length, bytes };
 }

@@ -13,7 +13,7 @@ import { crashPoint, failPoint } from '../table/crash-points';
 import { deadLetterRow, type KafkaRecord, type Row } from './decode';
 import { DecodeError, DecoderConfigError } from './formats/errors';
 import { TableSink } from './table-sink';
-import { RoutedWriters, routedFileLists } from './route-write';
+import { RoutedWriters, bulkRoutedLists, routedFileLists } from './route-write';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { ingestWatermarks } from './watermarks';
 import type { PollInput, PollResult } from './types';
@@ -111,6 +111,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
   // `<prefix>.avro` (marked pending above) and history carries the reference (table/staged-files.ts).
   const budget = Math.floor(INLINE_FILE_LIST_BUDGET_BYTES / Math.max(1, Math.min(t.parallelism, allPartitions.length)));
   const stage = (table: string) => ({ metadata: async () => (await deps.tables.load(table)).metadata, baseName: prefix });
+  const lists = routed ? await routedForHistory(deps, t, input, routed, budget, prefix, stage) : undefined;
   return {
     groupIndex: input.groupIndex,
     // A route's own tables' lists share the group's inline budget (`files` stays empty).
@@ -121,8 +122,27 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     records: routed ? routed.reduce((n, r) => n + r.rows, 0) : sink!.rows,
     deadLetters: freshDeadRows.length,
     bytes: outcome.bytes,
-    ...(routed ? { routed: await routedFileLists(deps.tables.io, routed, budget, stage) } : {}),
+    ...lists,
   };
+}
+
+/** A routed poll's lists for history: staged as one object for a bulk route, else per table (as recorded histories have them). */
+async function routedForHistory(
+  deps: Deps,
+  t: TableConfig,
+  input: PollInput,
+  routed: Awaited<ReturnType<RoutedWriters['close']>>,
+  budget: number,
+  prefix: string,
+  stage: Parameters<typeof routedFileLists>[3],
+): Promise<Pick<PollResult, 'routed' | 'routedStaged'>> {
+  if (!input.route?.bulk) return { routed: await routedFileLists(deps.tables.io, routed, budget, stage) };
+  const location = await tableLocation(deps.tables, t.table);
+  return bulkRoutedLists(deps.tables.io, routed, budget, {
+    location,
+    baseName: prefix,
+    mark: () => markPending(deps.tables.io, location, pendingOwner(input.ingestId), `${input.commitId}-`),
+  });
 }
 
 /**

@@ -14,7 +14,7 @@ import type { TableConfig } from '../config';
 import { ALREADY_COMMITTED } from '../iceberg';
 import type { Tables } from '../table/tables';
 import { topicWatermarks } from './kafka';
-import { listedRouteTables, staticRouteTables } from './route';
+import { listedRouteTables, readRouteCursor, routeCursorProperty, staticRouteTables } from './route';
 import {
   SUMMARY_COMMIT_ID,
   SUMMARY_INGEST_ID,
@@ -108,7 +108,14 @@ function resetTableCursor(tables: Tables, t: TableConfig, table: string, ingestI
       [SUMMARY_TOPIC]: t.topic,
       [SUMMARY_RESET]: 'true',
     },
-    properties: (snapshotId) => cursorProperty(ingestId, { snapshotId: snapshotId.toString(), commitId, offsets, topic: t.topic }),
-    validate: (m) => (isTarget(readCursor(m, ingestId)) ? ALREADY_COMMITTED : undefined),
+    properties: (snapshotId) => ({
+      ...cursorProperty(ingestId, { snapshotId: snapshotId.toString(), commitId, offsets, topic: t.topic }),
+      // A route's base table (reset last): its route cursor moves with every table's, both ways.
+      ...(t.route && table === t.table ? routeCursorProperty(ingestId, offsets) : {}),
+    }),
+    validate: (m) =>
+      isTarget(readCursor(m, ingestId)) && (!t.route || table !== t.table || sameOffsets(readRouteCursor(m.properties, ingestId), offsets))
+        ? ALREADY_COMMITTED
+        : undefined,
   });
 }

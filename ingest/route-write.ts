@@ -14,6 +14,7 @@ import {
   type DataFile,
   type TableMetadata,
   type FileIO,
+  dataFileToWire,
 } from '../iceberg';
 import { formatOffsets, readCursor, type Offsets } from '../table/cursor';
 import type { KafkaRecord } from './decode';
@@ -25,12 +26,13 @@ import {
   ROUTE_BASE_PROPERTY,
   ROUTE_TABLE_PROPERTY_PREFIX,
   compileRouter,
+  heldByTable,
   routeStart,
   routeStartPropertyKey,
   type RouteDecision,
 } from './route';
-import type { PollInput, RoutedFiles } from './types';
-import { fileListForHistory } from '../table/staged-files';
+import type { PollInput, RoutedFiles, RouteTablePlan, StagedJson } from './types';
+import { fileListForHistory, readStagedJson, stagedLocation, writeStagedJson } from '../table/staged-files';
 import { ensureIngestTables } from './tables';
 
 interface Target {
@@ -57,6 +59,31 @@ interface RoutedTableFiles {
  * (concurrent listings of different tables do not overwrite each other), committed by CAS.
  */
 export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<TableMetadata> {
+  const m = await createRouteTable(deps, t, name, ingestId, start);
+  await listRouteTables(deps, t, [name], ingestId);
+  return m;
+}
+
+/**
+ * Lists dynamic tables `names` on the base table, in one commit (only those not listed yet). A
+ * poll lists the tables it created before it returns, so before any commit of theirs.
+ */
+async function listRouteTables(deps: Deps, t: TableConfig, names: readonly string[], ingestId: string): Promise<void> {
+  if (names.length === 0) return;
+  const base = await deps.tables.load(t.table);
+  // Only the missing ones: a table stays listed by the ingest id that listed it first.
+  const keys = names.map((n) => `${ROUTE_TABLE_PROPERTY_PREFIX}${n}`).filter((k) => base.metadata.properties[k] === undefined);
+  if (keys.length === 0) return;
+  await new Transaction(parseIdentifier(t.table))
+    .setProperties(Object.fromEntries(keys.map((k) => [k, ingestId])))
+    .commit(deps.tables.catalog, deps.tables.io, {
+      // Listed already (a retried poll, or another topic's ingest): kept as first listed.
+      validate: (m) => (keys.every((k) => m.metadata.properties[k] !== undefined) ? ALREADY_COMMITTED : undefined),
+    });
+}
+
+/** ensureRouteTable without the listing (the caller lists, listRouteTables). */
+async function createRouteTable(deps: Deps, t: TableConfig, name: string, ingestId: string, start: Offsets): Promise<TableMetadata> {
   await ensureIngestTables(
     deps.tables,
     {
@@ -75,10 +102,6 @@ export async function ensureRouteTable(deps: Deps, t: TableConfig, name: string,
       FailureType.ConfigError,
       `route of ${t.table}: its template ${t.route?.dynamic} names table ${name}, which ${owner === undefined ? 'it did not create' : `belongs to the route of ${owner}`}; change the template`,
     );
-  const key = `${ROUTE_TABLE_PROPERTY_PREFIX}${name}`;
-  await new Transaction(parseIdentifier(t.table)).setProperties({ [key]: ingestId }).commit(deps.tables.catalog, deps.tables.io, {
-    validate: (m) => (m.metadata.properties[key] !== undefined ? ALREADY_COMMITTED : undefined),
-  });
   // Created by another ingest id (another topic of the entry): this one starts writing it at the
   // cycle's start. No earlier record of this ingest id routed here, or its poll would have been
   // here before (and set this, kept by every later attempt: only set while absent).
@@ -103,6 +126,10 @@ export class RoutedWriters {
   private readonly values: RecordSides | undefined;
   private readonly targets = new Map<string, Target>();
   private readonly opening = new Map<string, Promise<Target>>();
+  /** Tables this poll created (not planned): listed on the base table by close(). */
+  private readonly created: string[] = [];
+  /** The plan's tables' cursors: inline in the input, or read once from the staged plan. */
+  private floors: Promise<Record<string, Offsets>> | undefined;
 
   constructor(
     private readonly deps: Deps,
@@ -115,11 +142,20 @@ export class RoutedWriters {
     this.values = t.value.format === 'json' ? undefined : new RecordSides(t, deps.cfg.schemaRegistry);
   }
 
+  private plannedFloors(): Promise<Record<string, Offsets>> {
+    const staged = this.input.route.staged;
+    return (this.floors ??= staged
+      ? readStagedPlan(this.deps.tables.io, staged).then((tables) => Object.fromEntries(tables.map((r) => [r.table, r.startOffsets])))
+      : Promise.resolve(this.input.route.tables));
+  }
+
   private async target(name: string): Promise<Target> {
-    let floor = this.input.route.tables[name];
+    let floor = (await this.plannedFloors())[name];
     if (floor === undefined) {
       // Not planned: a dynamic table met for the first time (or created by a killed attempt).
-      const m = await ensureRouteTable(this.deps, this.t, name, this.input.ingestId, this.input.route.start);
+      // Listed on the base table when the poll closes, in one commit for all it created.
+      const m = await createRouteTable(this.deps, this.t, name, this.input.ingestId, this.input.route.start);
+      this.created.push(name);
       floor = {
         ...this.input.route.start,
         ...routeStart(m.properties, this.input.ingestId),
@@ -154,13 +190,13 @@ export class RoutedWriters {
       if (p === undefined) this.opening.set(d.table, (p = this.target(d.table)));
       return p.then(() => this.add(rec, deadLetter));
     }
-    const floor = target.floor[String(rec.partition)];
-    // Already in the table (it committed past this record before a crash stopped the other tables).
-    if (floor !== undefined && BigInt(rec.offset) < BigInt(floor)) return;
+    if (heldByTable(target.floor, rec.partition, rec.offset)) return;
     return target.sink.add(rec, deadLetter, decoded);
   }
 
   async close(): Promise<RoutedTableFiles[]> {
+    // Before any of their commits (which come after this poll returns), every later plan knows them.
+    await listRouteTables(this.deps, this.t, this.created, this.input.ingestId);
     const out: RoutedTableFiles[] = [];
     for (const [table, { sink }] of [...this.targets].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const rows = sink.rows;
@@ -185,4 +221,34 @@ export function routedFileLists(
   return Promise.all(
     routed.map(async (r) => ({ table: r.table, files: await fileListForHistory(io, r.files, share, stage(r.table)), records: r.rows })),
   );
+}
+
+/**
+ * A bulk route's poll: every table's list inline while they fit the group's `budget` together,
+ * else all of them in one JSON object staged beside the base table's metadata as
+ * `<baseName>-routed.json` (marked pending under the cycle's commit id first): one write however
+ * many tables, where per-table staging (routedFileLists) makes one manifest per table.
+ */
+export async function bulkRoutedLists(
+  io: FileIO,
+  routed: RoutedTableFiles[],
+  budget: number,
+  base: { location: string; baseName: string; mark: () => Promise<void> },
+): Promise<{ routed: RoutedFiles[]; routedStaged?: StagedJson }> {
+  const lists: RoutedFiles[] = routed.map((r) => ({ table: r.table, files: r.files.map(dataFileToWire), records: r.rows }));
+  if (Buffer.byteLength(JSON.stringify(lists)) <= budget) return { routed: lists };
+  await base.mark();
+  const location = stagedLocation(base.location, `${base.baseName}-routed.json`);
+  const bytes = await writeStagedJson(io, location, lists);
+  return { routed: [], routedStaged: { staged: location, count: lists.length, bytes } };
+}
+
+/** A staged route plan (plan-cycle.ts stageRoutePlan), checked against its reference. */
+export async function readStagedPlan(io: FileIO, ref: StagedJson): Promise<RouteTablePlan[]> {
+  const tables = await readStagedJson<RouteTablePlan[]>(io, ref.staged);
+  if (!Array.isArray(tables) || tables.length !== ref.count)
+    throw new Error(
+      `staged route plan ${ref.staged}: expected ${ref.count} tables, found ${Array.isArray(tables) ? tables.length : typeof tables}`,
+    );
+  return tables;
 }

@@ -8,7 +8,7 @@
  */
 import { ROUTE_VALUE_PLACEHOLDER, entryTables, type FloeConfig, type TableConfig } from '../config';
 import type { KafkaRecord } from './decode';
-import { parseOffsets, type Offsets } from '../table/cursor';
+import { formatOffsets, maxOffsets, parseOffsets, type Offsets } from '../table/cursor';
 
 /** A record's fate: a table of the route, a dead letter with its reason, or nothing (covered, not written). */
 export type RouteDecision = { table: string } | { deadLetter: string } | { skip: true };
@@ -25,6 +25,29 @@ export const ROUTE_TABLE_PROPERTY_PREFIX = 'floe.route.table.';
 export const routeStartPropertyKey = (ingestId: string): string => `floe.route.start.${ingestId}`;
 /** Property a dynamic table is created with: the base table of the route that owns it. */
 export const ROUTE_BASE_PROPERTY = 'floe.route.base';
+
+/**
+ * Base-table property `floe.route.cursor.<ingest id>`: the route's cursor, offsets below which every
+ * record of the ingest id that routes to any table of the route is in that table. Written only in
+ * the base table's commit, which lands after every other table of its cycle that got rows (so a
+ * table that got none needs no snapshot of its own); a table's effective cursor is the maximum of
+ * its own and this (docs/DESIGN-NOTES.md, "Routes into many tables").
+ */
+const routeCursorPropertyKey = (ingestId: string): string => `floe.route.cursor.${ingestId}`;
+
+/** The route cursor of `ingestId` on the base table (empty: none yet, every table goes by its own). */
+export function readRouteCursor(properties: Record<string, string>, ingestId: string): Offsets {
+  const v = properties[routeCursorPropertyKey(ingestId)];
+  return v === undefined ? {} : parseOffsets(v);
+}
+
+/** The property update that records route cursor `offsets`. */
+export const routeCursorProperty = (ingestId: string, offsets: Offsets): Record<string, string> => ({
+  [routeCursorPropertyKey(ingestId)]: formatOffsets(offsets),
+});
+
+/** A table's effective cursor on a route: its own, raised to the route cursor. */
+export const effectiveCursor = (own: Offsets, route: Offsets): Offsets => maxOffsets(own, route);
 
 /** Dynamic tables the base table's properties list. */
 export function listedRouteTables(properties: Record<string, string>): string[] {
@@ -102,6 +125,16 @@ export function compileRouter(cfg: FloeConfig, t: TableConfig): (rec: KafkaRecor
       return unmatched(`route ${what}: ${JSON.stringify(value)} would route to ${name}, which another entry or a dead-letter table owns`);
     return { table: name };
   };
+}
+
+/**
+ * Whether a routed table already holds the record at `partition`/`offset`: its floor (the table's
+ * cursor when the cycle was planned, or where the route started it) is past it. Such a record is
+ * not written again: a crash between the tables' commits left that table ahead of the others.
+ */
+export function heldByTable(floor: Offsets, partition: number | string, offset: bigint | string): boolean {
+  const f = floor[String(partition)];
+  return f !== undefined && BigInt(offset) < BigInt(f);
 }
 
 /**

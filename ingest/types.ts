@@ -20,6 +20,19 @@ export interface TableRef {
   topic?: string;
   /** The ingest is stalled (a step failed K times for a service's trouble): the worker's metrics show it. */
   stalled?: StallReport;
+  /**
+   * A route's workflow commits it in bulk (one commitRoute per cycle, only the tables that changed,
+   * the base table last with the route cursor): its plan may be staged. Absent in histories before.
+   */
+  bulk?: boolean;
+}
+
+/** A JSON object staged beside the base table's metadata (table/staged-files.ts) instead of carried in history. */
+export interface StagedJson {
+  staged: string;
+  /** Entries it holds (tables), and its size: read back, both must match. */
+  count: number;
+  bytes: number;
 }
 
 /** A stalled ingest as its activity inputs report it to the worker's metrics (floe_ingest_stalled_*). */
@@ -52,6 +65,13 @@ export interface CyclePlan {
    * the base table's.
    */
   routeTables?: RouteTablePlan[];
+  /**
+   * A bulk route (TableRef.bulk) whose tables' list is past the inline budget: `routeTables` is
+   * empty and the list is staged here (read by the polls and the commit).
+   */
+  routeStaged?: StagedJson;
+  /** A bulk route: the route cursor the plan read (`floe.route.cursor.<ingest id>` of the base table). */
+  routeCursor?: Offsets;
 }
 
 export interface RouteTablePlan {
@@ -90,7 +110,7 @@ export interface PollInput extends TableRef {
    * A route: each planned table's cursor (a record routed to a table is written only at or past
    * it), and the cycle's start (a table created by this poll starts there).
    */
-  route?: { tables: Record<string, Offsets>; start: Offsets };
+  route?: { tables: Record<string, Offsets>; start: Offsets; staged?: StagedJson; bulk?: boolean };
   /**
    * Isolation (workflows/isolation.ts): the one record in [startOffsets, limit) failed its cycle
    * alone K times; it is written to the dead-letter table with this reason, not decoded.
@@ -111,6 +131,8 @@ export interface PollResult {
   bytes: number;
   /** A route: the files of each table written to (`files` is then empty; `records` counts them all). */
   routed?: RoutedFiles[];
+  /** A bulk route whose per-table lists pass the group's inline budget: `routed` is empty, the lists are staged here. */
+  routedStaged?: StagedJson;
 }
 
 export interface CommitInput extends TableRef {
@@ -132,6 +154,10 @@ export interface CommitInput extends TableRef {
   routeIndex?: number;
   /** ...and how many commits the cycle makes. */
   routeCount?: number;
+  /** A bulk route: the route cursor the plan read (the table's cursor is at least that; skipped records count from there). */
+  routeFloor?: Offsets;
+  /** A bulk route's base table: the route cursor this commit records with its snapshot. */
+  routeCursor?: Offsets;
 }
 
 export interface CommitResult {
@@ -142,4 +168,46 @@ export interface CommitResult {
   totalRecords: string;
   /** Records this commit skipped past the cursor (lost to retention before they were read), decimal; absent: none. */
   skippedRecords?: string;
+}
+
+/**
+ * One bulk commit of a routed cycle (commitRoute): every table that changed, the base table last
+ * with the route cursor. Plan and file lists inline or staged, as the plan and polls gave them.
+ */
+export interface RouteCommitInput extends TableRef {
+  commitId: string;
+  /** The plan's tables (inline), or `routeStaged`. */
+  routeTables: RouteTablePlan[];
+  routeStaged?: StagedJson;
+  /** The route cursor the plan read; the base commit records max(it, endOffsets). */
+  routeCursor: Offsets;
+  /** The cycle's start (the poll's start: the minimum of the tables' effective cursors). */
+  startOffsets: Offsets;
+  endOffsets: Offsets;
+  deadLetterFloor: Offsets;
+  deadLetterBaseCommitId: string | null;
+  deadLetterFiles: FileListEntry[];
+  deadLetters: number;
+  /** Rows of the cycle over all tables (metrics). */
+  records: number;
+  /** The polls' per-table lists: inline (merged over groups) and staged. */
+  routed: RoutedFiles[];
+  routedStaged: StagedJson[];
+}
+
+/** A route's per-table outcome, reported only for small routes (the status keeps per-table lines for those). */
+export interface RouteTableCommit {
+  table: string;
+  snapshotId: string;
+  records: number;
+  cursor: Offsets;
+}
+
+export interface RouteCommitResult extends CommitResult {
+  /** Tables that got a snapshot this cycle (the base table included). */
+  committedTables: number;
+  /** Per table, when the cycle committed at most ROUTE_STATUS_TABLES of them. */
+  tables?: RouteTableCommit[];
+  /** Snapshots the commit's own expiry removed from the dynamic tables it committed. */
+  expiredSnapshots?: number;
 }

@@ -155,6 +155,33 @@ export function summaryFileStats(m: TableMetadata): FileStats | null {
   return { files, bytes, avgFileSizeBytes: files ? Math.round(bytes / files) : 0 };
 }
 
+/**
+ * Compaction rewrites data files without applying delete files, and its outputs get a new sequence
+ * number, which no older equality delete applies to and no position delete names: compacting a
+ * table with deletes would bring deleted rows back. So a table whose current snapshot has delete
+ * manifests (another engine's merge-on-read DELETE, UPDATE or MERGE) is refused at planning, and
+ * again when the commit starts, since deletes may land while the groups are rewritten (then the
+ * outputs are deleted, never committed). Deletes landing between that check and the CAS are
+ * refused by the library's RewriteFiles on every attempt.
+ */
+async function refuseDeleteFiles(
+  tables: Tables,
+  table: string,
+  metadata: TableMetadata,
+  beforeRefusing: () => Promise<void> = async () => undefined,
+): Promise<void> {
+  const snap = currentSnapshot(metadata);
+  if (!snap) return;
+  const deletes = (await readManifestList(tables.io, snap['manifest-list'])).filter((m) => m.content === ManifestContent.Deletes);
+  if (deletes.length > 0) {
+    await beforeRefusing();
+    throw nonRetryable(
+      'FeatureUnsupported',
+      `${table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests in snapshot ${snap['snapshot-id']}); rewriting their data files would bring deleted rows back`,
+    );
+  }
+}
+
 export async function planCompaction(
   tables: Tables,
   cfgTable: TableConfig | undefined,
@@ -169,15 +196,7 @@ export async function planCompaction(
     tableProperty.int(metadata.properties, WRITE_TARGET_FILE_SIZE_BYTES, 128 * 1024 * 1024),
   );
   const snap = currentSnapshot(metadata);
-  if (snap) {
-    const deletes = (await readManifestList(tables.io, snap['manifest-list'])).filter((m) => m.content === ManifestContent.Deletes);
-    if (deletes.length > 0) {
-      throw nonRetryable(
-        'FeatureUnsupported',
-        `${input.table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests)`,
-      );
-    }
-  }
+  await refuseDeleteFiles(tables, input.table, metadata);
   // A scheduled run compacts the `lookbackPartitions` time partitions ending at its window.
   const lookback = cfgTable?.maintenance.compact.lookbackPartitions;
   const windowMs = parseOptionalWindow(input.window, Date.now(), 'compaction window');
@@ -508,6 +527,8 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
         skippedGroups: skipped,
       });
     }
+    // Not landed (checked above): if refused, nothing references the outputs.
+    await refuseDeleteFiles(tables, input.table, loaded.metadata, () => dropOutputs(pending!, loaded.metadata));
     const complete = await committableGroups(tables, input.location, pending, live, skipped);
     await dropOutputs(
       pending.filter((p) => !complete.includes(p)),
@@ -538,6 +559,7 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
           if (findCommit(t.metadata, input.commitId)) throw new AlreadyCommitted();
         },
       });
+      crashPoint('compact-after-commit');
       const snap = findCommit(r.table.metadata, input.commitId);
       return done({
         snapshotId: snap ? snap['snapshot-id'].toString() : null,

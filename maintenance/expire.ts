@@ -55,7 +55,11 @@ class ExpireAction implements TableAction {
     return [];
   }
   async prepare(base: TableMetadata): Promise<PendingCommit> {
-    const { expire, retain } = snapshotsToExpire(base, { olderThanMs: this.cutoff, retainLast: this.input.retainLast });
+    const { expire, retain } = snapshotsToExpire(
+      base,
+      { olderThanMs: this.cutoff, retainLast: this.input.retainLast },
+      BigInt(this.input.asOfMs),
+    );
     const carried = carryLegacyCursors(base);
     this.result = {
       expiredSnapshotIds: expire.map((s) => s['snapshot-id'].toString()),
@@ -102,17 +106,25 @@ export async function expireSnapshotsCommit(tables: Tables, input: ExpireCommitI
     },
   });
   if (r.alreadyCommitted) {
+    // An earlier attempt landed and its response was lost (the worker died after the CAS): report
+    // what that commit expired, read from the metadata it was based on, so the workflow's result
+    // and metrics do not say 0. No later expiry committed since (it would have replaced the id).
     const m = r.table.metadata;
+    const beforeLocation = m.properties[PROP_EXPIRE_BEFORE] ?? null;
+    const kept = new Set(m.snapshots.map((s) => s['snapshot-id']));
+    const before = beforeLocation ? await readMetadata(tables, beforeLocation).catch(() => null) : null;
+    const expired = (before?.snapshots ?? []).filter((s) => !kept.has(s['snapshot-id']));
     return {
-      expiredSnapshotIds: [],
+      expiredSnapshotIds: expired.map((s) => s['snapshot-id'].toString()),
       carriedCursors: [],
       retainedSnapshots: m.snapshots.length,
-      beforeMetadataLocation: m.properties[PROP_EXPIRE_BEFORE] ?? null,
+      beforeMetadataLocation: beforeLocation,
       afterMetadataLocation: r.table.metadataLocation,
       alreadyCommitted: true,
     };
   }
   const result = action.result!;
+  if (result.expiredSnapshotIds.length > 0 && !input.dryRun) crashPoint('expire-after-commit');
   if (result.expiredSnapshotIds.length === 0 || input.dryRun) return { ...result, beforeMetadataLocation: null };
   return { ...result, afterMetadataLocation: r.table.metadataLocation };
 }
@@ -184,4 +196,42 @@ export async function deleteExpiredFiles(
     deleted[kind] += locations.length;
   }
   return { deleted, sample: phases.flatMap((p) => p.locations).slice(0, 100) };
+}
+
+/**
+ * Expirable snapshots a table gathers before the ingest that commits to it expires them itself
+ * (a route's dynamic tables, which no schedule names): one expiry per this many commits at most,
+ * so a table holds at most `olderThan` worth of snapshots plus this many.
+ */
+export const INGEST_EXPIRE_BATCH = 16;
+
+/** True when `m` holds at least INGEST_EXPIRE_BATCH snapshots that an expiry as of `nowMs` would remove. */
+export function expiryDue(m: TableMetadata, nowMs: number, policy: { olderThanMs: number; retainLast: number }): boolean {
+  const { expire } = snapshotsToExpire(
+    m,
+    { olderThanMs: BigInt(nowMs - policy.olderThanMs), retainLast: policy.retainLast },
+    BigInt(nowMs),
+  );
+  return expire.length >= INGEST_EXPIRE_BATCH;
+}
+
+/**
+ * Expires `table` as of `asOfMs` (commit, then delete what only the expired snapshots reached):
+ * the scheduled expiry's two steps in one call, for the ingest of a route's dynamic tables.
+ * Returns how many snapshots it removed. A crash between the steps leaves files that orphan
+ * removal finds; a second call expires what is still due.
+ */
+export async function expireNow(
+  tables: Tables,
+  input: { table: string; asOfMs: number; olderThanMs: number; retainLast: number; expireId: string },
+): Promise<number> {
+  const commit = await expireSnapshotsCommit(tables, input);
+  if (commit.beforeMetadataLocation && commit.afterMetadataLocation)
+    await deleteExpiredFiles(tables, {
+      table: input.table,
+      beforeMetadataLocation: commit.beforeMetadataLocation,
+      afterMetadataLocation: commit.afterMetadataLocation,
+      metadataOlderThanMs: input.asOfMs - input.olderThanMs,
+    });
+  return commit.expiredSnapshotIds.length;
 }

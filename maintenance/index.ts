@@ -10,6 +10,6 @@ export {
   type LiveFile,
 } from './plan';
 export { planCompaction, rewriteFileGroup, commitRewrite, tableFileStats, toLiveFiles } from './compact';
-export { expireSnapshotsCommit, deleteExpiredFiles } from './expire';
+export { expireSnapshotsCommit, deleteExpiredFiles, expireNow, expiryDue } from './expire';
 export { removeOrphanFiles } from './orphans';
 export { liveDataFiles, reachableFiles } from './reachable';

@@ -46,17 +46,20 @@ export async function removeOrphanFiles(
   const pending = await listPending(tables.io, location);
   // 2. Tables nested inside this location own their files.
   const nestedTables = (await tableLocations(tables.catalog, { exclude: id })).filter((t) => locationContains(location, t.location));
-  const nested = nestedTables.map((t) => `${t.location}/`);
+  const nested = nestedTables.map((t) => `${normalizeLocation(t.location)}/`);
   // 3. Then what the metadata reaches, then the listing.
   const loaded = await tables.load(input.table);
   const m = loaded.metadata;
   const reachable = await reachableFiles(tables.io, m, loaded.metadataLocation);
-  const isReachable = (l: string) =>
-    reachable.dataFiles.has(l) ||
-    reachable.manifests.has(l) ||
-    reachable.manifestLists.has(l) ||
-    reachable.metadataFiles.has(l) ||
-    reachable.other.has(l);
+  // Compared in normalized form: another engine names the same file differently (Spark's
+  // HadoopFileIO writes `file:/p` into a table at `file:///p`, Hadoop writes `s3a://`), and a
+  // reachable file missed here would be deleted.
+  const reachableForms = new Set(
+    [reachable.dataFiles, reachable.manifests, reachable.manifestLists, reachable.metadataFiles, reachable.other].flatMap((s) =>
+      [...s].map(normalizeLocation),
+    ),
+  );
+  const isReachable = (l: string) => reachableForms.has(normalizeLocation(l));
   const cutoffMs = Math.min(input.asOfMs, startedMs) - input.olderThanMs;
   const orphans: Array<{ location: string; size: number }> = [];
   let listed = 0,
@@ -72,7 +75,7 @@ export async function removeOrphanFiles(
       markers++;
       continue;
     }
-    const l = f.location.replace(/^s3[an]:\/\//i, 's3://');
+    const l = normalizeLocation(f.location);
     if (nested.some((n) => l.startsWith(n))) {
       keptByOtherTables++;
       continue;

@@ -148,6 +148,36 @@ const SCENARIOS: Record<string, Scenario> = {
     return { 'ingest-route': handle };
   },
 
+  /**
+   * A route after patch floe-route-bulk: the plan carries the route cursor, one commitRoute per
+   * cycle (the tables with rows, the base table last), its first attempt lost at the base table,
+   * then a drain cycle that reads nothing.
+   */
+  async 'ingest-route-bulk'(env, client) {
+    const fake = fakeRoute({
+      tables: ['db.events', 'db.orders', 'db.refunds', 'db.events_shipment'],
+      high: { 0: '9', 1: '6' },
+      cursors: { 'db.events': { 0: '3', 1: '3' }, 'db.orders': { 0: '3', 1: '3' } },
+      beforeCommit: (input) => {
+        if (input.routeTable === 'db.events' && fake.calls.commit.filter((c) => c.input.routeTable === 'db.events').length === 1)
+          throw ApplicationFailure.retryable('worker lost', 'WorkerLost');
+      },
+    });
+    const table = 'db.events';
+    const handle = await withWorker(env, fake.activities, async (taskQueue) => {
+      const handle = await client.workflow.signalWithStart(ingestWorkflow, {
+        taskQueue,
+        workflowId: ingestWorkflowId(table, uniqueId('bulk')),
+        args: [{ table, ingestId: 'bulk' }],
+        signal: drainAndStopSignal,
+        signalArgs: [],
+      });
+      await handle.result();
+      return client.workflow.getHandle(handle.workflowId, handle.signaledRunId);
+    });
+    return { 'ingest-route-bulk': handle };
+  },
+
   /** prepareBackfill, then the ingest child that loads [from, to) in chunks and stops at the range's end. */
   async backfill(env, client) {
     const range = { from: { 0: '0', 1: '0' }, to: { 0: '4', 1: '3' } };

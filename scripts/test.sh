@@ -69,7 +69,9 @@ finish() {
 }
 
 # Without a stack the integration tests cannot run; stop here with the stack's own error.
-step "stack up" npx tsx cli/stack-main.ts stack up || exit 1
+# --profile spark: PySpark + Iceberg's Spark runtime for spark-maintenance.test.ts (first time only:
+# ~430 MB under $FLOE_HOME/spark, ~2 minutes; a no-op once installed).
+step "stack up" npx tsx cli/stack-main.ts stack up --profile spark || exit 1
 
 # find, not a shell glob: new test files are picked up without editing this script, and the
 # lists are sorted so runs are repeatable. Unit tests are pure (or start their own in-process
@@ -88,6 +90,10 @@ first=(
   test/unit/workflows-ingest.test.ts test/unit/workflows-maintenance.test.ts test/unit/workflows-topics.test.ts
   test/unit/workflows-route.test.ts test/unit/parquet-flat.test.ts test/unit/workflows-replay.test.ts
   test/unit/iceberg-transaction.test.ts
+  test/integration/routing-many-tables.test.ts test/integration/kafka-consumer-pool.test.ts
+  test/integration/spark-maintenance.test.ts test/integration/fuzz-ingest.test.ts
+  test/integration/maintenance-kills-after-commit.test.ts test/integration/maintenance-foreign-deletes.test.ts
+  test/integration/time-bounds.test.ts
   test/integration/pack.test.ts test/integration/payload-limit.test.ts test/integration/ingest.test.ts
   test/integration/interop-concurrency.test.ts test/integration/topics.test.ts test/integration/registry-formats.test.ts
   test/integration/maintenance-kills.test.ts test/integration/interop-read.test.ts test/integration/maintenance-compact.test.ts

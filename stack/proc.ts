@@ -36,11 +36,16 @@ export function runCommand(cmd0: string, args0: string[], opts: RunOptions = {})
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
+    // Decoded as a stream: a pipe delivers chunks at arbitrary byte boundaries, and a chunk decoded
+    // on its own turns a character split across two of them into U+FFFD (the fuzzer's long
+    // multi-byte strings, read back through PyIceberg's JSON on stdout, found it).
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (d: string) => {
+      stdout += d;
     });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
+    child.stderr.on('data', (d: string) => {
+      stderr += d;
     });
     const timer = opts.timeoutMs
       ? setTimeout(() => {

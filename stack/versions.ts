@@ -65,6 +65,25 @@ export const ICEBERG_REST_MAVEN = {
 } as const;
 
 /**
+ * The opt-in `spark` profile (`floe stack up --profile spark`): Apache Spark as another engine
+ * maintaining floe's tables (test/integration/spark-maintenance.test.ts). PySpark from PyPI into
+ * its own venv at $FLOE_HOME/spark/venv (370 MB that no other test needs, and its py4j pin stays
+ * out of the shared venv); the jars below from Maven Central (stack/spark/pom.xml) into
+ * $FLOE_HOME/spark/jars, passed with `spark.jars`, so Spark never resolves packages at run time.
+ */
+export const SPARK = {
+  pyspark: '3.5.9',
+  // 1.11.0, not 1.10.x: Iceberg Java's JdbcCatalog before 1.11.0 never closes the ResultSets of its
+  // start-up table checks (apache/iceberg#15462, fixed by #15463), which on SQLite pins a read
+  // snapshot for the session's life; its commits then fail with SQLITE_BUSY_SNAPSHOT as soon as
+  // floe commits once (reproduced with 1.10.1, see docs/operations.md "Another engine beside floe").
+  'iceberg.version': '1.11.0', // org.apache.iceberg:iceberg-spark-runtime-3.5_2.12
+  'sqlite.version': '3.50.3.0', // org.xerial:sqlite-jdbc, as the REST fixture's
+  'postgresql.version': '42.7.14', // org.postgresql:postgresql
+  'maven.dependency.plugin.version': '3.8.1',
+} as const;
+
+/**
  * Debian packages the stack downloads (apt-get download) and unpacks under $FLOE_HOME, installing
  * nothing system-wide. nginx: the mTLS gRPC proxy in front of the dev server (temporal-tls).
  */

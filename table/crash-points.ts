@@ -2,7 +2,8 @@
  * Crash points for chaos tests. When FLOE_TEST_KILL_AT names a point, the worker SIGKILLs itself
  * the first time it gets there (a marker file makes it once per test, across restarts), so tests
  * can place a kill exactly: during poll, after files are written, after the catalog CAS, between
- * the commits of a route's tables (before the last one).
+ * the commits of a route's tables (before the last one), and after a compaction's or an expiry's
+ * commit landed but before its activity reported it.
  * Without the variable this is a no-op.
  */
 import { existsSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,8 @@ type CrashPoint =
   | 'between-table-commits'
   | 'compact-rewrite'
   | 'compact-before-commit'
+  | 'compact-after-commit'
+  | 'expire-after-commit'
   | 'expire-delete';
 
 export function crashPoint(point: CrashPoint): void {

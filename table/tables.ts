@@ -112,12 +112,15 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
 
   // Parquet bytes per Arrow byte of each table's last files.
   const ratios = new Map<string, number>();
+  // Every table's location as first loaded by a creation's overlap check: a table's location does
+  // not move, and a route creating thousands of tables would otherwise load them all for each one.
+  const locations = new Map<string, string>();
   const tables: Tables = {
     catalog,
     io,
     load: (table) => catalog.loadTable(parseIdentifier(table)),
 
-    ensureTable: (table, schema, partitionBy, properties) => createTable(catalog, base, table, schema, partitionBy, properties),
+    ensureTable: (table, schema, partitionBy, properties) => createTable(catalog, base, table, schema, partitionBy, properties, locations),
 
     async writeDataFiles(table, rows, prefix, targetFileSizeBytes) {
       const { metadata } = await tables.load(table);
@@ -165,6 +168,7 @@ async function createTable(
   schemaOf: () => Promise<Schema>,
   partitionBy: TableConfig['partitionBy'],
   properties: Record<string, string>,
+  locations?: Map<string, string>,
 ): Promise<void> {
   const id = parseIdentifier(table);
   if (!(await catalog.namespaceExists(id.namespace))) {
@@ -177,7 +181,7 @@ async function createTable(
   const location = base === undefined ? '' : `${base}/${id.namespace.join('/')}/${id.name}`;
   // A table owns everything under its location: orphan removal of the outer one of two nested
   // tables (`a.b` at <wh>/a/b, `a.b.c` at <wh>/a/b/c) would delete the inner one's files.
-  const overlaps = location === '' ? [] : await overlappingTables(catalog, location, id);
+  const overlaps = location === '' ? [] : await overlappingTables(catalog, location, id, locations);
   if (overlaps.length > 0) {
     const o = overlaps[0]!;
     const how =

@@ -5,7 +5,18 @@
  * Temporal: unit-tested with plain node:test (test/unit/ingest-state.test.ts).
  */
 import type { Offsets } from '../table/cursor';
-import type { CommitResult, CyclePlan, FileListEntry, OffsetRange, PollInput, PollResult, RoutedFiles, TableRef } from '../ingest/types';
+import type {
+  CommitResult,
+  CyclePlan,
+  FileListEntry,
+  OffsetRange,
+  PollInput,
+  PollResult,
+  RouteCommitResult,
+  RoutedFiles,
+  StagedJson,
+  TableRef,
+} from '../ingest/types';
 import { DEFAULT_ISOLATE_AFTER_ATTEMPTS, type Failing, type Isolation } from './isolation';
 
 export interface IngestInput {
@@ -55,6 +66,8 @@ export interface IngestStatus {
   error?: string;
   /** A route: each of its tables, by identifier (the entry's `cursor` is then their minimum). */
   tables?: Record<string, RouteTableStatus>;
+  /** A bulk route: how many tables its last plan named (`tables` is left out past the inline budget). */
+  routeTables?: number;
   /** One topic of an entry of several topics: why it stopped when its topic was deleted. */
   topicGone?: string;
   /** A step failing again and again (cleared by the next cycle that completes): `stalled` from K attempts. */
@@ -202,7 +215,15 @@ export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string
     maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
     deadLetterFloor: plan.deadLetterFloor,
     ...(plan.routeTables
-      ? { route: { tables: Object.fromEntries(plan.routeTables.map((r) => [r.table, r.startOffsets])), start: plan.startOffsets } }
+      ? {
+          route: {
+            tables: Object.fromEntries(plan.routeTables.map((r) => [r.table, r.startOffsets])),
+            start: plan.startOffsets,
+            // A bulk plan (it carries the route cursor): the tables may be staged, and so may the poll's lists.
+            ...(plan.routeStaged ? { staged: plan.routeStaged } : {}),
+            ...(plan.routeCursor ? { bulk: true } : {}),
+          },
+        }
       : {}),
   }));
 }
@@ -219,6 +240,8 @@ export interface MergedCycle {
   advanced: boolean;
   /** A route: each table's files and rows, in the order tables were first met (merged over groups). */
   routed?: RoutedFiles[];
+  /** A bulk route: the polls' staged per-table lists. */
+  routedStaged?: StagedJson[];
 }
 
 export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle {
@@ -249,6 +272,8 @@ export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle 
       else byTable.set(r.table, r);
     }
     merged.routed = [...byTable.values()];
+    const staged = results.flatMap((x) => (x.routedStaged ? [x.routedStaged] : []));
+    if (staged.length > 0) merged.routedStaged = staged;
   }
   return merged;
 }
@@ -300,6 +325,13 @@ export function routeCommits(plan: CyclePlan, cycle: MergedCycle): RouteCommit[]
 /** The per-table status as a cycle is planned. */
 export function recordRoutePlan(status: IngestStatus, plan: CyclePlan): void {
   if (!plan.routeTables) return;
+  // Too many tables for the status (it is carried across continue-as-new): their count only.
+  if (plan.routeStaged) {
+    delete status.tables;
+    status.routeTables = plan.routeStaged.count;
+    return;
+  }
+  if (plan.routeCursor) status.routeTables = plan.routeTables.length;
   const tables = (status.tables ??= {});
   for (const r of plan.routeTables) {
     const s = (tables[r.table] ??= { cursor: {}, rows: 0, commits: 0, lastSnapshotId: null });
@@ -314,6 +346,21 @@ export function recordRouteCommit(status: IngestStatus, c: RouteCommit, res: Com
   s.rows += c.records;
   s.commits++;
   s.lastSnapshotId = res.snapshotId;
+}
+
+/** The per-table status after a bulk routed commit: per table unless the plan was staged (count only then). */
+export function recordRouteBulkCommit(status: IngestStatus, plan: CyclePlan, cycle: MergedCycle, res: RouteCommitResult): void {
+  if (plan.routeStaged) return;
+  // A table without a snapshot this cycle is as far as the new route cursor.
+  const route = maxOffsets(plan.routeCursor ?? {}, cycle.endOffsets);
+  for (const s of Object.values(status.tables ?? {})) s.cursor = maxOffsets(s.cursor, route);
+  for (const c of res.tables ?? []) {
+    const s = ((status.tables ??= {})[c.table] ??= { cursor: {}, rows: 0, commits: 0, lastSnapshotId: null });
+    s.cursor = c.cursor;
+    s.rows += c.records;
+    s.commits++;
+    s.lastSnapshotId = c.snapshotId;
+  }
 }
 
 /** The status after a cycle's commit landed. */

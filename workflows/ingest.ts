@@ -43,6 +43,7 @@ import {
   leftBehind,
   rangeDone,
   recordCommit,
+  recordRouteBulkCommit,
   recordRouteCommit,
   recordRoutePlan,
   reportedState,
@@ -64,6 +65,9 @@ const PATCH_REFUSED_CYCLES_CONTINUE_AS_NEW = 'floe-refused-cycles-continue-as-ne
 const PATCH_DRAIN_NEEDS_DRAINING_CYCLE = 'floe-drain-needs-draining-cycle';
 // A step failing K times is isolated or shown stalled, instead of retried by the server forever.
 const PATCH_BOUNDED_ATTEMPTS = 'floe-bounded-attempts';
+// Routes into many tables: plans in bulk (staged past a budget), one commitRoute per cycle that
+// commits only the tables that changed and the base table last with the route cursor.
+const PATCH_ROUTE_BULK = 'floe-route-bulk';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -94,7 +98,18 @@ function ingestActivities(attempts: number) {
     heartbeatTimeout: '10 seconds',
     retry: retry('500ms', '20s'),
   });
-  return { loadCursor, pollAndWrite, commit };
+  // A bulk route plans and commits thousands of tables in one activity: longer, still heartbeating.
+  const { loadCursor: loadRoute } = proxyActivities<Activities>({
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: retry('1s', '30s'),
+  });
+  const { commitRoute } = proxyActivities<Activities>({
+    startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: '10 seconds',
+    retry: retry('500ms', '20s'),
+  });
+  return { loadCursor, pollAndWrite, commit, loadRoute, commitRoute };
 }
 const proxies = new Map<number, ReturnType<typeof ingestActivities>>();
 /** The proxies for `attempts`, made once each (deterministic: proxies issue no commands). */
@@ -165,6 +180,42 @@ async function commitRoute(
   }
   if (!last) throw ApplicationFailure.nonRetryable(`route ${input.table}: a cycle that moved has no table to commit`, 'RouteEmptyCycle');
   return last;
+}
+
+/**
+ * The bulk commit of a routed cycle (patch PATCH_ROUTE_BULK): one activity commits the tables that
+ * got rows, then the base table with the route cursor (ingest/route-commit.ts). A refusal of any
+ * table leaves the base table, and so the route cursor, where it was.
+ */
+async function commitRouteBulk(
+  commitRoute: Activities['commitRoute'],
+  input: IngestInput,
+  plan: CyclePlan,
+  cycle: MergedCycle,
+  commitId: string,
+  status: IngestStatus,
+): Promise<CommitResult> {
+  const res = await commitRoute({
+    ...stallOf(status),
+    table: input.table,
+    ingestId: input.ingestId,
+    ...topicOf(input),
+    commitId,
+    routeTables: plan.routeTables ?? [],
+    ...(plan.routeStaged ? { routeStaged: plan.routeStaged } : {}),
+    routeCursor: plan.routeCursor ?? {},
+    startOffsets: plan.startOffsets,
+    endOffsets: cycle.endOffsets,
+    deadLetterFloor: plan.deadLetterFloor,
+    deadLetterBaseCommitId: plan.deadLetterBaseCommitId,
+    deadLetterFiles: cycle.deadLetterFiles,
+    deadLetters: cycle.deadLetters,
+    records: cycle.records,
+    routed: cycle.routed ?? [],
+    routedStaged: cycle.routedStaged ?? [],
+  });
+  recordRouteBulkCommit(status, plan, cycle, res);
+  return res;
 }
 
 /**
@@ -270,7 +321,7 @@ function isolationInputs(input: IngestInput, plan: CyclePlan, commitId: string, 
  * refused cycles towards continue-as-new).
  */
 async function commitCycle(
-  commit: Activities['commit'],
+  steps: Pick<Activities, 'commit' | 'commitRoute'>,
   input: IngestInput,
   plan: CyclePlan,
   cycle: ReturnType<typeof mergeCycle>,
@@ -278,9 +329,13 @@ async function commitCycle(
   status: IngestStatus,
   started: number,
 ): Promise<'committed' | 'refused' | 'reload'> {
+  const { commit } = steps;
   try {
+    // A bulk plan (it carries the route cursor) is committed in bulk; older plans table by table.
     const res = plan.routeTables
-      ? await commitRoute(commit, input, plan, cycle, commitId, status)
+      ? plan.routeCursor
+        ? await commitRouteBulk(steps.commitRoute, input, plan, cycle, commitId, status)
+        : await commitRoute(commit, input, plan, cycle, commitId, status)
       : await commit({
           ...stallOf(status),
           table: input.table,
@@ -432,10 +487,12 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     status.state = draining ? 'draining' : 'running';
     const bounded = patched(PATCH_BOUNDED_ATTEMPTS);
     const k0 = bounded ? isolateAfter(status) : 0;
-    const { loadCursor } = acts(k0);
+    const { loadCursor, loadRoute } = acts(k0);
 
     try {
-      plan = await loadCursor({ ...cycleRef(input), ...stallOf(status) });
+      plan = patched(PATCH_ROUTE_BULK)
+        ? await loadRoute({ ...cycleRef(input), ...stallOf(status), bulk: true })
+        : await loadCursor({ ...cycleRef(input), ...stallOf(status) });
     } catch (err) {
       const gone = topicGone(input, status, err);
       if (gone) return gone;
@@ -448,7 +505,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     setCurrentDetails(currentDetails(status, shownState(status, paused, draining)));
     // This cycle's steps take the plan's K.
     const k = bounded ? isolateAfter(status) : 0;
-    const { pollAndWrite, commit } = acts(k);
+    const { pollAndWrite, commit, commitRoute } = acts(k);
     if (input.range && rangeDone(plan.startOffsets, input.range)) {
       status.state = 'stopped';
       return status;
@@ -482,7 +539,7 @@ export async function ingestWorkflow(input: IngestInput): Promise<IngestStatus> 
     // 'reload': refused before the patch that counts refused cycles; the loop starts over at once.
     let outcome: Awaited<ReturnType<typeof commitCycle>>;
     try {
-      outcome = cycle.advanced ? await commitCycle(commit, input, plan, cycle, commitId, status, started) : 'committed';
+      outcome = cycle.advanced ? await commitCycle({ commit, commitRoute }, input, plan, cycle, commitId, status, started) : 'committed';
     } catch (err) {
       if (!bounded) throw err;
       await failed(err, k, movedRanges(plan, cycle));

@@ -13,8 +13,18 @@ import { mapConcurrent } from '../scan/parallel';
 import type { TableIdentifier } from '../spec/types';
 import { identToString, type Catalog } from './catalog';
 
-/** Comparable form of a location: no trailing slash, `s3a://`/`s3n://` read as `s3://`. */
-export const normalizeLocation = (location: string): string => location.replace(/\/+$/, '').replace(/^s3[an]:\/\//i, 's3://');
+/**
+ * Comparable form of a location: no trailing slash, `s3a://`/`s3n://` read as `s3://`, and the
+ * local forms read as `file:///path`: Java (Hadoop's Path, so Spark's HadoopFileIO) writes
+ * `file:/path`, PyIceberg and floe `file:///path`, and `file://localhost/path` is the same file.
+ * Two locations name the same object when their forms are equal: a table floe made at
+ * `file:///wh/t` holds Spark's files as `file:/wh/t/data/...` after Spark rewrote it.
+ */
+export const normalizeLocation = (location: string): string =>
+  location
+    .replace(/\/+$/, '')
+    .replace(/^s3[an]:\/\//i, 's3://')
+    .replace(/^file:(?:\/\/(?:localhost)?)?\/(?!\/)/i, 'file:///');
 
 /** True if `inner` is `outer` or lies under it (path-wise: `t` does not contain `t2`). */
 export function locationContains(outer: string, inner: string): boolean {
@@ -65,14 +75,21 @@ export interface TableLocation {
  */
 export async function tableLocations(
   catalog: Catalog,
-  opts: { exclude?: TableIdentifier; concurrency?: number } = {},
+  opts: { exclude?: TableIdentifier; concurrency?: number; known?: Map<string, string> } = {},
 ): Promise<TableLocation[]> {
   const skip = opts.exclude ? identToString(opts.exclude) : undefined;
   const ids = (await listAllTables(catalog)).filter((id) => identToString(id) !== skip);
   const out = await mapConcurrent(ids, opts.concurrency ?? 8, async (id): Promise<TableLocation | undefined> => {
+    const name = identToString(id);
+    // `known`: locations loaded before, by name (a caller creating thousands of tables would
+    // otherwise load every table of the catalog for each one).
+    const cached = opts.known?.get(name);
+    if (cached !== undefined) return { id, name, location: cached };
     try {
       const t = await catalog.loadTable(id);
-      return { id, name: identToString(id), location: normalizeLocation(t.metadata.location) };
+      const location = normalizeLocation(t.metadata.location);
+      opts.known?.set(name, location);
+      return { id, name, location };
     } catch (e) {
       if (!isIcebergError(e, 'NotFound')) throw e;
       const ml = e.context['metadataLocation'];
@@ -93,10 +110,15 @@ export interface Overlap extends TableLocation {
  * Tables (but `exclude`) whose location equals `location`, lies inside it (`contains`: the new
  * table would contain them) or contains it (`inside`: the new table would lie inside them).
  */
-export async function overlappingTables(catalog: Catalog, location: string, exclude?: TableIdentifier): Promise<Overlap[]> {
+export async function overlappingTables(
+  catalog: Catalog,
+  location: string,
+  exclude?: TableIdentifier,
+  known?: Map<string, string>,
+): Promise<Overlap[]> {
   const loc = normalizeLocation(location);
   const out: Overlap[] = [];
-  for (const t of await tableLocations(catalog, { exclude })) {
+  for (const t of await tableLocations(catalog, { exclude, ...(known ? { known } : {}) })) {
     if (t.location === loc) out.push({ ...t, relation: 'same' });
     else if (locationContains(loc, t.location)) out.push({ ...t, relation: 'contains' });
     else if (locationContains(t.location, loc)) out.push({ ...t, relation: 'inside' });

@@ -21,7 +21,9 @@ const TEMP_MARKER = '.floe-tmp-';
  */
 export const localPath = (location: string): string => {
   if (location.startsWith('file:')) {
-    const m = /^file:(?:\/\/(?:localhost)?)?(\/.*)$/.exec(location);
+    // One slash (Java's `file:/p`), or `//` with no host or localhost: `file://otherhost/p` names
+    // another machine's file, which must not be read as the local `//otherhost/p`.
+    const m = /^file:(?:\/\/(?:localhost)?)?(\/(?!\/).*)$/i.exec(location);
     if (!m) throw IcebergError.mismatch('DataInvalid', 'local file location', 'file:///absolute/path', location, false);
     return m[1]!;
   }

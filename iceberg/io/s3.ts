@@ -1,5 +1,5 @@
 /**
- * S3FileIO: `s3://bucket/key` (and Hadoop's `s3a://`) on any S3-compatible store (AWS, SeaweedFS,
+ * S3FileIO: `s3://bucket/key` (and Hadoop's `s3a://`, `s3n://`) on any S3-compatible store (AWS, SeaweedFS,
  * MinIO). Retries with exponential backoff are the SDK's (`maxAttempts`); errors come out as
  * IcebergError 'NotFound' (404 / NoSuchKey) or 'Io' (retryable) so callers never see SDK types.
  *
@@ -78,7 +78,7 @@ export function s3OptionsFromProperties(props: Record<string, string | undefined
 }
 
 export const parseS3Location = (location: string): { bucket: string; key: string } => {
-  const m = /^s3a?:\/\/([^/]+)\/?(.*)$/.exec(location);
+  const m = /^s3[an]?:\/\/([^/]+)\/?(.*)$/i.exec(location);
   if (!m) throw IcebergError.mismatch('DataInvalid', 'S3 location', 's3://bucket/key', location, false);
   return { bucket: m[1]!, key: m[2]! };
 };
@@ -302,7 +302,8 @@ export class S3FileIO implements FileIO {
    */
   async *list(prefix: string): AsyncIterable<FileInfo> {
     const { bucket, key } = parseS3Location(prefix);
-    const scheme = prefix.startsWith('s3a://') ? 's3a' : 's3';
+    // Listed locations keep the prefix's scheme (Hadoop's s3a:// and s3n:// name the same objects).
+    const scheme = /^s3[an]?(?=:)/i.exec(prefix)![0];
     const dirKey = key === '' || key.endsWith('/') ? key : `${key}/`;
     let token: string | undefined;
     do {

@@ -63,13 +63,30 @@ const intMap = (keyId: number, valueId: number, value: 'long' | 'bytes'): AvroSc
   items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [req('key', 'int', keyId), req('value', value, valueId)] },
 });
 
-/** The partition struct (r102) for a spec: optional fields named (Avro-safe) after partition fields. */
+/**
+ * The partition struct (r102) for a spec: optional fields named (Avro-safe) after partition fields.
+ * Two fields of one fixed-backed type (identity and truncate of one decimal column, two uuid
+ * columns) would define the Avro type `decimal_10_2` / `uuid_fixed` twice, which Avro refuses:
+ * every commit of such a table failed (found by the fuzzer). The later ones get names of their
+ * own (`decimal_10_2_1001`: the partition field id), rather than naming the first definition as
+ * Java's Avro writes it, because PyIceberg 0.12 cannot read a type referenced by name; readers
+ * match fields by id and never by a fixed's name.
+ */
 export function partitionAvroSchema(spec: PartitionSpec, schema: Schema): AvroSchemaObject {
   const st = partitionType(spec, schema);
+  const defined = new Set<string>();
   return {
     type: 'record',
     name: 'r102',
-    fields: st.fields.map((f) => opt(avroSafeName(f.name), primitiveToAvro(f.type as PrimitiveType), f.id)),
+    fields: st.fields.map((f) => {
+      let t: AvroSchemaJson = primitiveToAvro(f.type as PrimitiveType);
+      if (typeof t === 'object' && !Array.isArray(t) && typeof t.name === 'string') {
+        const name = defined.has(t.name) ? `${t.name}_${f.id}` : t.name;
+        t = { ...t, name };
+        defined.add(name);
+      }
+      return opt(avroSafeName(f.name), t, f.id);
+    }),
   };
 }
 
@@ -230,7 +247,8 @@ class PartitionSummaries {
       name: f.name,
       type: f.type as PrimitiveType,
       avroName: partFields[i]!.name,
-      avro: unwrapOptional(partFields[i]!.type),
+      // the full definition: a later field of the same named type only names it in the schema
+      avro: primitiveToAvro(f.type as PrimitiveType),
     }));
     this.stats = this.fields.map(() => ({ containsNull: false, containsNan: false }));
   }
@@ -427,6 +445,16 @@ export function openManifest(
   const dNames = fieldNamesById(dfSchema);
   const partSchema = fieldSchemaById(dfSchema, 102);
   const pNames = partSchema ? fieldNamesById(partSchema) : new Map<number, string>();
+  // A field of a named type defined by an earlier field only names it (as Java's Avro writes it).
+  const pNamed = new Map<string, AvroSchemaJson>();
+  for (const fid of pNames.keys()) {
+    const t = fieldSchemaById(partSchema!, fid);
+    if (typeof t === 'object' && !Array.isArray(t) && typeof t.name === 'string') pNamed.set(t.name, t);
+  }
+  const partitionFieldSchema = (fid: number): AvroSchemaJson => {
+    const t = fieldSchemaById(partSchema!, fid)!;
+    return typeof t === 'string' ? (pNamed.get(t) ?? t) : t;
+  };
   const nameOfPartitionField = new Map((partitionFields ?? []).map((f) => [f['field-id'], f.name]));
   const readerSchema = opts.metrics === false ? metricsFreeSchema(file.schema) : undefined;
 
@@ -449,7 +477,7 @@ export function openManifest(
     const partition: PartitionRecord = {};
     for (const [fid, avroName] of pNames) {
       const name = nameOfPartitionField.get(fid) ?? avroName;
-      partition[name] = partitionValueFromAvro(fieldSchemaById(partSchema!, fid)!, p[avroName]);
+      partition[name] = partitionValueFromAvro(partitionFieldSchema(fid), p[avroName]);
     }
     const path = get(d, dNames, 100) as string;
     const df: DataFile = {

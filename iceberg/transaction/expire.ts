@@ -50,6 +50,25 @@ export function snapshotsToExpire(
     if (n++ >= retainLast) break;
     keep.add(s['snapshot-id']);
   }
+  // Every branch keeps its own history as the spec's snapshot retention says (Java
+  // RemoveSnapshots.computeBranchSnapshotsToRetain): ancestors of its head while fewer than the
+  // ref's `min-snapshots-to-keep` (default: retainLast) are kept, or while younger than its
+  // `max-snapshot-age-ms` (default: olderThan). Without this a branch another engine made with
+  // `min-snapshots-to-keep` lost all but its head. Only ever adds to what is kept; refs are never
+  // removed (`max-ref-age-ms` is not applied: floe leaves dropping refs to their owner).
+  const byId = new Map(m.snapshots.map((s) => [s['snapshot-id'], s]));
+  for (const ref of Object.values(m.refs)) {
+    if (ref.type !== 'branch') continue;
+    const head = byId.get(ref['snapshot-id']);
+    const min = ref['min-snapshots-to-keep'] ?? retainLast;
+    const cutoff = ref['max-snapshot-age-ms'] !== undefined ? nowMs - ref['max-snapshot-age-ms'] : olderThan;
+    let kept = 0;
+    for (const s of head ? ancestors(m, head) : []) {
+      if (kept >= min && s['timestamp-ms'] < cutoff) break;
+      keep.add(s['snapshot-id']);
+      kept++;
+    }
+  }
   const expire: Snapshot[] = [];
   const retain: Snapshot[] = [];
   for (const s of m.snapshots) {

@@ -247,6 +247,9 @@ function compileSingle(name: string, resolved: protobuf.Type | protobuf.Enum | n
       return (v, path) => {
         const t = v as { seconds?: string | number; nanos?: number };
         const nanos = t.nanos ?? 0;
+        // timestamp.proto: nanos "must be from 0 to 999,999,999 inclusive"; 1e9 was silently carried into the seconds
+        if (!(nanos >= 0 && nanos <= 999_999_999))
+          throw new DecodeError(`${path}: ${t.seconds}s + ${nanos}ns: a Timestamp's nanos must be from 0 to 999,999,999`);
         if (nanos % 1000 !== 0)
           throw new DecodeError(`${path}: ${t.seconds}s + ${nanos}ns has nanoseconds; timestamptz holds microseconds`);
         return leaf(BigInt(t.seconds ?? 0) * 1_000_000n + BigInt(nanos / 1000), path);

@@ -212,7 +212,8 @@ void test('a commit blocked by a row lock held by a stuck session fails after th
   try {
     await locker.query('BEGIN');
     await locker.query('SELECT 1 FROM iceberg_tables WHERE catalog_name = $1 AND table_name = $2 FOR UPDATE', [catalogName, id.name]);
-    const t0 = Date.now();
+    // The row stays locked until after the assertion (the ROLLBACK below): a commit that waited for
+    // the lock instead of timing out would never return, and the test's timeout would fail it.
     await assert.rejects(
       c.commitTable(
         id,
@@ -221,7 +222,6 @@ void test('a commit blocked by a row lock held by a stuck session fails after th
       ),
       (e: unknown) => isIcebergError(e) && /statement timeout|canceling statement/i.test((e as Error).message),
     );
-    assert.ok(Date.now() - t0 < 15_000, `failed within the timeout, took ${Date.now() - t0} ms`);
   } finally {
     await locker.query('ROLLBACK').catch(() => undefined);
     await locker.end();

@@ -16,6 +16,12 @@
  * that the four restarts, one at a time and each waiting for its service to be back, still fit
  * in the run (a restart that would start after the chaos ends is not made, and the restart count
  * is asserted); the compaction cron (every minute, a cron's finest step) fires twice.
+ *
+ * The mix (bench/support/chaos-mix.ts) runs too, at 5 msg/s a topic: an entry of two topics, a
+ * route into tables created on the fly (4 values, the last appearing late in the run) and Avro
+ * through the Schema Registry whose schema gains an optional field at 42 s; each checked the
+ * same way (rows exactly once by topic, partition and offset, in the table its value names, the
+ * new column null before the change, every bad message a dead letter).
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,7 +34,7 @@ const quiet = (m: string) => {
 
 describe('chaos: kills, server restarts, maintenance and a backfill (real stack)', { timeout: 9 * 60_000 }, () => {
   before(async () => {
-    await ensureStack(['temporal', 'kafka', 's3', 'postgres']);
+    await ensureStack(['temporal', 'kafka', 's3', 'postgres', 'schema-registry']);
   });
 
   it('2 minutes of chaos: exactly once, dead letters once, no missing file, no old orphan, no failed workflow', async () => {
@@ -46,6 +52,9 @@ describe('chaos: kills, server restarts, maintenance and a backfill (real stack)
       orphanGraceMs: 30_000,
       drainTimeoutMs: 2 * 60_000,
       quiesceTimeoutMs: 45_000,
+      mixRatePerS: 5,
+      routeValues: 4,
+      schemaChangeAtFrac: 0.35,
       log: quiet,
     });
     console.log(r.summary);
@@ -66,5 +75,23 @@ describe('chaos: kills, server restarts, maintenance and a backfill (real stack)
     // The backfilled block and the live stream both landed, and maintenance ran under the chaos.
     assert.ok((r.workflows['backfillWorkflow']?.['COMPLETED'] ?? 0) >= 2, JSON.stringify(r.workflows));
     assert.ok((r.workflows['compactWorkflow']?.['COMPLETED'] ?? 0) >= 1, JSON.stringify(r.workflows));
+    // The mix: every entry exactly once, its dead letters once each, through the same kills.
+    assert.deepEqual(
+      r.mix.map((m) => m.kind),
+      ['multi-topic', 'route', 'registry'],
+    );
+    for (const m of r.mix) {
+      const what = `${m.kind}: ${JSON.stringify(m)}`;
+      assert.deepEqual(m.violations, [], what);
+      assert.ok(m.goodMessages > 0 && m.badMessages > 0, what);
+      assert.equal(m.rows, m.goodMessages, what);
+      assert.equal(m.duplicates + m.lost + m.unexpected + m.wrongValue + m.missingFiles, 0, what);
+      assert.equal(m.deadLetters, m.badMessages, what);
+    }
+    const [, route, registry] = r.mix;
+    // A value's table is created when its first message is read, values joining every 30 s (and
+    // all of them in the mix's last batch after the chaos, should a broker outage hold the producer).
+    assert.equal(route!.tables.length, 1 + 4, `the route: its own table and one per value: ${route!.tables.join(', ')}`);
+    assert.ok(registry!.versions!.v1 > 0 && registry!.versions!.v2 > 0, JSON.stringify(registry!.versions));
   });
 });

@@ -164,15 +164,14 @@ describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
 
   it('an error thrown for a record fails the poll with it (not swallowed by a kafkajs batch retry); the record stays unread', async () => {
     let seen = 0;
-    const started = Date.now();
+    // A poll that swallowed the error would wait out its 30 minutes: the suite's timeout fails it.
     await assert.rejects(
-      pollPartitions(kafka, topic, [0], { 0: '10' }, { maxWaitMs: 20_000, maxRecords: 1_000_000, maxBytes: 1 << 30 }, (r) => {
+      pollPartitions(kafka, topic, [0], { 0: '10' }, { maxWaitMs: 30 * 60_000, maxRecords: 1_000_000, maxBytes: 1 << 30 }, (r) => {
         if (++seen === 3) throw new Error(`config error at offset ${r.offset}`);
       }),
       /config error at offset 12/,
     );
     assert.equal(seen, 3, 'no record after the failing one is handed over, none again');
-    assert.ok(Date.now() - started < 15_000, 'the poll fails at once, not when its wait runs out');
   });
 });
 

@@ -10,66 +10,17 @@
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { temporal } from '@temporalio/proto';
+import { existsSync, readFileSync } from 'node:fs';
 import { ensureStack } from '../../stack/stack';
 import { connectClient, type FloeClient } from '../../client';
 import { compactTable, expireTable } from '../../client/maintenance';
-import { openTables } from '../../table/tables';
-import { reachableFiles } from '../../maintenance/index';
 import { compactWorkflow } from '../../workflows';
-import type { FloeConfig } from '../../config';
+import { killMarker, retriedAttempts, unreachable } from '../support/maintenance-kills';
 import { superviseWorker } from '../support/supervised-worker';
 import { engineReads, maintenanceTestConfig, seedSmallFiles } from './maintenance-oracles';
 
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}`;
 const HEARTBEAT = 4; // temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT
-
-/** Files under the table location that the current metadata does not reach (metadata.json aside). */
-async function unreachable(cfg: FloeConfig, table: string): Promise<{ files: string[]; metadataLocation: string }> {
-  const tables = await openTables(cfg);
-  try {
-    const t = await tables.load(table);
-    const r = await reachableFiles(tables.io, t.metadata, t.metadataLocation);
-    const files: string[] = [];
-    for await (const f of tables.io.list(`${t.metadata.location}/`)) {
-      const reached = [r.dataFiles, r.manifests, r.manifestLists, r.metadataFiles, r.other].some((set) => set.has(f.location));
-      if (!reached && !f.location.endsWith('.metadata.json') && !f.location.includes('/metadata/floe-')) files.push(f.location);
-    }
-    return { files: files.sort(), metadataLocation: t.metadataLocation };
-  } finally {
-    await tables.close();
-  }
-}
-
-function killMarker(point: string): { env: Record<string, string>; marker: string } {
-  const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
-  return { marker, env: { FLOE_TEST_KILL_AT: point, FLOE_TEST_KILL_MARKER: marker } };
-}
-
-/** The retried attempts of `activityType` in a history, with the failure that ended the previous one. */
-function retriedAttempts(
-  events: temporal.api.history.v1.IHistoryEvent[],
-  activityType: string,
-): Array<{ attempt: number; timeoutType: number | null; message: string }> {
-  const scheduled = new Set<string>();
-  for (const e of events) {
-    if (e.activityTaskScheduledEventAttributes?.activityType?.name === activityType) scheduled.add(String(e.eventId));
-  }
-  const out: Array<{ attempt: number; timeoutType: number | null; message: string }> = [];
-  for (const e of events) {
-    const a = e.activityTaskStartedEventAttributes;
-    if (!a || !scheduled.has(String(a.scheduledEventId)) || (a.attempt ?? 1) < 2) continue;
-    out.push({
-      attempt: a.attempt!,
-      timeoutType: a.lastFailure?.timeoutFailureInfo?.timeoutType ?? null,
-      message: a.lastFailure?.message ?? '',
-    });
-  }
-  return out;
-}
 
 describe('maintenance with a worker SIGKILLed mid-activity (real stack)', { timeout: 15 * 60_000 }, () => {
   before(async () => {

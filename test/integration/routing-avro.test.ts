@@ -26,6 +26,7 @@ import { loadConfig } from '../../config';
 import { connectClient, signalIngest, startIngest, waitForIngest } from '../../client';
 import { openTables } from '../../table/tables';
 import { readCursor } from '../../table/cursor';
+import { effectiveCursor, readRouteCursor } from '../../ingest/route';
 import { currentSchema } from '../../iceberg';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages } from '../support/produce';
@@ -153,10 +154,14 @@ describe('routing Avro through the Schema Registry (real stack)', { timeout: 8 *
     const tables = await openTables(cfg);
     const locations: Record<string, string> = {};
     try {
+      const route = readRouteCursor((await tables.load(table)).metadata.properties, 'main');
       for (const t of [table, ...Object.values(targets), cfg.tables[0]!.deadLetterTable]) {
         const { metadata, metadataLocation } = await tables.load(t);
         locations[t] = metadataLocation;
-        if (t !== cfg.tables[0]!.deadLetterTable) assert.deepEqual(readCursor(metadata, 'main').offsets, { '0': String(2 * N + 2) }, t);
+        // A table's cursor where its next poll starts: its own, raised to the route cursor (a table
+        // without rows in the last cycles has no snapshot of them).
+        if (t !== cfg.tables[0]!.deadLetterTable)
+          assert.deepEqual(effectiveCursor(readCursor(metadata, 'main').offsets, route), { '0': String(2 * N + 2) }, t);
         if (t !== table && t !== cfg.tables[0]!.deadLetterTable)
           assert.deepEqual(
             currentSchema(metadata).fields.map((f) => f.name),

@@ -25,11 +25,15 @@ import { stackS3Client } from '../../stack/services';
 
 export const SEQ_HEADER = 'chaos-seq';
 export const KIND_HEADER = 'chaos-kind';
+/** On a good message, what its row must hold beyond its presence (a route value, a column's value); see checkTables. */
+export const LABEL_HEADER = 'chaos-label';
 
 export interface TopicContents {
   /** [partition, offset] of every message produced as good / bad */
   good: Array<[number, number]>;
   bad: Array<[number, number]>;
+  /** each good message's chaos-label header (parallel to `good`), null when it has none */
+  goodLabels: Array<string | null>;
   /** messages without the chaos headers (none expected) */
   foreign: number;
   /** sequence numbers that occur more than once (producer re-sends), extra copies */
@@ -51,7 +55,7 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 18
     await admin.disconnect();
   }
   const want = new Map(offsets.map((p) => [p.partition, { low: BigInt(p.low), high: BigInt(p.high), next: BigInt(p.low) }]));
-  const out: TopicContents = { good: [], bad: [], foreign: 0, resent: 0, resentGood: 0, distinctSeqs: 0 };
+  const out: TopicContents = { good: [], bad: [], goodLabels: [], foreign: 0, resent: 0, resentGood: 0, distinctSeqs: 0 };
   const seqs = new Set<string>();
   const done = () => [...want.values()].every((w) => w.next >= w.high);
   if (done()) return out;
@@ -93,6 +97,7 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 18
               }
               seqs.add(seq);
               (kind === 'good' ? out.good : out.bad).push([batch.partition, Number(off)]);
+              if (kind === 'good') out.goodLabels.push(m.headers?.[LABEL_HEADER]?.toString() ?? null);
             }
             if (done()) {
               clearTimeout(timer);
@@ -123,6 +128,22 @@ export async function catalogMetadataLocation(pgUrl: string, catalogName: string
       throw new Error(`catalog ${catalogName}: expected one iceberg_tables row for ${table}, found ${r.rows.length}`);
     }
     return r.rows[0]!.metadata_location;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+/** The catalog's tables of `namespace` whose names start with `prefix` (names without the namespace). */
+export async function catalogTableNames(pgUrl: string, catalogName: string, namespace: string, prefix: string): Promise<string[]> {
+  const c = new Client({ connectionString: pgUrl, connectionTimeoutMillis: 10_000 });
+  await c.connect();
+  try {
+    const r = await c.query<{ table_name: string }>(
+      'SELECT table_name FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2',
+      [catalogName, namespace],
+    );
+    // filtered here, not with LIKE: `_` in a table name is a LIKE wildcard
+    return r.rows.map((x) => x.table_name).filter((n) => n.startsWith(prefix));
   } finally {
     await c.end().catch(() => undefined);
   }
@@ -164,6 +185,35 @@ export interface EngineReport {
   files: { main: TableFiles; deadLetters: TableFiles };
 }
 
+/** Every file a table's current metadata references (PyIceberg), for auditFiles. */
+const FILES_OF = String.raw`
+def files_of(t, loc):
+    md = t.metadata
+    out = {"location": md.location, "metadataLocation": loc, "snapshots": len(md.snapshots),
+           "metadataLog": [e.metadata_file for e in md.metadata_log], "manifestLists": [], "manifests": [],
+           "live": set(), "currentLive": [], "deletedEntries": set(), "statistics": []}
+    for s in (getattr(md, "statistics", None) or []):
+        out["statistics"].append(s.statistics_path)
+    for s in (getattr(md, "partition_statistics", None) or []):
+        out["statistics"].append(s.statistics_path)
+    seen = set()
+    for snap in md.snapshots:
+        out["manifestLists"].append(snap.manifest_list)
+        for m in snap.manifests(t.io):
+            if m.manifest_path in seen:
+                continue
+            seen.add(m.manifest_path)
+            out["manifests"].append(m.manifest_path)
+            for e in m.fetch_manifest_entry(t.io, discard_deleted=False):
+                (out["deletedEntries"] if e.status == ManifestEntryStatus.DELETED else out["live"]).add(e.data_file.file_path)
+    cur = t.current_snapshot()
+    if cur is not None:
+        out["currentLive"] = [task.file.file_path for task in t.scan(snapshot_id=cur.snapshot_id).plan_files()]
+    out["live"] = sorted(out["live"])
+    out["deletedEntries"] = sorted(out["deletedEntries"])
+    return out
+`;
+
 const ENGINE_CHECK = String.raw`
 import json, sys
 import pyarrow as pa
@@ -190,32 +240,7 @@ def compare(keys, expected, event_ids=None):
         out["distinctEventIds"] = len(set(event_ids))
     return out
 
-def files_of(t, loc):
-    md = t.metadata
-    out = {"location": md.location, "metadataLocation": loc, "snapshots": len(md.snapshots),
-           "metadataLog": [e.metadata_file for e in md.metadata_log], "manifestLists": [], "manifests": [],
-           "live": set(), "currentLive": [], "deletedEntries": set(), "statistics": []}
-    for s in (getattr(md, "statistics", None) or []):
-        out["statistics"].append(s.statistics_path)
-    for s in (getattr(md, "partition_statistics", None) or []):
-        out["statistics"].append(s.statistics_path)
-    seen = set()
-    for snap in md.snapshots:
-        out["manifestLists"].append(snap.manifest_list)
-        for m in snap.manifests(t.io):
-            if m.manifest_path in seen:
-                continue
-            seen.add(m.manifest_path)
-            out["manifests"].append(m.manifest_path)
-            for e in m.fetch_manifest_entry(t.io, discard_deleted=False):
-                (out["deletedEntries"] if e.status == ManifestEntryStatus.DELETED else out["live"]).add(e.data_file.file_path)
-    cur = t.current_snapshot()
-    if cur is not None:
-        out["currentLive"] = [task.file.file_path for task in t.scan(snapshot_id=cur.snapshot_id).plan_files()]
-    out["live"] = sorted(out["live"])
-    out["deletedEntries"] = sorted(out["deletedEntries"])
-    return out
-
+${FILES_OF}
 main = StaticTable.from_metadata(req["main"], properties=props)
 dl = StaticTable.from_metadata(req["deadLetters"], properties=props)
 a = main.scan(selected_fields=("kafka_partition", "kafka_offset", "event_id")).to_arrow()
@@ -256,6 +281,97 @@ export async function engineCheck(mainMetadata: string, deadLetterMetadata: stri
   try {
     writeFileSync(file, JSON.stringify({ main: mainMetadata, deadLetters: deadLetterMetadata, good: topic.good, bad: topic.bad }));
     return await runPythonJson<EngineReport>(ENGINE_CHECK, [file], { timeoutMs: 15 * 60_000 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What one table must hold, by (topic, partition, offset), each exactly once; `value`: a column
+ * whose value each row must equal its message's expected value (null included).
+ */
+export interface TableExpectation {
+  table: string;
+  metadataLocation: string;
+  /** the columns of a row's topic, partition and offset; no topic column: every row is of `topic` */
+  columns: { topic?: string; partition: string; offset: string; value?: string };
+  topic?: string;
+  /** [topic, partition, offset, expected value of `columns.value` (or null)] */
+  expected: Array<[string, number, number, string | null]>;
+}
+
+export interface TableCounts {
+  rows: number;
+  distinctKeys: number;
+  lost: number;
+  unexpected: number;
+  /** rows whose value column differs from their message's expected value */
+  wrongValue: number;
+  lostSample: unknown[];
+  unexpectedSample: unknown[];
+  duplicateSample: unknown[];
+  wrongValueSample: unknown[];
+}
+
+export interface TableReport {
+  pyiceberg: TableCounts;
+  duckdb: TableCounts;
+  /** the current schema's top-level column names */
+  fields: string[];
+  files: TableFiles;
+}
+
+const TABLES_CHECK = String.raw`
+import json, sys
+from pyiceberg.table import StaticTable
+from pyiceberg.manifest import ManifestEntryStatus
+from floe_duckdb import connect, pyiceberg_s3_properties
+
+req = json.load(open(sys.argv[1]))
+props = pyiceberg_s3_properties()
+${FILES_OF}
+
+def compare(rows, expected, check_value):
+    exp = {(t, p, o): v for t, p, o, v in expected}
+    seen, wrong = {}, []
+    for t, p, o, v in rows:
+        k = (t, p, o)
+        seen[k] = seen.get(k, 0) + 1
+        if check_value and k in exp and v != exp[k]:
+            wrong.append([t, p, o, v, exp[k]])
+    lost = sorted(exp.keys() - seen.keys())
+    unexpected = sorted(seen.keys() - exp.keys())
+    return {"rows": len(rows), "distinctKeys": len(seen), "lost": len(lost), "unexpected": len(unexpected),
+            "wrongValue": len(wrong), "lostSample": [list(k) for k in lost[:20]],
+            "unexpectedSample": [list(k) for k in unexpected[:20]],
+            "duplicateSample": [[*k, n] for k, n in seen.items() if n > 1][:20], "wrongValueSample": wrong[:20]}
+
+con = connect()
+out = {}
+for x in req:
+    c = x["columns"]
+    cols = [c.get("topic"), c["partition"], c["offset"], c.get("value")]
+    wanted = [n for n in cols if n]
+    t = StaticTable.from_metadata(x["metadataLocation"], properties=props)
+    a = t.scan(selected_fields=tuple(wanted)).to_arrow()
+    py_rows = list(zip(*(a[n].to_pylist() if n else [x.get("topic") if i == 0 else None] * a.num_rows for i, n in enumerate(cols))))
+    sel = ", ".join((f'"{n}"' if n else ("?" if i == 0 else "NULL")) for i, n in enumerate(cols))
+    params = [x.get("topic")] if not cols[0] else []
+    duck_rows = [tuple(r) for r in con.execute(f"SELECT {sel} FROM iceberg_scan('{x['metadataLocation']}')", params).fetchall()]
+    check = bool(c.get("value"))
+    out[x["table"]] = {"pyiceberg": compare(py_rows, x["expected"], check), "duckdb": compare(duck_rows, x["expected"], check),
+                       "fields": [f.name for f in t.schema().fields], "files": files_of(t, x["metadataLocation"])}
+print(json.dumps(out))
+`;
+
+/** Reads each table through PyIceberg and DuckDB and compares it with what it must hold. */
+export async function checkTables(tables: TableExpectation[]): Promise<Record<string, TableReport>> {
+  if (tables.length === 0) return {};
+  const dir = mkdtempSync(join(tmpdir(), 'floe-chaos-'));
+  const file = join(dir, 'request.json');
+  try {
+    writeFileSync(file, JSON.stringify(tables));
+    return await runPythonJson<Record<string, TableReport>>(TABLES_CHECK, [file], { timeoutMs: 15 * 60_000 });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

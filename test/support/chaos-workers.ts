@@ -16,7 +16,12 @@ interface Slot {
   /** the exit of `worker` was caused by us (kill or stop) */
   expectedExit: boolean;
   restartTimer: NodeJS.Timeout | null;
+  /** `worker` has logged that it polls its task queue (it had finished starting) */
+  polling: boolean;
 }
+
+/** The line a worker logs once it polls its task queue (cli/ worker start). */
+const POLLING = 'polling task queue';
 
 export interface WorkerPoolOptions {
   configPath: string;
@@ -31,12 +36,23 @@ export interface WorkerPoolOptions {
 export class ChaosWorkerPool {
   readonly slots: Slot[];
   kills = 0;
+  /**
+   * kills of a worker that was polling; the others hit a worker still starting (loading code,
+   * bundling workflows: tens of seconds on a loaded machine), which exercises less
+   */
+  killsOfPolling = 0;
   selfExits = 0;
   starts = 0;
   private stopping = false;
 
   constructor(private readonly o: WorkerPoolOptions) {
-    this.slots = Array.from({ length: o.count }, (_, index) => ({ index, worker: null, expectedExit: false, restartTimer: null }));
+    this.slots = Array.from({ length: o.count }, (_, index) => ({
+      index,
+      worker: null,
+      expectedExit: false,
+      restartTimer: null,
+      polling: false,
+    }));
   }
 
   startAll(): void {
@@ -51,6 +67,15 @@ export class ChaosWorkerPool {
     const w = spawnWorker(this.o.configPath, join(this.o.logDir, `${this.o.name}-w${s.index}.log`), this.o.env ?? {});
     s.worker = w;
     s.expectedExit = false;
+    s.polling = false;
+    for (const stream of [w.proc.stdout, w.proc.stderr]) {
+      let tail = '';
+      stream?.on('data', (b: Buffer) => {
+        if (s.polling || s.worker !== w) return;
+        tail = (tail + b.toString('utf8')).slice(-4096);
+        if (tail.includes(POLLING)) s.polling = true;
+      });
+    }
     void w.exited.then(({ code, signal }) => {
       if (s.worker !== w) return;
       s.worker = null;
@@ -75,16 +100,18 @@ export class ChaosWorkerPool {
   }
 
   /** SIGKILLs a random running worker and restarts it after `restartDelayMs`; false if none runs. */
-  async killRandom(restartDelayMs: number): Promise<{ slot: number; pid: number } | null> {
+  async killRandom(restartDelayMs: number): Promise<{ slot: number; pid: number; polling: boolean } | null> {
     const live = this.slots.filter((s) => s.worker !== null);
     if (live.length === 0 || this.stopping) return null;
     const s = live[Math.floor(this.o.random() * live.length)]!;
     const w = s.worker!;
+    const polling = s.polling;
     s.expectedExit = true;
     await w.kill('SIGKILL');
     this.kills++;
+    if (polling) this.killsOfPolling++;
     this.scheduleRestart(s, restartDelayMs);
-    return { slot: s.index, pid: w.pid };
+    return { slot: s.index, pid: w.pid, polling };
   }
 
   /** Starts every worker that is down now (pending restarts happen at once). */

@@ -36,8 +36,21 @@ import type {
   RewriteGroupInput,
   RewriteGroupResult,
 } from '../../maintenance/types';
-import type { CommitInput, CommitResult, CyclePlan, PollInput, PollResult, TableRef } from '../../ingest/types';
+import type {
+  CommitInput,
+  CommitResult,
+  CyclePlan,
+  PollInput,
+  PollResult,
+  RouteCommitInput,
+  RouteCommitResult,
+  TableRef,
+} from '../../ingest/types';
 import type { Offsets } from '../../table/cursor';
+import { toFailure } from '../../activities/failures';
+import { fenceCursor } from '../../ingest/commit-cycle';
+import { effectiveCursor, heldByTable, minimumOffsets } from '../../ingest/route';
+import { changedRouteCommits, mergeRouted } from '../../ingest/route-commit';
 import { venvBin } from '../../stack/python';
 import { INGEST_ID_ATTRIBUTE, KIND_ATTRIBUTE, TABLE_ATTRIBUTE } from '../../workflows/search-attributes';
 import type { Client } from '@temporalio/client';
@@ -534,9 +547,12 @@ export interface FakeRouteOptions {
 }
 
 /**
- * The ingest activities of a route over a fake topic: offset o of a partition goes to the route's
- * table 1 + o % (tables - 1) (the base table gets none); each table has its own fenced cursor; a
- * poll writes a record to its table only at or past that table's cursor (as ingest/route-write.ts).
+ * The ingest activities of a route over a fake topic and a fake store: offset o of a partition goes
+ * to the route's table 1 + o % (tables - 1) (the base table gets none). The fake only keeps state
+ * (each table's cursor and the records written to it); what the workflow test is about is decided by
+ * floe's own functions: where the one poll starts (`minimumOffsets`, as planRoute), which records a
+ * table already holds (`heldByTable`, as RoutedWriters), and the fence of a commit (`fenceCursor`,
+ * as commitCycle), its failure mapped as the real activities map it (`toFailure`).
  */
 export function fakeRoute(opts: FakeRouteOptions) {
   const state = {
@@ -544,35 +560,52 @@ export function fakeRoute(opts: FakeRouteOptions) {
     snapshots: Object.fromEntries(opts.tables.map((t) => [t, opts.cursors?.[t] ? '0' : null])) as Record<string, string | null>,
     /** Offsets written to each table, by commit (a duplicate shows as a repeat). */
     written: Object.fromEntries(opts.tables.map((t) => [t, [] as string[]])),
+    /** The commit id of each table's last commit (a retried bulk commit finds its own). */
+    commitIds: {} as Record<string, string>,
+    /** The route cursor on the base table (bulk commits). */
+    routeCursor: {} as Offsets,
   };
   let n = 0;
   const calls = {
     loadCursor: [] as ActivityCall<TableRef>[],
     pollAndWrite: [] as ActivityCall<PollInput>[],
     commit: [] as ActivityCall<CommitInput>[],
+    commitRoute: [] as ActivityCall<RouteCommitInput>[],
   };
   const call = <I>(input: I): ActivityCall<I> => {
     const info = Context.current().info;
     return { input, attempt: info.attempt, runId: info.workflowExecution?.runId ?? '' };
   };
   const tableOf = (o: bigint) => opts.tables[1 + Number(o % BigInt(opts.tables.length - 1))]!;
+  async function commitTable(input: CommitInput): Promise<CommitResult> {
+    calls.commit.push(call(input));
+    opts.beforeCommit?.(input, calls.commit.length);
+    const table = input.routeTable!;
+    try {
+      fenceCursor(table, input.ingestId, input.baseSnapshotId, { snapshotId: state.snapshots[table]!, offsets: state.cursors[table]! });
+    } catch (e) {
+      throw toFailure(e);
+    }
+    for (const f of input.files) state.written[table]!.push(...((f as { offsets: string[] }).offsets ?? []));
+    state.cursors[table] = { ...input.endOffsets };
+    state.snapshots[table] = String(++n);
+    state.commitIds[table] = input.commitId;
+    return { snapshotId: String(n), alreadyCommitted: false, committedAtMs: Date.now(), totalRecords: '0' };
+  }
   const activities = {
     async loadCursor(ref: TableRef): Promise<CyclePlan> {
       calls.loadCursor.push(call(ref));
       const partitions = Object.keys(opts.high);
+      // A bulk plan raises each table's cursor to the route cursor (as planRoute).
+      const route = ref.bulk ? state.routeCursor : {};
       const routeTables = opts.tables.map((table) => ({
         table,
         baseSnapshotId: state.snapshots[table]!,
-        startOffsets: Object.fromEntries(partitions.map((p) => [p, state.cursors[table]![p] ?? '0'])),
+        startOffsets: effectiveCursor(Object.fromEntries(partitions.map((p) => [p, state.cursors[table]![p] ?? '0'])), route),
       }));
-      const startOffsets = Object.fromEntries(
-        partitions.map((p) => [
-          p,
-          routeTables
-            .map((r) => BigInt(r.startOffsets[p]!))
-            .reduce((a, b) => (b < a ? b : a))
-            .toString(),
-        ]),
+      const startOffsets = minimumOffsets(
+        routeTables.map((r) => r.startOffsets),
+        partitions,
       );
       return {
         baseSnapshotId: state.snapshots[opts.tables[0]!]!,
@@ -586,6 +619,7 @@ export function fakeRoute(opts: FakeRouteOptions) {
         maxBytesPerCycle: 1 << 20,
         cyclesPerRun: 1000,
         routeTables,
+        ...(ref.bulk ? { routeCursor: { ...state.routeCursor } } : {}),
       };
     },
     async pollAndWrite(input: PollInput): Promise<PollResult> {
@@ -596,8 +630,8 @@ export function fakeRoute(opts: FakeRouteOptions) {
         const end = BigInt(opts.high[p] ?? '0');
         for (let o = BigInt(input.startOffsets[p] ?? '0'); o < end; o++) {
           const table = tableOf(o);
-          const floor = input.route?.tables[table]?.[p] ?? input.route?.start[p] ?? '0';
-          if (o < BigInt(floor)) continue;
+          // every table of these scenarios is planned: its floor is its planned cursor
+          if (heldByTable(input.route?.tables[table] ?? {}, p, o)) continue;
           byTable.set(table, [...(byTable.get(table) ?? []), `${p}:${o}`]);
         }
         endOffsets[p] = end > BigInt(input.startOffsets[p] ?? '0') ? end.toString() : (input.startOffsets[p] ?? '0');
@@ -619,16 +653,54 @@ export function fakeRoute(opts: FakeRouteOptions) {
         routed,
       };
     },
-    async commit(input: CommitInput): Promise<CommitResult> {
-      calls.commit.push(call(input));
-      opts.beforeCommit?.(input, calls.commit.length);
-      const table = input.routeTable!;
-      if (state.snapshots[table] !== input.baseSnapshotId)
-        throw ApplicationFailure.nonRetryable(`stale cursor for ${table}`, 'StaleCursor');
-      for (const f of input.files) state.written[table]!.push(...((f as { offsets: string[] }).offsets ?? []));
-      state.cursors[table] = { ...input.endOffsets };
-      state.snapshots[table] = String(++n);
-      return { snapshotId: String(n), alreadyCommitted: false, committedAtMs: Date.now(), totalRecords: '0' };
+    commit: commitTable,
+    /**
+     * A bulk route's commit (workflows from patch floe-route-bulk), as ingest/route-commit.ts: the
+     * tables that changed (`changedRouteCommits`), the base table last with the route cursor; each
+     * table's commit idempotent by the cycle's commit id; a refusal stops the base table.
+     */
+    async commitRoute(input: RouteCommitInput): Promise<RouteCommitResult> {
+      calls.commitRoute.push(call(input));
+      const changes = changedRouteCommits(
+        opts.tables[0]!,
+        input.routeTables,
+        mergeRouted(input.routed),
+        input.startOffsets,
+        input.endOffsets,
+      );
+      const one = async (c: (typeof changes)[number], i: number): Promise<CommitResult> => {
+        if (state.commitIds[c.table] === input.commitId)
+          return { snapshotId: state.snapshots[c.table]!, alreadyCommitted: true, committedAtMs: Date.now(), totalRecords: '0' };
+        return commitTable({
+          table: input.table,
+          ingestId: input.ingestId,
+          commitId: input.commitId,
+          baseSnapshotId: c.baseSnapshotId,
+          deadLetterFloor: input.deadLetterFloor,
+          deadLetterBaseCommitId: input.deadLetterBaseCommitId,
+          startOffsets: c.startOffsets,
+          endOffsets: c.endOffsets,
+          files: c.files,
+          deadLetterFiles: [],
+          records: c.records,
+          deadLetters: 0,
+          routeTable: c.table,
+          routeIndex: i,
+          routeCount: changes.length,
+        });
+      };
+      const results: CommitResult[] = [await one(changes[0]!, 0)];
+      const middle = await Promise.allSettled(changes.slice(1, -1).map((c, i) => one(c, i + 1)));
+      const failed = middle.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      for (const r of middle) if (r.status === 'fulfilled') results.push(r.value);
+      if (changes.length > 1) results.push(await one(changes.at(-1)!, changes.length - 1));
+      state.routeCursor = effectiveCursor(input.routeCursor, input.endOffsets);
+      return {
+        ...results.at(-1)!,
+        committedTables: changes.length,
+        tables: changes.map((c, i) => ({ table: c.table, snapshotId: results[i]!.snapshotId, records: c.records, cursor: c.endOffsets })),
+      };
     },
   } satisfies MockActivities;
   return { activities, state, calls };

@@ -428,3 +428,61 @@ test('Protobuf: a string field or map key that is not valid UTF-8 fails to decod
       from,
     );
 });
+
+test('Avro: a map key "__proto__" is an entry like any other, not lost (found by the fuzzer)', () => {
+  // avsc read maps into {} with val[key] = value: this key set the prototype and the entry vanished
+  const schema = { type: 'record', name: 'R', fields: [{ name: 'm', type: { type: 'map', values: 'long' } }] };
+  const m: Record<string, bigint> = {};
+  for (const [k, v] of [
+    ['__proto__', 1n],
+    ['a', 2n],
+  ] as const)
+    Object.defineProperty(m, k, { value: v, enumerable: true });
+  const bytes = avroType(schema).toBuffer({ m });
+  const w = writerSchema('9', 'avro', JSON.stringify(schema));
+  const doc = w.decode(bytes) as { m: Record<string, unknown> };
+  assert.deepEqual(Object.entries(doc.m), [
+    ['__proto__', 1n],
+    ['a', 2n],
+  ]);
+  const row = w.converter({
+    type: 'struct',
+    fields: [
+      {
+        id: 1,
+        name: 'm',
+        required: false,
+        type: { type: 'map', 'key-id': 2, key: 'string', 'value-id': 3, value: 'long', 'value-required': false },
+      },
+    ],
+  })(doc, 'value') as { m: unknown };
+  assert.deepEqual(row.m, [
+    ['__proto__', 1n],
+    ['a', 2n],
+  ]);
+});
+
+test('Protobuf: a Timestamp whose nanos are outside 0..999,999,999 is a dead letter, not carried into the seconds (found by the fuzzer)', () => {
+  const root = protobuf.parse(PROTO, { keepCase: true }).root;
+  root.addJSON(protobuf.common.get('google/protobuf/timestamp.proto')!.nested!);
+  const Order = root.lookupType('shop.Order');
+  const w = writerSchema('5:1', 'protobuf', PROTO, [1]);
+  assert.ok(!(w.derived instanceof Error), String(w.derived));
+  const fields = withDerived({ type: 'struct', 'schema-id': 0, fields: [] }, w.derived).fields;
+  const read = (nanos: number) =>
+    (
+      w.converter({ type: 'struct', fields })(
+        w.decode(Buffer.from(Order.encode(Order.fromObject({ at: { seconds: 0, nanos } })).finish())),
+        'value',
+      ) as {
+        at: unknown;
+      }
+    ).at;
+  assert.equal(read(999_999_000), 999_999n);
+  for (const nanos of [1_000_000_000, -1000])
+    assert.throws(
+      () => read(nanos),
+      (e: Error) => e instanceof DecodeError && /nanos must be from 0 to 999,999,999/.test(e.message),
+      String(nanos),
+    );
+});

@@ -253,3 +253,46 @@ test('manifest streaming: entries from a generator span several Avro blocks; a m
     assert.equal(slim.entries[i]!.sequenceNumber, 3n);
   }
 });
+
+test('a spec with two partition fields of one named Avro type (decimal, uuid, fixed) writes a valid manifest that reads back (found by the fuzzer)', () => {
+  // identity + truncate of one decimal column, and two uuid columns: the partition record held
+  // two definitions of `decimal_10_2` / `uuid_fixed`, which Avro refuses, so no commit of such a table landed
+  const s2: Schema = {
+    type: 'struct',
+    'schema-id': 0,
+    fields: [
+      { id: 1, name: 'amount', required: false, type: 'decimal(10, 2)' },
+      { id: 2, name: 'u', required: false, type: 'uuid' },
+      { id: 3, name: 'v', required: false, type: 'uuid' },
+    ],
+  };
+  const spec2: PartitionSpec = {
+    'spec-id': 0,
+    fields: [
+      { 'source-id': 1, 'field-id': 1000, name: 'amount', transform: 'identity' },
+      { 'source-id': 1, 'field-id': 1001, name: 'amount_trunc', transform: 'truncate[100]' },
+      { 'source-id': 2, 'field-id': 1002, name: 'u', transform: 'identity' },
+      { 'source-id': 3, 'field-id': 1003, name: 'v', transform: 'identity' },
+    ],
+  };
+  const partition = {
+    amount: toPartitionValue('decimal(10, 2)', '-12.34'),
+    amount_trunc: toPartitionValue('decimal(10, 2)', '-13.00'),
+    u: toPartitionValue('uuid', 'f79c3e09-677c-4bbd-a479-3f349cb785e7'),
+    v: toPartitionValue('uuid', '00000000-0000-4000-8000-000000000001'),
+  };
+  const entries: ManifestEntry[] = [
+    { status: ManifestEntryStatus.Added, snapshotId: 1n, sequenceNumber: null, fileSequenceNumber: null, dataFile: file(1, { partition }) },
+  ];
+  const { bytes, manifest } = encodeManifest({ location: 'memory://m.avro', spec: spec2, schema: s2, snapshotId: 1n, entries });
+  assert.deepEqual(decodeManifest(bytes).entries, entries);
+  assert.equal(manifest.partitions!.length, 4);
+  // the later field of a type gets a name of its own (PyIceberg cannot read a type referenced by name)
+  const fields = (readAvroFile(bytes).schema as unknown as { fields: Array<{ name: string; type: unknown }> }).fields;
+  const df = fields.find((f) => f.name === 'data_file')!.type as { fields: Array<{ name: string; type: unknown }> };
+  const part = df.fields.find((f) => f.name === 'partition')!.type as { fields: Array<{ name: string; type: unknown }> };
+  assert.deepEqual(
+    part.fields.map((f) => ((f.type as unknown[])[1] as { name: string }).name),
+    ['decimal_10_2', 'decimal_10_2_1001', 'uuid_fixed', 'uuid_fixed_1003'],
+  );
+});

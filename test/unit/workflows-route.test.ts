@@ -1,5 +1,6 @@
 /**
- * The ingest workflow of a route over mocked activities (test/support/workflow-env.ts fakeRoute):
+ * The ingest workflow of a route over mocked activities (test/support/workflow-env.ts fakeRoute,
+ * whose decisions are floe's own functions: the poll's start, the records a table holds, the fence):
  * one poll from the minimum of the tables' cursors, one fenced commit per table with the cycle's
  * commit id; a worker dying between two tables' commits, cursors apart at the start, and a table's
  * refused commit all end with every table holding each of its records once. The activities
@@ -65,12 +66,13 @@ describe('ingestWorkflow of a route, with mocked activities', () => {
     assert.deepEqual(
       first.map((c) => [c.input.routeTable, c.input.routeIndex, c.attempt]),
       [
-        ['shop.events', 0, 1],
-        ['shop.a', 1, 1],
-        ['shop.b', 2, 1],
-        ['shop.c', 3, 1],
-        ['shop.c', 3, 2],
+        ['shop.a', 0, 1],
+        ['shop.b', 1, 1],
+        ['shop.c', 2, 1],
+        ['shop.events', 3, 1],
+        ['shop.events', 3, 2],
       ],
+      'the tables with rows, then the base table last (with the route cursor); the retry commits only what had not landed',
     );
     assert.deepEqual(
       first.map((c) => c.input.endOffsets),
@@ -105,7 +107,9 @@ describe('ingestWorkflow of a route, with mocked activities', () => {
       [
         ['shop.b', '0', { 0: '6', 1: '3' }],
         ['shop.c', null, { 0: '0', 1: '0' }],
+        ['shop.events', '0', HIGH],
       ],
+      'shop.a gets no rows: no snapshot; the base table always commits last (it carries the route cursor)',
     );
     assertEveryTableOnce(fake.state);
   });
@@ -132,10 +136,10 @@ describe('ingestWorkflow of a route, with mocked activities', () => {
     assert.deepEqual(
       cycles.map((id) => fake.calls.commit.filter((c) => c.input.commitId === id).map((c) => c.input.routeTable)),
       [
-        ['shop.events', 'shop.a', 'shop.b'],
-        ['shop.b', 'shop.c'],
+        ['shop.a', 'shop.b', 'shop.c'],
+        ['shop.b', 'shop.events'],
       ],
-      'shop.c is not committed after the refusal; the next cycle commits only the tables behind',
+      'the base table is not committed after the refusal; the next cycle commits only the table behind, then the base table',
     );
     assertEveryTableOnce(fake.state);
   });
