@@ -18,7 +18,11 @@ if (!(Number(concurrency) >= 1) || !(Number(timeout) > 0) || files.length === 0)
   process.exit(2);
 }
 // Each file's process gets this process's Node flags (--import tsx), as under `node --test`.
-const tests = run({ files, concurrency: Number(concurrency), timeout: Number(timeout) });
+// forceExit: a file's process exits once its tests are done, even if a failed or timed-out test
+// left a handle open (a Kafka consumer, a worker, a timer). Without it such a file never ends, and
+// since the spec report is in file order, it also holds back every later file's report: a CI run
+// (stop 39) printed one integration file, then nothing until its 90-minute limit.
+const tests = run({ files, concurrency: Number(concurrency), timeout: Number(timeout), forceExit: true });
 tests.on('test:fail', () => {
   process.exitCode = 1;
 });
