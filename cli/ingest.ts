@@ -172,7 +172,9 @@ function registerIngestReset(ingest: Command): void {
       const deps = await createDeps(cfg);
       try {
         await ensureIngestTables(deps.tables, t, deps.cfg.schemaRegistry);
-        const r = await resetCursor(deps.tables, t, t.ingestId, await resolveResetTarget(deps.admin, t.topic, target));
+        const offsets = await resolveResetTarget(deps.admin, t.topic, target);
+        // The cursor moves to the topic as it is now (after a recreation: the new one, by its id).
+        const r = await resetCursor(deps.tables, t, t.ingestId, offsets, (await deps.topicIds?.of(t.topic)) ?? null);
         if (o.json) {
           printJson({ table: t.table, ingestId: t.ingestId, topic: t.topic, changed: r.changed, before: r.before.offsets, after: r.after });
           return;

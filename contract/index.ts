@@ -28,6 +28,8 @@ export const FailureType = {
   CursorTopicMismatch: 'CursorTopicMismatch',
   /** The cursor is beyond the topic's end: the topic was recreated or failed over. */
   CursorAheadOfTopic: 'CursorAheadOfTopic',
+  /** The topic's Kafka id is not the cursor's: it was deleted and created again under its name. */
+  TopicRecreated: 'TopicRecreated',
   /** A second live ingest id would load a topic the table already holds (needs force). */
   IngestOverlap: 'IngestOverlap',
   /** The topic of one topic's ingest (an entry of several topics) was deleted: that ingest ends, stopped. */
@@ -58,6 +60,7 @@ export const INGEST_NON_RETRYABLE: string[] = [
   FailureType.SchemaIncompatible,
   FailureType.CursorTopicMismatch,
   FailureType.CursorAheadOfTopic,
+  FailureType.TopicRecreated,
   FailureType.IngestOverlap,
   FailureType.TopicGone,
 ];

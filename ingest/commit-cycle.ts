@@ -18,6 +18,7 @@ import {
   SUMMARY_OFFSETS,
   SUMMARY_RANGE,
   SUMMARY_TOPIC,
+  SUMMARY_TOPIC_ID,
   cursorProperty,
   deadLetterCursorProperty,
   formatOffsets,
@@ -140,13 +141,18 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
   // Records Kafka deleted before the table got them (the plan started past the cursor): never
   // rows, never dead letters (there are no bytes left), so recorded where an auditor looks.
   // A route's table that got nothing for a while is as far as the route cursor, not only its own.
-  const skipped = skippedPast(maxOffsets(readCursor(before.metadata, input.ingestId).offsets, input.routeFloor ?? {}), input.startOffsets);
+  const current = readCursor(before.metadata, input.ingestId);
+  const skipped = skippedPast(maxOffsets(current.offsets, input.routeFloor ?? {}), input.startOffsets);
+  // The id of the topic the plan read (checked against the cursor's there); a cycle planned before
+  // topic ids keeps the cursor's.
+  const topicId = input.topicId ?? current.topicId ?? null;
   const summary = {
     ...(skipped.text ? { [SUMMARY_SKIPPED]: skipped.text } : {}),
     [SUMMARY_INGEST_ID]: input.ingestId,
     [SUMMARY_OFFSETS]: formatOffsets(input.endOffsets),
     [SUMMARY_COMMIT_ID]: input.commitId,
     [SUMMARY_TOPIC]: t.topic,
+    ...(topicId ? { [SUMMARY_TOPIC_ID]: topicId } : {}),
     [SUMMARY_DEAD_LETTERS]: String(input.deadLetters),
     ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
   };
@@ -161,6 +167,7 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
         commitId: input.commitId,
         offsets: input.endOffsets,
         topic: t.topic,
+        topicId,
         ...(input.range ? { range: input.range } : {}),
       }),
       // A route's base table, committed after every other table of the cycle that got rows.

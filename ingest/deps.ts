@@ -10,6 +10,7 @@ import { FailureType, nonRetryable } from '../contract';
 import type { BufferBudget } from './buffer-budget';
 import { ConsumerPool } from './kafka';
 import { connectKafka } from './kafka-security';
+import { createTopicIds, type TopicIds } from './topic-ids';
 import { awaitMirrors } from './mirror';
 import { checkStorageCredentials } from '../table/storage';
 import { openTables, type Tables } from '../table/tables';
@@ -29,6 +30,8 @@ export interface Deps {
    * its own topic: a fresh client knows none. Absent in test deps that bring their own admin.
    */
   renewAdmin?(stale: Admin): Promise<void>;
+  /** Kafka's topic ids (ingest/topic-ids.ts): cursors are bound to them. Absent in test deps that bring their own Kafka. */
+  topicIds?: TopicIds;
   /** Kafka consumers kept across cycles, one per (table, partition group). */
   consumers: ConsumerPool;
   /** Threads that encode the Parquet of ingest cycles; none: encode on the activity's thread. */
@@ -52,6 +55,7 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
   await admin.connect();
   let renewing: Promise<void> | undefined;
   const consumers = new ConsumerPool(kafka);
+  const topicIds = createTopicIds(cfg.kafka);
   const threads = encoderThreadsFromEnv();
   const encoders = threads > 0 ? new EncoderPool(threads) : undefined;
   return {
@@ -78,12 +82,14 @@ export async function createDeps(cfg: FloeConfig): Promise<Deps> {
       return renewing;
     },
     consumers,
+    topicIds,
     ...(encoders ? { encoders } : {}),
     close: async () => {
       await encoders?.close();
       // A cursor mirror still running holds a kafkajs consumer: let it finish before disconnecting.
       await awaitMirrors();
       await consumers.close();
+      await topicIds.close();
       await admin.disconnect().catch(() => undefined);
       await tables.close();
     },

@@ -72,12 +72,41 @@ export async function planCycle(deps: Deps, ref: TableRef, run: StepRun): Promis
   if (cursor.snapshotId === null && !ref.range && !ref.force) refuseSecondLiveIngest(t, ref.ingestId, loaded.metadata);
   checkCursorTopic(t, t.table, cursor, ref);
   const wm = await ingestWatermarks(deps, t.topic, missingMeans(ref, cursor));
+  const topicId = await checkCursorTopicId(deps, t, t.table, cursor, ref);
   // A backfill covers exactly its range's partitions; a live ingest every partition of the topic.
   const partitions = Object.keys(ref.range?.to ?? wm.high)
     .map(Number)
     .sort((a, b) => a - b);
   const startOffsets = cursorStart(t, t.table, cursor, ref, wm, partitions, run);
-  return cyclePlan(t, ref, cursor.snapshotId, startOffsets, partitions, wm.high, readDeadLetterCursor(deadLetterMetadata, ref.ingestId));
+  const plan = cyclePlan(
+    t,
+    ref,
+    cursor.snapshotId,
+    startOffsets,
+    partitions,
+    wm.high,
+    readDeadLetterCursor(deadLetterMetadata, ref.ingestId),
+  );
+  return topicId !== null ? { ...plan, topicId } : plan;
+}
+
+/**
+ * The cursor is bound to its topic's Kafka id too: a topic deleted and created again under its
+ * name gets a new id, and its offsets start again at 0, so once it has passed the old cursor's
+ * offsets nothing else tells it from the old one. A cursor without an id (written before floe read
+ * them, or by a cluster without them) takes the topic's at its next commit. Asked after the
+ * watermarks, so a deleted topic still fails as TopicGone; returns the id (null: none to bind).
+ */
+async function checkCursorTopicId(deps: Deps, t: TableConfig, table: string, cursor: Cursor, ref: TableRef): Promise<string | null> {
+  if (!deps.topicIds) return null;
+  const id = await deps.topicIds.of(t.topic);
+  if (id !== null && cursor.topicId && cursor.topicId !== id) {
+    throw nonRetryable(
+      FailureType.TopicRecreated,
+      `table ${table}: the cursor of ingest id "${ref.ingestId}" (${formatOffsets(cursor.offsets)}) belongs to topic ${t.topic} with id ${cursor.topicId}, and ${t.topic} now has id ${id}: it was deleted and created again (or this is another cluster), and its offsets are not the cursor's; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
+    );
+  }
+  return id;
 }
 
 function cyclePlan(
@@ -194,6 +223,8 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
   const baseCursor = readCursor(base.metadata, ref.ingestId);
   checkCursorTopic(t, t.table, baseCursor, ref);
   const wm = await ingestWatermarks(deps, t.topic, missingMeans(ref, baseCursor));
+  // The base table's cursor moves with every cycle of the route (the others may lag): its id binds the route.
+  const topicId = await checkCursorTopicId(deps, t, t.table, baseCursor, ref);
   const partitions = Object.keys(wm.high)
     .map(Number)
     .sort((a, b) => a - b);
@@ -244,6 +275,7 @@ async function planRoute(deps: Deps, t: TableConfig, ref: TableRef, run: StepRun
       readDeadLetterCursor(deadLetterMetadata, ref.ingestId),
     ),
     routeTables,
+    ...(topicId !== null ? { topicId } : {}),
   };
   if (!ref.bulk) return plan;
   plan.routeCursor = routeCursor;

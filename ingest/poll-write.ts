@@ -82,6 +82,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     router?.abort();
     throw new StepCancelled('pollAndWrite cancelled');
   }
+  await checkTopicIdUnchanged(deps, t, input);
   // Dead letters below the dead-letter cursor were recorded by an earlier batch whose main commit
   // did not land (fenced, or its worker died): recording them again would duplicate them.
   const freshDeadRows = aboveFloor(deadRows, input.deadLetterFloor ?? {});
@@ -194,4 +195,19 @@ async function openWriters(
 /** Dead letters at or past the dead-letter cursor: those below it an earlier batch already recorded. */
 function aboveFloor(rows: Row[], floor: Offsets): Row[] {
   return rows.filter((r) => floor[String(r.partition)] === undefined || (r.offset as bigint) >= BigInt(floor[String(r.partition)]!));
+}
+
+/**
+ * The plan bound the cycle to its topic's Kafka id (plan-cycle.ts): a topic deleted and created
+ * again while the poll read may have handed over records of the new one. Asked after the reads,
+ * so a recreation before any of them is seen; the cycle then fails as its next plan would.
+ */
+async function checkTopicIdUnchanged(deps: Deps, t: TableConfig, input: PollInput): Promise<void> {
+  if (input.topicId === undefined || !deps.topicIds) return;
+  const now = await deps.topicIds.of(t.topic);
+  if (now !== null && now !== input.topicId)
+    throw nonRetryable(
+      FailureType.TopicRecreated,
+      `table ${t.table}: topic ${t.topic} was deleted and created again during the poll of ingest id "${input.ingestId}" (id ${input.topicId}, now ${now}); nothing of the poll is kept; move the cursor with: floe ingest reset ${t.table} --to earliest|latest|<time>|<p:offset,...>`,
+    );
 }

@@ -20,6 +20,7 @@ import {
   SUMMARY_INGEST_ID,
   SUMMARY_OFFSETS,
   SUMMARY_TOPIC,
+  SUMMARY_TOPIC_ID,
   cursorProperty,
   deadLetterCursorProperty,
   formatOffsets,
@@ -77,8 +78,18 @@ interface ResetOutcome {
   snapshotId: string | null;
 }
 
-/** Moves `ingestId`'s cursor of table `t` to `offsets`. Concurrency: optimistic CAS; see the file comment. */
-export async function resetCursor(tables: Tables, t: TableConfig, ingestId: string, offsets: Offsets): Promise<ResetOutcome> {
+/**
+ * Moves `ingestId`'s cursor of table `t` to `offsets`, bound to the topic's Kafka id `topicId` (the
+ * topic as it is now: a reset is how a cursor moves to a recreated topic). Concurrency: optimistic
+ * CAS; see the file comment.
+ */
+export async function resetCursor(
+  tables: Tables,
+  t: TableConfig,
+  ingestId: string,
+  offsets: Offsets,
+  topicId: string | null = null,
+): Promise<ResetOutcome> {
   const before = readCursor((await tables.load(t.table)).metadata, ingestId);
   const commitId = `reset-${randomUUID()}`;
 
@@ -91,14 +102,22 @@ export async function resetCursor(tables: Tables, t: TableConfig, ingestId: stri
   // A route: every table of it moves (its base table last: its outcome is the one reported).
   if (t.route) {
     const names = [...staticRouteTables(t), ...listedRouteTables((await tables.load(t.table)).metadata.properties)];
-    for (const name of names.filter((n) => n !== t.table)) await resetTableCursor(tables, t, name, ingestId, offsets, commitId);
+    for (const name of names.filter((n) => n !== t.table)) await resetTableCursor(tables, t, name, ingestId, offsets, commitId, topicId);
   }
-  const res = await resetTableCursor(tables, t, t.table, ingestId, offsets, commitId);
+  const res = await resetTableCursor(tables, t, t.table, ingestId, offsets, commitId, topicId);
   return { before, after: offsets, changed: !res.alreadyCommitted, snapshotId: res.snapshotId };
 }
 
-function resetTableCursor(tables: Tables, t: TableConfig, table: string, ingestId: string, offsets: Offsets, commitId: string) {
-  const isTarget = (c: Cursor) => c.topic === t.topic && sameOffsets(c.offsets, offsets);
+function resetTableCursor(
+  tables: Tables,
+  t: TableConfig,
+  table: string,
+  ingestId: string,
+  offsets: Offsets,
+  commitId: string,
+  topicId: string | null,
+) {
+  const isTarget = (c: Cursor) => c.topic === t.topic && (c.topicId ?? null) === topicId && sameOffsets(c.offsets, offsets);
   return tables.appendOnce(table, {
     files: [],
     summary: {
@@ -106,10 +125,11 @@ function resetTableCursor(tables: Tables, t: TableConfig, table: string, ingestI
       [SUMMARY_OFFSETS]: formatOffsets(offsets),
       [SUMMARY_COMMIT_ID]: commitId,
       [SUMMARY_TOPIC]: t.topic,
+      ...(topicId ? { [SUMMARY_TOPIC_ID]: topicId } : {}),
       [SUMMARY_RESET]: 'true',
     },
     properties: (snapshotId) => ({
-      ...cursorProperty(ingestId, { snapshotId: snapshotId.toString(), commitId, offsets, topic: t.topic }),
+      ...cursorProperty(ingestId, { snapshotId: snapshotId.toString(), commitId, offsets, topic: t.topic, topicId }),
       // A route's base table (reset last): its route cursor moves with every table's, both ways.
       ...(t.route && table === t.table ? routeCursorProperty(ingestId, offsets) : {}),
     }),

@@ -124,6 +124,7 @@ export async function commitRoute(
       ingestId: input.ingestId,
       ...(input.topic !== undefined ? { topic: input.topic } : {}),
       ...(input.stalled ? { stalled: input.stalled } : {}),
+      ...(input.topicId !== undefined ? { topicId: input.topicId } : {}),
       commitId: input.commitId,
       baseSnapshotId: c.baseSnapshotId,
       deadLetterFloor: input.deadLetterFloor,

@@ -72,6 +72,12 @@ export interface CyclePlan {
   routeStaged?: StagedJson;
   /** A bulk route: the route cursor the plan read (`floe.route.cursor.<ingest id>` of the base table). */
   routeCursor?: Offsets;
+  /**
+   * Kafka's id of the topic the plan read (ingest/topic-ids.ts), checked against the cursor's; the
+   * poll checks the topic still has it, the commit records it. Absent: the cluster has no topic ids,
+   * or a plan made before floe read them.
+   */
+  topicId?: string;
 }
 
 export interface RouteTablePlan {
@@ -116,6 +122,8 @@ export interface PollInput extends TableRef {
    * alone K times; it is written to the dead-letter table with this reason, not decoded.
    */
   deadLetterReason?: string;
+  /** The plan's topic id (CyclePlan.topicId): the poll fails if the topic no longer has it. */
+  topicId?: string;
 }
 
 export interface PollResult {
@@ -158,6 +166,8 @@ export interface CommitInput extends TableRef {
   routeFloor?: Offsets;
   /** A bulk route's base table: the route cursor this commit records with its snapshot. */
   routeCursor?: Offsets;
+  /** The plan's topic id (CyclePlan.topicId), recorded with the cursor. */
+  topicId?: string;
 }
 
 export interface CommitResult {
@@ -193,6 +203,8 @@ export interface RouteCommitInput extends TableRef {
   /** The polls' per-table lists: inline (merged over groups) and staged. */
   routed: RoutedFiles[];
   routedStaged: StagedJson[];
+  /** The plan's topic id (CyclePlan.topicId), recorded with every table's cursor. */
+  topicId?: string;
 }
 
 /** A route's per-table outcome, reported only for small routes (the status keeps per-table lines for those). */

@@ -2,7 +2,7 @@
  * The ingest cursor lives in the table, never in Kafka. Pure functions over TableMetadata.
  *
  * Where: a table property `floe.cursor.<ingest id>` holding JSON
- * `{topic, offsets, snapshot-id, commit-id, range?}`, set in the same atomic catalog commit as
+ * `{topic, topic-id?, offsets, snapshot-id, commit-id, range?}`, set in the same atomic catalog commit as
  * the snapshot it describes. Every ingest snapshot's summary also carries `floe.ingest-id`,
  * `floe.offsets`, `floe.commit-id` and `floe.topic`, for audit and for tables written before the
  * property existed.
@@ -20,6 +20,8 @@ export const SUMMARY_INGEST_ID = 'floe.ingest-id';
 export const SUMMARY_OFFSETS = 'floe.offsets';
 export const SUMMARY_COMMIT_ID = 'floe.commit-id';
 export const SUMMARY_TOPIC = 'floe.topic';
+/** Kafka's id of the topic the offsets belong to (KIP-516), when the cluster has topic ids. */
+export const SUMMARY_TOPIC_ID = 'floe.topic-id';
 export const SUMMARY_DEAD_LETTERS = 'floe.dead-letters';
 /** Backfills only: the offset range {from, to} the ingest id covers. */
 export const SUMMARY_RANGE = 'floe.range';
@@ -45,6 +47,11 @@ export interface Cursor {
   offsets: Offsets;
   /** Topic the offsets belong to; null only for legacy summaries without one. */
   topic: string | null;
+  /**
+   * Kafka's id of that topic (new when a topic is deleted and created again under its name); null
+   * when the cursor predates topic ids or the cluster has none. Absent means null.
+   */
+  topicId?: string | null;
   /** Backfills: the range this ingest id loads. */
   range?: OffsetRange;
 }
@@ -61,6 +68,7 @@ export function cursorProperty(ingestId: string, c: Cursor): Record<string, stri
   }
   const body: Record<string, unknown> = {
     topic: c.topic,
+    ...(c.topicId ? { 'topic-id': c.topicId } : {}),
     offsets: sortOffsets(c.offsets),
     'snapshot-id': c.snapshotId,
     'commit-id': c.commitId,
@@ -85,6 +93,7 @@ function parseCursorProperty(key: string, json: string): Cursor {
     snapshotId: str('snapshot-id'),
     commitId: str('commit-id'),
     topic: typeof o.topic === 'string' ? o.topic : null,
+    ...(typeof o['topic-id'] === 'string' ? { topicId: o['topic-id'] } : {}),
     offsets: parseOffsets(JSON.stringify(o.offsets)),
     ...(range ? { range: { from: parseOffsets(JSON.stringify(range.from)), to: parseOffsets(JSON.stringify(range.to)) } } : {}),
   };
@@ -97,6 +106,7 @@ function cursorFromSummary(s: Snapshot): Cursor {
     commitId: s.summary[SUMMARY_COMMIT_ID] ?? null,
     offsets: parseOffsets(s.summary[SUMMARY_OFFSETS]),
     topic: s.summary[SUMMARY_TOPIC] ?? null,
+    ...(s.summary[SUMMARY_TOPIC_ID] ? { topicId: s.summary[SUMMARY_TOPIC_ID] } : {}),
     ...(range ? { range: JSON.parse(range) as OffsetRange } : {}),
   };
 }

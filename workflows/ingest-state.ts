@@ -95,6 +95,10 @@ export interface RouteTableStatus {
 /** The `topic` field of an ingest of one topic of several, for every activity input (absent otherwise, as in older histories). */
 export const topicOf = (input: { topic?: string }): { topic?: string } => (input.topic !== undefined ? { topic: input.topic } : {});
 
+/** The plan's topic id for the cycle's polls and commits (absent when the plan has none, as in older histories). */
+export const topicIdOf = (plan: { topicId?: string }): { topicId?: string } =>
+  plan.topicId !== undefined ? { topicId: plan.topicId } : {};
+
 /** What a cycle's plan (loadCursor) is asked for. */
 export const cycleRef = (input: IngestInput): TableRef => ({
   table: input.table,
@@ -214,6 +218,7 @@ export function pollInputs(input: IngestInput, plan: CyclePlan, commitId: string
     maxRecords: shares[groupIndex]!,
     maxBytes: Math.max(1, Math.floor(plan.maxBytesPerCycle / plan.groups.length)),
     deadLetterFloor: plan.deadLetterFloor,
+    ...topicIdOf(plan),
     ...(plan.routeTables
       ? {
           route: {

@@ -23,6 +23,8 @@ import {
 import { serviceTrouble } from '../../activities/failures';
 import type { Offsets } from '../../table/cursor';
 import { startScratchBroker, type ScratchBroker } from '../support/scratch-broker';
+import { createTopicIds } from '../../ingest/topic-ids';
+import type { KafkaConfig } from '../../config';
 
 const BROKERS = [process.env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092'];
 const N = 3000;
@@ -365,6 +367,19 @@ describe('kept Kafka consumers across broker restarts (a broker of its own)', { 
     }
   };
 
+  /** `f` retried as an activity would be (a few attempts a second apart). */
+  const retried = async <T>(f: () => Promise<T>): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await f();
+      } catch (e) {
+        if (attempt >= 10) throw e;
+        quiet(`attempt ${attempt} failed: ${String(e)}`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  };
+
   it('a poll right after a restart delivers everything there from the cursor, or fails to be retried: never an empty poll', async () => {
     await produce(400);
     let h = await high();
@@ -372,12 +387,21 @@ describe('kept Kafka consumers across broker restarts (a broker of its own)', { 
     assert.deepEqual(first.next, h);
     assert.equal(pool.size, 1);
 
-    await restartKafka(); // the reader was idle (paused) throughout
-    await produce(200);
-    h = await high();
-    // A draining ingest cycle (5 s to catch up with what is there): an empty poll would end the drain.
-    const after = await drainPoll(h);
-    assert.equal(after.got.length, 200);
+    const ids = createTopicIds({ clientId: 'floe-test', brokers: broker.brokers } as KafkaConfig);
+    try {
+      const id = await ids.of(topic);
+      assert.match(id ?? '', /^[0-9a-f-]{36}$/);
+      await restartKafka(); // the reader was idle (paused) throughout
+      await produce(200);
+      h = await high();
+      // A draining ingest cycle (5 s to catch up with what is there): an empty poll would end the drain.
+      const after = await drainPoll(h);
+      assert.equal(after.got.length, 200);
+      // The topic-id client of the worker (each poll asks it) reconnects as kafkajs does: same topic, same id.
+      assert.equal(await retried(() => ids.of(topic)), id);
+    } finally {
+      await ids.close();
+    }
 
     // and the reader kept from now on serves the next cycle as before
     await produce(100);

@@ -15,6 +15,7 @@ import {
   deadLetterCursorProperty,
 } from '../../table/cursor';
 import type { Snapshot, TableMetadata } from '../../iceberg';
+import { reportedTopicId } from '../../ingest/topic-ids';
 
 const snap = (id: bigint, parent: bigint | undefined, summary: Record<string, string>): Snapshot => ({
   'snapshot-id': id,
@@ -132,6 +133,22 @@ describe('ingest cursor as a table property', () => {
       1: '9007199254740993',
       2: '1',
     });
+  });
+  it("the topic's Kafka id rides with the cursor; a cursor written before topic ids reads as none", () => {
+    const id = '5eded856-ed95-4a88-ac3a-a64b6380d494';
+    const m = withCursor(cursorProperty('main', { snapshotId: '3', commitId: 'c3', topic: 't', topicId: id, offsets: { 0: '7' } }));
+    assert.equal(readCursor(m, 'main').topicId, id);
+    assert.match(m.properties['floe.cursor.main']!, /"topic-id":"5eded856-/);
+    const old = withCursor(cursorProperty('main', { snapshotId: '3', commitId: 'c3', topic: 't', offsets: { 0: '7' } }));
+    assert.doesNotMatch(old.properties['floe.cursor.main']!, /topic-id/);
+    assert.equal(readCursor(old, 'main').topicId ?? null, null);
+  });
+  it('a cluster without topic ids reports none: the null id, or (Metadata v8 and older) the name in its place', () => {
+    assert.equal(reportedTopicId('t', '5eded856-ed95-4a88-ac3a-a64b6380d494'), '5eded856-ed95-4a88-ac3a-a64b6380d494');
+    assert.equal(reportedTopicId('t', '00000000-0000-0000-0000-000000000000'), null);
+    assert.equal(reportedTopicId('t', 'AAAAAAAAAAAAAAAAAAAAAA'), null);
+    assert.equal(reportedTopicId('orders', 'orders'), null);
+    assert.equal(reportedTopicId('t', undefined), null);
   });
   it('a malformed cursor property fails naming the key', () => {
     assert.throws(() => readCursor(withCursor({ 'floe.cursor.main': '{oops' }), 'main'), /floe\.cursor\.main is not JSON/);
