@@ -31,6 +31,28 @@ const fileMs = new Map<string, number>();
 tests.on('test:summary', (s: { file?: string; duration_ms: number }) => {
   if (s.file !== undefined) fileMs.set(relative(process.cwd(), s.file), s.duration_ms);
 });
+// The spec report holds a file back until every file before it is reported, so one slow or hung
+// file hides the others' progress: a line on stderr as each file starts and ends (as it happens),
+// and every 5 minutes the files still running, so a log cut short still shows where the time went.
+const running = new Map<string, number>();
+const t0 = Date.now();
+const progress = (m: string) => process.stderr.write(`[tests +${Math.round((Date.now() - t0) / 1000)} s] ${m}\n`);
+const isFile = (d: { nesting: number; name: string; file?: string }) => d.nesting === 0 && d.file !== undefined && d.name === d.file;
+tests.on('test:dequeue', (d: { nesting: number; name: string; file?: string }) => {
+  if (isFile(d)) running.set(relative(process.cwd(), d.file!), Date.now());
+});
+tests.on('test:complete', (d: { nesting: number; name: string; file?: string; details: { passed: boolean } }) => {
+  if (!isFile(d)) return;
+  const f = relative(process.cwd(), d.file!);
+  const began = running.get(f);
+  running.delete(f);
+  progress(`${d.details.passed ? 'ok' : 'FAILED'} ${f}${began === undefined ? '' : ` (${Math.round((Date.now() - began) / 1000)} s)`}`);
+});
+const still = setInterval(() => {
+  const now = Date.now();
+  if (running.size > 0) progress(`running: ${[...running].map(([f, at]) => `${f} (${Math.round((now - at) / 1000)} s)`).join(', ')}`);
+}, 300_000);
+still.unref();
 const report = tests.compose(new spec());
 report.pipe(process.stdout, { end: false });
 void finished(report).then(() => {

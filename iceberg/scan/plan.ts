@@ -1,6 +1,7 @@
 /**
  * Scan planning (spec "Scan Planning"): pick the snapshot, prune manifests with the manifest
- * list's partition summaries, prune entries with their partition values, return live data files.
+ * list's partition summaries, prune entries with their partition values, return live data files
+ * with the position delete files that apply to each.
  * Partition predicates are on partition field names and transformed values (e.g. `ts_day >= 19800`).
  */
 import { IcebergError } from '../errors';
@@ -9,10 +10,12 @@ import { type PrimitiveValue, compareValues, fromBytes } from '../spec/conversio
 import { readManifest } from '../spec/manifest';
 import { readManifestList } from '../spec/manifest-list';
 import { currentSchema, currentSnapshot, snapshotById, specById } from '../spec/metadata';
-import { partitionType } from '../spec/partition';
+import { partitionKey, partitionType } from '../spec/partition';
+import { mayReferenceDataFile, referencedDataFile } from '../spec/position-delete';
 import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from './parallel';
 import {
   type DataFile,
+  DataFileContent,
   type FieldSummary,
   ManifestContent,
   type ManifestFile,
@@ -41,7 +44,16 @@ export interface FileScanTask {
   dataSequenceNumber: bigint;
   /** the snapshot that added the file */
   snapshotId: bigint;
+  /**
+   * Position delete files that apply to `file` (spec "Scan Planning"): same spec and partition
+   * (or an unpartitioned delete spec), data sequence number >= the file's, and file_path bounds
+   * that admit the file. Readers must skip the positions they list; empty for most tasks.
+   */
+  deletes: DataFile[];
 }
+
+/** The `deletes` of every task of a table without delete files (shared: nothing to allocate per task). */
+const NO_DELETES: DataFile[] = Object.freeze([]) as unknown as DataFile[];
 
 const metadataOf = (t: TableMetadata | LoadedTable): TableMetadata => ('metadata' in t ? t.metadata : t);
 
@@ -108,28 +120,89 @@ function mightMatch(p: PartitionPredicate, t: PrimitiveType, s: FieldSummary): b
   }
 }
 
-/** The live data files of a snapshot (see planTasks). Concurrency: reads immutable files only. */
+/**
+ * The live data files of a snapshot (see planTasks). Callers read rows from them without deletes,
+ * so a snapshot where position deletes apply to any of them is refused (FeatureUnsupported): use
+ * planTasks and readTaskBatches, which apply them. Concurrency: reads immutable files only.
+ */
 export async function planFiles(table: TableMetadata | LoadedTable, io: FileIO, opts: PlanOptions = {}): Promise<DataFile[]> {
-  return (await planTasks(table, io, opts)).map((t) => t.file);
+  const tasks = await planTasks(table, io, opts);
+  const withDeletes = tasks.filter((t) => t.deletes.length > 0).length;
+  if (withDeletes > 0) {
+    throw IcebergError.mismatch('FeatureUnsupported', 'planFiles: data files with position deletes (use planTasks)', 0, withDeletes, false);
+  }
+  return tasks.map((t) => t.file);
 }
 
-/** Live data files with their data sequence numbers and adding snapshots. Reads immutable files only. */
+/** A delete file with its data sequence number, as the index keeps it. */
+interface IndexedDelete {
+  file: DataFile;
+  seq: bigint;
+}
+
+/**
+ * Position delete files of a snapshot by what they can apply to (after Java's DeleteFileIndex):
+ * by the one data file their file_path bounds name, else by spec and partition, and those of an
+ * unpartitioned spec for every data file (a position delete only ever matches its own paths, so
+ * applying it more widely is safe).
+ */
+class PositionDeleteIndex {
+  private readonly byPath = new Map<string, IndexedDelete[]>();
+  private readonly byPartition = new Map<string, IndexedDelete[]>();
+  private readonly global: IndexedDelete[] = [];
+
+  constructor(
+    deletes: IndexedDelete[],
+    private readonly unpartitioned: (specId: number) => boolean,
+  ) {
+    for (const d of deletes) {
+      const path = referencedDataFile(d.file);
+      const list =
+        path !== undefined
+          ? getOrAdd(this.byPath, path)
+          : unpartitioned(d.file.specId)
+            ? this.global
+            : getOrAdd(this.byPartition, `${d.file.specId}:${partitionKey(d.file.partition)}`);
+      list.push(d);
+    }
+  }
+
+  /** The deletes that apply to data file `f` of data sequence number `seq` (spec: delete seq >= data seq). */
+  forDataFile(f: DataFile, seq: bigint): DataFile[] {
+    const out: DataFile[] = [];
+    const byPath = this.byPath.get(f.filePath);
+    if (byPath) for (const d of byPath) if (d.seq >= seq && this.sameOrGlobal(d.file, f)) out.push(d.file);
+    const part = this.byPartition.size > 0 ? this.byPartition.get(`${f.specId}:${partitionKey(f.partition)}`) : undefined;
+    const candidates = part ? (this.global.length ? [...part, ...this.global] : part) : this.global;
+    if (candidates.length > 0) {
+      const path = Buffer.from(f.filePath, 'utf8');
+      for (const d of candidates) if (d.seq >= seq && mayReferenceDataFile(d.file, path)) out.push(d.file);
+    }
+    return out.length ? out : NO_DELETES;
+  }
+
+  private sameOrGlobal(d: DataFile, f: DataFile): boolean {
+    return this.unpartitioned(d.specId) || (d.specId === f.specId && partitionKey(d.partition) === partitionKey(f.partition));
+  }
+}
+
+function getOrAdd<K, V>(m: Map<K, V[]>, k: K): V[] {
+  let l = m.get(k);
+  if (!l) m.set(k, (l = []));
+  return l;
+}
+
+/**
+ * Live data files with their data sequence numbers, adding snapshots and the position deletes
+ * that apply to each. A snapshot with equality deletes is refused (FeatureUnsupported): floe
+ * cannot apply them, and dropping them would resurrect rows. Reads immutable files only.
+ */
 export async function planTasks(table: TableMetadata | LoadedTable, io: FileIO, opts: PlanOptions = {}): Promise<FileScanTask[]> {
   const m = metadataOf(table);
   const snap = snapshotFor(m, opts.snapshotId);
   if (!snap) return [];
   const all = await readManifestList(io, snap['manifest-list']);
-  // Returning data files without applying row-level deletes would silently resurrect deleted rows.
-  const deletes = all.filter((x) => x.content === ManifestContent.Deletes && x.addedFilesCount + x.existingFilesCount > 0);
-  if (deletes.length > 0) {
-    throw IcebergError.mismatch(
-      'FeatureUnsupported',
-      `scan of snapshot ${snap['snapshot-id']}: live delete manifests`,
-      0,
-      deletes.length,
-      false,
-    );
-  }
+  const deleteManifests = all.filter((x) => x.content === ManifestContent.Deletes && x.addedFilesCount + x.existingFilesCount > 0);
   const manifests = all.filter((x) => x.content === ManifestContent.Data);
   const filter = opts.partitionFilter;
   const schema = currentSchema(m);
@@ -165,14 +238,42 @@ export async function planTasks(table: TableMetadata | LoadedTable, io: FileIO, 
       return !f || matchValue(p, f.type, df.partition[p.field] ?? null);
     });
   };
+  // Position deletes are pruned by the same partition predicates: one applies only to data files
+  // of its own partition, which the predicates keep or drop alike. A function filter is not
+  // applied to them (it may say nothing about an unpartitioned delete spec).
+  const keepDelete = (df: DataFile): boolean => typeof filter === 'function' || keepFile(df);
+  const deleteEntries = await mapConcurrent(deleteManifests.filter(keepManifest), MANIFEST_READ_CONCURRENCY, async (mf) =>
+    (await readManifest(io, mf)).filter((e) => keepDelete(e.dataFile)),
+  );
+  let index: PositionDeleteIndex | undefined;
+  const indexed: IndexedDelete[] = [];
+  for (const e of deleteEntries.flat()) {
+    // Returning data files without applying equality deletes would silently resurrect deleted rows.
+    if (e.dataFile.content !== DataFileContent.PositionDeletes) {
+      throw IcebergError.mismatch(
+        'FeatureUnsupported',
+        `scan of snapshot ${snap['snapshot-id']}: delete file ${e.dataFile.filePath} content`,
+        'position deletes (1)',
+        e.dataFile.content,
+        false,
+      );
+    }
+    indexed.push({ file: e.dataFile, seq: e.sequenceNumber ?? 0n });
+  }
+  if (indexed.length > 0) index = new PositionDeleteIndex(indexed, (specId) => specById(m, specId).fields.length === 0);
+
   const perManifest = await mapConcurrent(manifests.filter(keepManifest), MANIFEST_READ_CONCURRENCY, async (mf) =>
     (await readManifest(io, mf))
       .filter((e) => keepFile(e.dataFile))
-      .map((e): FileScanTask => ({
-        file: e.dataFile,
-        dataSequenceNumber: e.sequenceNumber ?? 0n,
-        snapshotId: e.snapshotId ?? mf.addedSnapshotId,
-      })),
+      .map((e): FileScanTask => {
+        const dataSequenceNumber = e.sequenceNumber ?? 0n;
+        return {
+          file: e.dataFile,
+          dataSequenceNumber,
+          snapshotId: e.snapshotId ?? mf.addedSnapshotId,
+          deletes: index ? index.forDataFile(e.dataFile, dataSequenceNumber) : NO_DELETES,
+        };
+      }),
   );
   return perManifest.flat();
 }

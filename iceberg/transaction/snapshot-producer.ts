@@ -27,6 +27,8 @@ import {
   type TableMetadata,
 } from '../spec/types';
 import { manifestMergeEnabled, manifestMinMergeCount, manifestTargetSizeBytes, metadataDirectory } from '../spec/table-properties';
+import { referencedDataFile } from '../spec/position-delete';
+import { partitionKey } from '../spec/partition';
 import { planMerge } from './merge';
 import { buildSummary } from './summary';
 import type { TableRequirement, TableUpdate } from './updates';
@@ -86,10 +88,18 @@ export abstract class SnapshotProducer implements TableAction {
   protected constructor(
     protected readonly added: DataFile[],
     protected readonly summaryProps: Record<string, string>,
+    /** position delete files this snapshot adds (RowDelta only), written to delete manifests */
+    protected readonly addedDeletes: DataFile[] = [],
   ) {
     for (const f of added) {
       if (f.content !== DataFileContent.Data) {
         throw new IcebergError('FeatureUnsupported', `adding ${f.filePath}: only data files are supported, found content ${f.content}`);
+      }
+    }
+    for (const f of addedDeletes) {
+      // equality deletes are valid Iceberg, but floe's scans refuse them: never write what we cannot read
+      if (f.content !== DataFileContent.PositionDeletes) {
+        throw IcebergError.mismatch('FeatureUnsupported', `adding delete file ${f.filePath}: content`, 'position deletes (1)', f.content, false);
       }
     }
   }
@@ -116,13 +126,20 @@ export abstract class SnapshotProducer implements TableAction {
   }
 
   /** Writes a manifest for this snapshot; entries keep explicit sequence numbers except ADDED-by-us. */
-  protected async writeEntries(base: TableMetadata, io: FileIO, specId: number, entries: Iterable<ManifestEntry>): Promise<ManifestFile> {
+  protected async writeEntries(
+    base: TableMetadata,
+    io: FileIO,
+    specId: number,
+    entries: Iterable<ManifestEntry>,
+    content: ManifestContent = ManifestContent.Data,
+  ): Promise<ManifestFile> {
     return writeManifest(io, {
       location: this.newManifestLocation(base),
       spec: specById(base, specId),
       schema: currentSchema(base),
       snapshotId: this.snapshotId,
       entries,
+      content,
     });
   }
 
@@ -135,31 +152,38 @@ export abstract class SnapshotProducer implements TableAction {
     return manifestEntries(openManifest(bytes, m.manifestPath, m.partitionSpecId, opts), m, m.addedSnapshotId === this.snapshotId);
   }
 
+  /** One manifest per spec for added data files, then one delete manifest per spec for added delete files. */
   private async writeNewManifests(base: TableMetadata, io: FileIO): Promise<ManifestFile[]> {
     if (this.newManifests) return this.newManifests;
-    const bySpec = new Map<number, DataFile[]>();
-    for (const f of this.added) {
-      specById(base, f.specId); // the spec must exist in the table
-      let l = bySpec.get(f.specId);
-      if (!l) bySpec.set(f.specId, (l = []));
-      l.push(f);
-    }
     const out: ManifestFile[] = [];
-    for (const [specId, files] of bySpec) {
-      out.push(
-        await this.writeEntries(
-          base,
-          io,
-          specId,
-          files.map((dataFile) => ({
-            status: ManifestEntryStatus.Added,
-            snapshotId: this.snapshotId,
-            sequenceNumber: null,
-            fileSequenceNumber: null,
-            dataFile,
-          })),
-        ),
-      );
+    for (const [content, added] of [
+      [ManifestContent.Data, this.added],
+      [ManifestContent.Deletes, this.addedDeletes],
+    ] as const) {
+      const bySpec = new Map<number, DataFile[]>();
+      for (const f of added) {
+        specById(base, f.specId); // the spec must exist in the table
+        let l = bySpec.get(f.specId);
+        if (!l) bySpec.set(f.specId, (l = []));
+        l.push(f);
+      }
+      for (const [specId, files] of bySpec) {
+        out.push(
+          await this.writeEntries(
+            base,
+            io,
+            specId,
+            files.map((dataFile) => ({
+              status: ManifestEntryStatus.Added,
+              snapshotId: this.snapshotId,
+              sequenceNumber: null, // inherits this snapshot's: the deletes apply to data files at or below it
+              fileSequenceNumber: null,
+              dataFile,
+            })),
+            content,
+          ),
+        );
+      }
     }
     this.newManifests = out;
     return out;
@@ -242,7 +266,7 @@ export abstract class SnapshotProducer implements TableAction {
       'sequence-number': sequenceNumber,
       'timestamp-ms': nowAfter(base),
       'manifest-list': manifestList,
-      summary: buildSummary(this.operation(), { added: this.added, deleted }, parent, this.summaryProps),
+      summary: buildSummary(this.operation(), { added: [...this.added, ...this.addedDeletes], deleted }, parent, this.summaryProps),
       'schema-id': base['current-schema-id'],
     };
     const reused = new Set(this.newManifests ?? []);
@@ -382,5 +406,94 @@ export class RewriteFiles extends SnapshotProducer {
   /** The files this rewrite replaces (as given). */
   replaced(): DataFile[] {
     return this.deletedFiles;
+  }
+}
+
+export interface RowDeltaOptions {
+  /**
+   * Every data file the added position deletes name. Required when deletes are added: each must
+   * be live in the snapshot the commit lands on (or be added by this commit).
+   */
+  referencedDataFiles?: string[];
+  summaryProps?: Record<string, string>;
+}
+
+/**
+ * Adds data files and position delete files in one snapshot (Java's RowDelta): `append` when it
+ * adds data only, `delete` when it adds deletes only, `overwrite` when both (Java's
+ * BaseRowDelta.operation and the spec's operation meanings). Delete files go to delete manifests
+ * and inherit this snapshot's sequence number, so they apply to every data file committed at or
+ * before it and to none committed later (spec "Scan Planning").
+ * Concurrency: on every attempt each referenced data file must still be live in the current
+ * snapshot (or added here), else IcebergError('CommitFailed', not retryable) names the missing
+ * files: a concurrent compaction that rewrote them moved the rows to new files these positions do
+ * not name, and committing would leave deletes that delete nothing (the rows come back).
+ * Concurrent appends do not conflict. Each attempt reads the current snapshot's data manifests
+ * (without column metrics) for that check.
+ */
+export class RowDelta extends SnapshotProducer {
+  private readonly referenced: Set<string>;
+
+  constructor(addedDataFiles: DataFile[], addedDeleteFiles: DataFile[], opts: RowDeltaOptions = {}) {
+    super(addedDataFiles, opts.summaryProps ?? {}, addedDeleteFiles);
+    this.referenced = new Set(opts.referencedDataFiles ?? []);
+    if (addedDeleteFiles.length > 0 && this.referenced.size === 0) {
+      throw new IcebergError('DataInvalid', 'rowDelta adds position deletes but names no referenced data files to validate', {
+        retryable: false,
+      });
+    }
+    for (const f of addedDeleteFiles) {
+      const only = referencedDataFile(f);
+      if (only !== undefined && !this.referenced.has(only)) {
+        throw IcebergError.mismatch('DataInvalid', `rowDelta: data file named by ${f.filePath}`, 'among referencedDataFiles', only, false);
+      }
+    }
+  }
+
+  operation(): SnapshotOperation {
+    if (this.addedDeletes.length === 0) return 'append';
+    return this.added.length === 0 ? 'delete' : 'overwrite';
+  }
+
+  protected async filterManifests(
+    base: TableMetadata,
+    io: FileIO,
+    parent: ManifestFile[],
+  ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+    const pending = new Set([...this.referenced].filter((p) => !this.added.some((f) => f.filePath === p)));
+    if (pending.size === 0) return { manifests: parent, deleted: [] };
+    const found = new Map<string, DataFile>();
+    const data = parent.filter((m) => m.content === ManifestContent.Data && m.addedFilesCount + m.existingFilesCount > 0);
+    await mapConcurrent(data, MANIFEST_READ_CONCURRENCY, async (m) => {
+      if (found.size === pending.size) return;
+      const bytes = await io.read(m.manifestPath);
+      for (const e of this.entriesFrom(bytes, m, { metrics: false })) {
+        if (e.status !== ManifestEntryStatus.Deleted && pending.has(e.dataFile.filePath)) found.set(e.dataFile.filePath, e.dataFile);
+      }
+    });
+    const missing = [...pending].filter((p) => !found.has(p));
+    if (missing.length > 0) {
+      throw new IcebergError(
+        'CommitFailed',
+        `rowDelta: ${missing.length} of ${this.referenced.size} data files named by the position deletes are no longer live in snapshot ${currentSnapshot(base)?.['snapshot-id'] ?? 'none'} (rewritten or removed concurrently): expected live, found missing: ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}`,
+        { retryable: false, context: { missing, expected: 'live', found: 'missing' } },
+      );
+    }
+    // A delete applies only to data files of its own spec and partition: one filed elsewhere
+    // would be skipped by every reader.
+    for (const d of this.addedDeletes) {
+      const only = referencedDataFile(d);
+      const target = only === undefined ? undefined : found.get(only);
+      if (target && (target.specId !== d.specId || partitionKey(target.partition) !== partitionKey(d.partition))) {
+        throw IcebergError.mismatch(
+          'DataInvalid',
+          `rowDelta: partition of delete file ${d.filePath}`,
+          `spec ${target.specId} ${partitionKey(target.partition)} (its data file's)`,
+          `spec ${d.specId} ${partitionKey(d.partition)}`,
+          false,
+        );
+      }
+    }
+    return { manifests: parent, deleted: [] };
   }
 }

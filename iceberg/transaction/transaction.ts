@@ -16,7 +16,15 @@ import { commitMaxRetryWaitMs, commitMinRetryWaitMs, commitNumRetries } from '..
 import type { DataFile, LoadedTable, TableIdentifier, TableMetadata } from '../spec/types';
 import { applyUpdates } from './apply';
 import { ExpireSnapshots, type ExpireSnapshotsOptions, type ExpiredFiles } from './expire';
-import { FastAppend, type PendingCommit, RewriteFiles, SnapshotProducer, type TableAction } from './snapshot-producer';
+import {
+  FastAppend,
+  type PendingCommit,
+  RewriteFiles,
+  RowDelta,
+  type RowDeltaOptions,
+  SnapshotProducer,
+  type TableAction,
+} from './snapshot-producer';
 import type { TableRequirement, TableUpdate } from './updates';
 
 export interface RetryOptions {
@@ -94,6 +102,15 @@ export class Transaction {
   /** Replaces `deleted` by `added` in a `replace` snapshot; fails if a replaced file vanished. */
   rewriteFiles(deleted: DataFile[], added: DataFile[], summaryProps: Record<string, string> = {}): RewriteFiles {
     const a = new RewriteFiles(deleted, added, summaryProps);
+    this.actions.push(a);
+    return a;
+  }
+  /**
+   * Adds data files and position delete files in one snapshot; fails with CommitFailed if a data
+   * file the deletes name is no longer live (see RowDelta).
+   */
+  rowDelta(addedDataFiles: DataFile[], addedDeleteFiles: DataFile[], opts: RowDeltaOptions = {}): RowDelta {
+    const a = new RowDelta(addedDataFiles, addedDeleteFiles, opts);
     this.actions.push(a);
     return a;
   }
@@ -229,6 +246,24 @@ export async function rewriteFiles(
 ): Promise<CommitResult> {
   const tx = new Transaction(id);
   tx.rewriteFiles(deleted, added, summaryProps);
+  return tx.commit(catalog, io, opts);
+}
+
+/**
+ * Commits position deletes (and data files) with retries: concurrent appends are fine; a
+ * referenced data file that vanished fails with CommitFailed (not retryable).
+ */
+export async function rowDelta(
+  catalog: Catalog,
+  io: FileIO,
+  id: TableIdentifier,
+  addedDataFiles: DataFile[],
+  addedDeleteFiles: DataFile[],
+  deltaOpts: RowDeltaOptions,
+  opts: CommitOptions = {},
+): Promise<CommitResult> {
+  const tx = new Transaction(id);
+  tx.rowDelta(addedDataFiles, addedDeleteFiles, deltaOpts);
   return tx.commit(catalog, io, opts);
 }
 

@@ -30,6 +30,7 @@ import { loadConfig, parseConfig, type FloeConfig } from '../../config';
 import { connectClient, parseBackfillBound, runBackfill, signalIngest, startIngest, waitForIngest, type FloeClient } from '../../client';
 import { tableCommitRows } from '../../client/tables';
 import { createDeps } from '../../ingest/deps';
+import { createTopicIds } from '../../ingest/topic-ids';
 import { connectKafka, KafkaSecurityError } from '../../ingest/kafka-security';
 import { backfillWorkflowId, ingestWorkflowId } from '../../workflows';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
@@ -57,12 +58,18 @@ process.stdout.write(JSON.stringify({ token: b({ alg: 'none' }) + '.' + b({ sub:
 `;
 
 async function listTopicsWith(raw: unknown, processEnv: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const kafka = await connectKafka(kafkaOf(raw), { env: processEnv });
+  const k = kafkaOf(raw);
+  const kafka = await connectKafka(k, { env: processEnv });
   const admin = kafka.admin();
   await admin.connect();
+  // The topic-id client (@platformatic/kafka) of a worker with this config gets through too.
+  const ids = createTopicIds(k, processEnv);
   try {
-    return (await admin.listTopics()).length;
+    const topics = (await admin.listTopics()).filter((t) => !t.startsWith('__'));
+    assert.match((await ids.of('it_security_probe')) ?? '', /^[0-9a-f-]{36}$/, 'a topic id over this config');
+    return topics.length;
   } finally {
+    await ids.close();
     await admin.disconnect();
   }
 }
@@ -127,6 +134,8 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
       { stdio: 'ignore' },
     );
     otherCa = readFileSync(join(tmp, 'other-ca.pem'), 'utf8');
+    // A topic for listTopicsWith to ask the id of (a fresh broker may have none of its own yet).
+    await plainAdmin((a) => a.createTopics({ topics: [{ topic: 'it_security_probe', numPartitions: 1 }], waitForLeaders: true }));
   });
   after(async () => {
     for (const w of workers) await w.kill('SIGKILL');
