@@ -38,6 +38,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ensureIngestTables } from '../ingest/tables';
 import { benchArgs, numberArg } from './support/args';
+import { createTopicsReady } from '../demo/topics';
 
 const args = benchArgs(
   'npx tsx bench/ingest.ts [--events 300000] [--fresh-seconds 60 (0: skip)] [--rate 200] [--fresh-interval 5] [--format json|avro|both] [--pairs 1]',
@@ -150,7 +151,7 @@ async function freshness() {
   const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: name, numPartitions: 4 }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic: name, numPartitions: 4 }]);
   await admin.disconnect();
   const fc = await connectClient(cfg);
   const table = cfg.tables[0]!.table;

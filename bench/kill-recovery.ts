@@ -20,6 +20,7 @@ import { openTables } from '../table/tables';
 import { readColumnValues } from '../client/tables';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
 import { benchArgs, numberArg } from './support/args';
+import { createTopicsReady } from '../demo/topics';
 
 const args = benchArgs('npx tsx bench/kill-recovery.ts [--kills 5] [--rate 100]', {
   kills: { type: 'string' },
@@ -58,7 +59,7 @@ async function main() {
   const kafka = new Kafka({ clientId: 'bench', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: name, numPartitions: 2 }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic: name, numPartitions: 2 }]);
   await admin.disconnect();
 
   const logs = join(floeHome(), 'logs');

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
 import { benchArgs, numberArg } from './support/args';
+import { createTopicsReady } from '../demo/topics';
 
 const args = benchArgs('npx tsx bench/memory.ts [--messages 400] [--message-bytes 1000000] [--heap-prof]', {
   messages: { type: 'string' },
@@ -317,7 +318,7 @@ async function produce(kafka: Kafka, topic: string): Promise<number> {
   const { orderEvents } = await import('../demo/generator');
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic, numPartitions: PARTITIONS }]);
   await admin.disconnect();
   // One ~1 MB message per partition per request: each is its own record batch, under the broker's
   // default message.max.bytes (1 MiB + 12).

@@ -15,6 +15,7 @@ import { verifyTable, type Verification } from './verify';
 import { scenarioConfig } from './config';
 import type { ProgressEvent, ProgressSample } from './progress';
 import { ingestWorkflowId, statusQuery, type IngestStatus } from '../workflows';
+import { createTopicsReady } from './topics';
 
 export { scenarioConfig };
 
@@ -225,7 +226,7 @@ async function openTopic(cfg: FloeConfig, topic: string, partitions: number): Pr
   const kafka = new Kafka({ clientId: 'floe-demo', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic, numPartitions: partitions, replicationFactor: 1 }]);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 30, maxRetryTime: 5000 } });
   await producer.connect();
   return { admin, producer };

@@ -7,7 +7,7 @@
  * longest-first list and the 15-minute budget of issue 30 honest); exits 1 if a test (or a file)
  * failed.
  */
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { finished } from 'node:stream/promises';
@@ -37,7 +37,9 @@ tests.on('test:summary', (s: { file?: string; duration_ms: number }) => {
 const running = new Map<string, number>();
 const t0 = Date.now();
 const progress = (m: string) => process.stderr.write(`[tests +${Math.round((Date.now() - t0) / 1000)} s] ${m}\n`);
-const isFile = (d: { nesting: number; name: string; file?: string }) => d.nesting === 0 && d.file !== undefined && d.name === d.file;
+// A file's own test is named by the path as given (relative or not); `file` is absolute.
+const isFile = (d: { nesting: number; name: string; file?: string }) =>
+  d.nesting === 0 && d.file !== undefined && resolve(d.name) === d.file;
 tests.on('test:dequeue', (d: { nesting: number; name: string; file?: string }) => {
   if (isFile(d)) running.set(relative(process.cwd(), d.file!), Date.now());
 });

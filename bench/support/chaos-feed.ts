@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CompressionTypes, Kafka, logLevel, type Message, type Producer } from 'kafkajs';
 import { WorkflowFailedError } from '@temporalio/client';
 import { KIND_HEADER, LABEL_HEADER, SEQ_HEADER } from '../../test/support/chaos-check';
+import { createTopicsReady } from '../../demo/topics';
 
 export type Log = (m: string) => void;
 
@@ -109,7 +110,7 @@ export async function openTopic(brokers: string[], topic: string, partitions: nu
   const kafka = new Kafka({ clientId: 'floe-chaos', brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic, numPartitions: partitions, replicationFactor: 1 }]);
   await admin.disconnect();
   const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 10, maxRetryTime: 5000 } });
   await producer.connect();

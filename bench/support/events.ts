@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import { floeHome } from '../../stack/paths';
+import { createTopicsReady } from '../../demo/topics';
 
 const PAD = 'x'.repeat(860);
 
@@ -102,7 +103,7 @@ export async function produceBenchEvents(
 ): Promise<number> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic, numPartitions: partitions }]);
   await admin.disconnect();
   const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await p.connect();

@@ -16,6 +16,7 @@ import { openTables } from '../../table/tables';
 import { createWorker } from '../../workers';
 import { orderEvents } from '../../demo/generator';
 import type { Worker } from '@temporalio/worker';
+import { createTopicsReady } from '../../demo/topics';
 
 describe('backfill (real stack)', { timeout: 15 * 60_000 }, () => {
   let cfg: FloeConfig;
@@ -33,7 +34,7 @@ describe('backfill (real stack)', { timeout: 15 * 60_000 }, () => {
     const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: c.topic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic: c.topic, numPartitions: 2 }]);
     await admin.disconnect();
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

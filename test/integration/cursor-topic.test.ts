@@ -22,6 +22,7 @@ import { orderEvents } from '../../demo/generator';
 import { readCursor } from '../../table/cursor';
 import { parseResetTarget, resetCursor, resolveResetTarget } from '../../ingest/reset';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createTopicsReady } from '../../demo/topics';
 
 const env = new MockActivityEnvironment();
 
@@ -40,7 +41,7 @@ async function createTopicWith(
     for (let i = 0; i < 100 && (await admin.listTopics()).includes(topic); i++) await sleep(100);
     await sleep(500);
   }
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
   await admin.disconnect();
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();

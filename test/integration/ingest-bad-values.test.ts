@@ -18,6 +18,7 @@ import { readColumnValues } from '../../client/tables';
 import { openTables } from '../../table/tables';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { createTopicsReady } from '../../demo/topics';
 
 const columns = [
   { name: 'event_id', type: 'string', required: true },
@@ -104,7 +105,7 @@ describe('ingest of bad values (real stack)', { timeout: 10 * 60_000 }, () => {
     const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
     await admin.disconnect();
     // one partition, bad values interleaved with good ones: offsets say which message is which
     const messages: Array<{ key: Buffer | string; value: Buffer }> = [];

@@ -16,6 +16,7 @@ import type { CommitResult, CyclePlan, PollInput, PollResult } from '../../inges
 import { tableCommitRows } from '../../client/tables';
 import { runPythonJson } from '../../stack/python';
 import { orderEvents } from '../../demo/generator';
+import { createTopicsReady } from '../../demo/topics';
 
 describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }, () => {
   let cfg: FloeConfig;
@@ -33,7 +34,7 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
     const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
     await admin.disconnect();
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
@@ -124,7 +125,7 @@ describe('commit fencing and idempotency (real stack)', { timeout: 10 * 60_000 }
     const kafka = new Kafka({ clientId: 'test', brokers: dcfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: c.topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic: c.topic, numPartitions: 1 }]);
     await admin.disconnect();
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

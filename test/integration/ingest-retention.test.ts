@@ -21,6 +21,7 @@ import { openTables } from '../../table/tables';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages } from '../support/produce';
+import { createTopicsReady } from '../../demo/topics';
 
 describe('records deleted by Kafka before the table got them (real stack)', { timeout: 10 * 60_000 }, () => {
   let cfg: FloeConfig;
@@ -41,7 +42,7 @@ describe('records deleted by Kafka before the table got them (real stack)', { ti
     kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
     await admin.disconnect();
     worker = spawnWorker(c.path, join(floeHome(), 'logs', `${table.replace(/\W/g, '_')}-worker.log`));
     fc = await connectClient(cfg);

@@ -25,6 +25,7 @@ import type { Offsets } from '../../table/cursor';
 import { startScratchBroker, type ScratchBroker } from '../support/scratch-broker';
 import { createTopicIds } from '../../ingest/topic-ids';
 import type { KafkaConfig } from '../../config';
+import { createTopicsReady } from '../../demo/topics';
 
 const BROKERS = [process.env.FLOE_KAFKA_BROKERS ?? '127.0.0.1:9092'];
 const N = 3000;
@@ -49,7 +50,7 @@ describe('kept Kafka consumers (real broker)', { timeout: 5 * 60_000 }, () => {
     await ensureStack(['kafka']);
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
     await admin.disconnect();
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
@@ -203,7 +204,7 @@ describe('a fresh broker (its own, started for this test)', { timeout: 5 * 60_00
     });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
     const producer = kafka.producer();
     await producer.connect();
     await producer.send({ topic, messages: Array.from({ length: 200 }, (_, i) => ({ partition: i % 2, value: String(i) })) });
@@ -247,7 +248,7 @@ describe('a fresh broker (its own, started for this test)', { timeout: 5 * 60_00
     });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
     const producer = kafka.producer();
     await producer.connect();
     const produce = (from: number, n: number) =>
@@ -304,7 +305,7 @@ describe('kept Kafka consumers across broker restarts (a broker of its own)', { 
     admin = kafka.admin();
     producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 30, maxRetryTime: 5000 } });
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
     await producer.connect();
     pool = new ConsumerPool(kafka);
   });

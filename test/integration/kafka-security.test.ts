@@ -36,6 +36,7 @@ import { backfillWorkflowId, ingestWorkflowId } from '../../workflows';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { assertHistoriesFreeOf } from '../support/history-secrets';
 import { startCountingProxy } from '../support/counting-proxy';
+import { createTopicsReady } from '../../demo/topics';
 
 const env = stackEnv();
 const sec = env.kafka.secure;
@@ -135,7 +136,7 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
     );
     otherCa = readFileSync(join(tmp, 'other-ca.pem'), 'utf8');
     // A topic for listTopicsWith to ask the id of (a fresh broker may have none of its own yet).
-    await plainAdmin((a) => a.createTopics({ topics: [{ topic: 'it_security_probe', numPartitions: 1 }], waitForLeaders: true }));
+    await plainAdmin((a) => createTopicsReady(a, [{ topic: 'it_security_probe', numPartitions: 1 }]));
   });
   after(async () => {
     for (const w of workers) await w.kill('SIGKILL');
@@ -247,7 +248,7 @@ describe('Kafka security: SASL_SSL and mutual TLS (real broker)', { timeout: 6 *
     const producerKafka = await connectKafka(cfg.kafka, { env: { ...process.env, [PASSWORD_ENV]: password } });
     const admin = producerKafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: c.topic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic: c.topic, numPartitions: 2 }]);
     await admin.disconnect();
     const producer = producerKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

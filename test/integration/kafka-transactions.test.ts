@@ -18,6 +18,7 @@ import type { CyclePlan, OffsetRange, PollResult } from '../../ingest/types';
 import { readColumnValues } from '../../client/tables';
 import { orderEvents } from '../../demo/generator';
 import { readCursor } from '../../table/cursor';
+import { createTopicsReady } from '../../demo/topics';
 
 const env = new MockActivityEnvironment();
 
@@ -42,7 +43,7 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
     const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
     await admin.disconnect();
     producer = kafka.producer({ transactionalId: `floe-test-${topic}`, idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

@@ -23,6 +23,7 @@ import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { freeLoopbackPort } from '../../observability/metrics-server';
 import { scrape, sumOf, type Sample } from '../../observability/prom-text';
 import { dashboardSeries } from '../support/dashboard';
+import { createTopicsReady } from '../../demo/topics';
 
 const N = 600;
 
@@ -51,7 +52,7 @@ describe('worker /metrics (real stack)', { timeout: 180_000 }, () => {
     const kafka = new Kafka({ clientId: 'floe-test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 3, replicationFactor: 1 }]);
     await admin.disconnect();
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

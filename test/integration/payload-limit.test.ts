@@ -22,6 +22,7 @@ import { mapConcurrent, planFiles, readParquetBatches, dataFileToWire, applyTran
 import { STAGED_DIR } from '../../table/staged-files';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { createTopicsReady } from '../../demo/topics';
 
 const BUCKETS = 320;
 const CURRENCIES = ['EUR', 'USD', 'GBP', 'JPY', 'CHF', 'SEK', 'NOK', 'DKK', 'PLN', 'CZK'];
@@ -102,7 +103,7 @@ describe('payload limit (real stack)', { timeout: 15 * 60_000 }, () => {
     const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
     await admin.disconnect();
     // Every (bucket, currency) partition gets PER_PARTITION rows; currencies alternate between the
     // two Kafka partitions, so each of the two partition groups writes 2,560 files.

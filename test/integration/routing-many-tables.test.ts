@@ -33,6 +33,7 @@ import { runPythonJson } from '../../stack/python';
 import { ingestWorkflowId } from '../../workflows';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
 import { produceMessages } from '../support/produce';
+import { createTopicsReady } from '../../demo/topics';
 
 const VALUES = 3000;
 const READ = `
@@ -185,7 +186,7 @@ async function createTopic(cfg: FloeConfig, topic: string): Promise<void> {
     const admin = (await connectKafka(cfg.kafka)).admin();
     try {
       await admin.connect();
-      await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }], waitForLeaders: true });
+      await createTopicsReady(admin, [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }]);
       if ((await topicWatermarks(admin, topic)).high['0'] !== undefined) return;
     } catch (e) {
       if (attempt >= 10) throw e;

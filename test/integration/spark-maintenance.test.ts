@@ -35,6 +35,7 @@ import { floeHome, stackPaths } from '../../stack/paths';
 import { sparkInstalled, sparkJars, sparkPaths } from '../../stack/spark';
 import { openTables } from '../../table/tables';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { createTopicsReady } from '../../demo/topics';
 
 const skip = sparkInstalled() ? false : 'the spark stack profile is not installed (npx tsx cli/main.ts stack up --profile spark)';
 
@@ -239,7 +240,7 @@ describe('Spark maintains floe’s tables while floe ingests', { skip, timeout: 
       });
       const admin = kafka.admin();
       await admin.connect();
-      await admin.createTopics({ topics: [{ topic: b.topic, numPartitions: 2 }], waitForLeaders: true });
+      await createTopicsReady(admin, [{ topic: b.topic, numPartitions: 2 }]);
       await admin.disconnect();
       const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
       await producer.connect();

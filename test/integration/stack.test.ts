@@ -19,6 +19,7 @@ import { runPythonJson } from '../../stack/python';
 import { stackS3Client } from '../../stack/services';
 import type { StackEnv } from '../../stack/env';
 import { stackProbe } from './fixtures/stack-workflow';
+import { createTopicsReady } from '../../demo/topics';
 
 // The Node build of parquet-wasm (sync wasm init); see iceberg/parquet/wasm.ts.
 const parquetWasm = require('parquet-wasm') as typeof import('parquet-wasm');
@@ -42,7 +43,7 @@ describe('local stack', () => {
     const topic = uniq('stack-test');
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
     await admin.disconnect();
 
     const producer = kafka.producer();

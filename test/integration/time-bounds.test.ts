@@ -21,6 +21,7 @@ import { parseResetTarget, resetCursor, resolveResetTarget } from '../../ingest/
 import { ensureIngestTables } from '../../ingest/tables';
 import { findTable, loadConfig, type FloeConfig } from '../../config';
 import { withWorker } from './maintenance-oracles';
+import { createTopicsReady } from '../../demo/topics';
 
 const REPO = resolve(__dirname, '../..');
 const COLUMNS = [
@@ -75,14 +76,14 @@ describe('time bounds of backfill and ingest reset (real stack)', { timeout: 10 
     const kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({
-      topics: [backfillCfg.topic, resetCfg.topic].map((topic) => ({
+    await createTopicsReady(
+      admin,
+      [backfillCfg.topic, resetCfg.topic].map((topic) => ({
         topic,
         numPartitions: 2,
         configEntries: [{ name: 'retention.ms', value: '-1' }],
       })),
-      waitForLeaders: true,
-    });
+    );
     await admin.disconnect();
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

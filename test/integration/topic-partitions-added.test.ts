@@ -17,6 +17,7 @@ import { connectClient, signalIngest, startIngest, waitForIngest, type FloeClien
 import { ingestStatus } from '../../client/ingest-status';
 import { floeHome } from '../../stack/paths';
 import { spawnWorker, type WorkerProcess } from '../../workers/process';
+import { createTopicsReady } from '../../demo/topics';
 
 describe('partitions added to a live topic (real stack)', { timeout: 10 * 60_000 }, () => {
   let cfg: FloeConfig;
@@ -41,7 +42,7 @@ describe('partitions added to a live topic (real stack)', { timeout: 10 * 60_000
     kafka = new Kafka({ clientId: 'test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
     await admin.disconnect();
     producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

@@ -6,6 +6,7 @@
 import { Kafka, logLevel, type IHeaders } from 'kafkajs';
 import type { FloeConfig } from '../../config';
 import { eventKey, orderEvents } from '../../demo/generator';
+import { createTopicsReady } from '../../demo/topics';
 
 export async function produceOrderEvents(cfg: FloeConfig, topic: string, from: number, count: number): Promise<void> {
   let n = 0;
@@ -30,7 +31,7 @@ export async function produceMessages(cfg: FloeConfig, topic: string, messages: 
   const kafka = new Kafka({ clientId: 'floe-test', brokers: cfg.kafka.brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic, numPartitions: partitions, replicationFactor: 1 }]);
   await admin.disconnect();
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
