@@ -5,7 +5,7 @@
 import { entryTables, type FloeConfig } from '../config';
 import { effectiveCursor, listedRouteTables, minimumOffsets, readRouteCursor } from '../ingest/route';
 import { openTables, type Tables } from '../table/tables';
-import { ancestors, planFiles, readParquetBatches } from '../iceberg';
+import { PositionDeleteCache, ancestors, planTasks, readTaskBatches } from '../iceberg';
 import { readCursor } from '../table/cursor';
 import type { IngestStatus } from '../workflows';
 
@@ -30,15 +30,19 @@ export async function tableCommitRows(cfg: FloeConfig, table: string): Promise<R
   }
 }
 
-/** Every value of one column in the table's current snapshot, read through floe's Parquet reader. */
+/**
+ * Every value of one column in the table's current snapshot, read through floe's Parquet reader
+ * with position deletes applied (deleted rows are left out).
+ */
 export async function readColumnValues(tables: Tables, table: string, column: string): Promise<unknown[]> {
   const loaded = await tables.load(table);
-  const files = await planFiles(loaded.metadata, tables.io);
+  const tasks = await planTasks(loaded.metadata, tables.io);
+  const cache = new PositionDeleteCache(tables.io);
   const out: unknown[] = [];
-  for (const f of files) {
-    for await (const batch of readParquetBatches(tables.io, f.filePath, { columns: [column] })) {
+  for (const task of tasks) {
+    for await (const batch of readTaskBatches(tables.io, task, { columns: [column], cache })) {
       const col = batch.getChild(column);
-      if (!col) throw new Error(`${f.filePath}: no column ${column}`);
+      if (!col) throw new Error(`${task.file.filePath}: no column ${column}`);
       for (const v of col) out.push(v);
     }
   }

@@ -67,3 +67,14 @@ export {
   type PartitionedWriteOptions,
 } from './partitioned-writer';
 export { EncoderPool, inProcessEncoder, type FileEncoder, type FileEncoderFactory } from './encoder-pool';
+export {
+  POSITION_DELETE_SCHEMA,
+  readPositionDeletes,
+  sortPositionDeletes,
+  writePositionDeleteFiles,
+  writePositionDeletes,
+  type DataFilePositionDelete,
+  type PositionDelete,
+  type PositionDeleteFiles,
+  type PositionDeleteWriteRequest,
+} from './position-deletes';

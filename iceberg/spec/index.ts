@@ -69,6 +69,7 @@ export {
 } from './manifest-list';
 export type { ManifestListWriteArgs } from './manifest-list';
 export { dataFileToWire, dataFileFromWire } from './data-file';
+export { DELETE_FILE_PATH_FIELD_ID, DELETE_FILE_POS_FIELD_ID, mayReferenceDataFile, referencedDataFile } from './position-delete';
 export type { DataFileWire, WirePartitionValue } from './data-file';
 export { readAvroFile, writeAvroFile } from './avro';
 export type { AvroCodec, AvroFile } from './avro';

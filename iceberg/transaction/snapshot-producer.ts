@@ -99,7 +99,13 @@ export abstract class SnapshotProducer implements TableAction {
     for (const f of addedDeletes) {
       // equality deletes are valid Iceberg, but floe's scans refuse them: never write what we cannot read
       if (f.content !== DataFileContent.PositionDeletes) {
-        throw IcebergError.mismatch('FeatureUnsupported', `adding delete file ${f.filePath}: content`, 'position deletes (1)', f.content, false);
+        throw IcebergError.mismatch(
+          'FeatureUnsupported',
+          `adding delete file ${f.filePath}: content`,
+          'position deletes (1)',
+          f.content,
+          false,
+        );
       }
     }
   }
@@ -460,7 +466,8 @@ export class RowDelta extends SnapshotProducer {
     io: FileIO,
     parent: ManifestFile[],
   ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
-    const pending = new Set([...this.referenced].filter((p) => !this.added.some((f) => f.filePath === p)));
+    const addedHere = new Set(this.added.map((f) => f.filePath));
+    const pending = new Set([...this.referenced].filter((p) => !addedHere.has(p)));
     if (pending.size === 0) return { manifests: parent, deleted: [] };
     const found = new Map<string, DataFile>();
     const data = parent.filter((m) => m.content === ManifestContent.Data && m.addedFilesCount + m.existingFilesCount > 0);

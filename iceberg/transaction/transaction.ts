@@ -259,7 +259,7 @@ export async function rowDelta(
   id: TableIdentifier,
   addedDataFiles: DataFile[],
   addedDeleteFiles: DataFile[],
-  deltaOpts: RowDeltaOptions,
+  deltaOpts: RowDeltaOptions = {},
   opts: CommitOptions = {},
 ): Promise<CommitResult> {
   const tx = new Transaction(id);

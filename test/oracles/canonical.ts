@@ -89,7 +89,10 @@ export function canonArrow(type: PrimitiveType, vec: arrow.Vector, i: number): C
     at = i;
   while (at >= vec.data[chunk]!.length) at -= vec.data[chunk++]!.length;
   const d = vec.data[chunk]!;
-  const idx = at + d.offset;
+  // Arrow JS re-bases a sliced Data's value buffers (values.subarray from its offset) and keeps
+  // `offset` for the validity bitmap only: the value of row `at` is values[at], sliced or not (a
+  // scan with position deletes returns slices around the deleted rows).
+  const idx = at;
   switch (type) {
     case 'int':
     case 'date':
