@@ -117,7 +117,9 @@ function resetTableCursor(
   commitId: string,
   topicId: string | null,
 ) {
-  const isTarget = (c: Cursor) => c.topic === t.topic && (c.topicId ?? null) === topicId && sameOffsets(c.offsets, offsets);
+  // Without an id (a caller that did not ask the cluster) the id does not decide: the cursor written
+  // has none, and takes the topic's at its next commit.
+  const isTarget = (c: Cursor) => c.topic === t.topic && (topicId === null || c.topicId === topicId) && sameOffsets(c.offsets, offsets);
   return tables.appendOnce(table, {
     files: [],
     summary: {
