@@ -363,10 +363,15 @@ function registerTableFiles(program: Command): void {
   const tableCmd = program.commands.find((c) => c.name() === 'table') ?? program.command('table').description('inspect Iceberg tables');
   tableCmd
     .command('files <table>')
-    .description('data files: count and average size, overall and per partition')
-    .addOption(jsonOption())
+    .description("data files: count and average size, overall and per partition (--json: one row per live file, Spark's files table)")
+    .addOption(new Option('--json', "print JSON: every live data and delete file with Spark's files columns"))
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
-      printResult(o.json, await (await api()).tableFiles(configOf(cmd), table), printTableFiles);
+      // The summary is what an operator looks at; a script wants the files themselves, as Spark lists them.
+      if (o.json) {
+        const { filesJson, withTable } = await import('./table-inspect');
+        return printJson(await withTable(configOf(cmd), table, filesJson));
+      }
+      printTableFiles(await (await api()).tableFiles(configOf(cmd), table));
     });
 }
 

@@ -4,13 +4,34 @@ import { configOf, printJson, printTable } from './common';
 export function registerTableCommands(program: Command): void {
   const t = program.command('table').description('inspect Iceberg tables');
   t.command('commits <table>')
-    .description('snapshots on main, oldest first: time, operation, rows, files, totals')
-    .option('--json', 'print JSON')
+    .description("snapshots on main, oldest first: time, operation, rows, files, totals (--json: Spark's snapshots columns)")
+    .option('--json', "print JSON: every snapshot with Spark's snapshots columns and history's is_current_ancestor")
     .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      if (o.json) {
+        const { commitsJson, withTable } = await import('./table-inspect');
+        return printJson(await withTable(configOf(cmd), table, (lt) => commitsJson(lt)));
+      }
       const { tableCommitRows } = await import('../client/tables');
       const rows = await tableCommitRows(configOf(cmd), table);
-      if (o.json) printJson(rows);
-      else printTable(rows, ['time', 'operation', 'rows', 'files', 'removed_files', 'total_rows', 'total_files', 'snapshot_id']);
+      printTable(rows, ['time', 'operation', 'rows', 'files', 'removed_files', 'total_rows', 'total_files', 'snapshot_id']);
+    });
+  t.command('partitions <table>')
+    .description("per partition of the current snapshot: records, files, bytes, deletes, last update (Spark's partitions table)")
+    .option('--json', "print JSON with Spark's partitions columns")
+    .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const { partitionsView, withTable } = await import('./table-inspect');
+      const v = await withTable(configOf(cmd), table, partitionsView);
+      if (o.json) printJson(v.json);
+      else printTable(v.text);
+    });
+  t.command('manifests <table>')
+    .description("the current snapshot's manifests: content, size, file counts, partition ranges (Spark's manifests table)")
+    .option('--json', "print JSON with Spark's manifests columns")
+    .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const { manifestsView, withTable } = await import('./table-inspect');
+      const v = await withTable(configOf(cmd), table, manifestsView);
+      if (o.json) printJson(v.json);
+      else printTable(v.text);
     });
   t.command('rewrite-manifests <table>')
     .description("rewrite the current snapshot's data manifests clustered by partition, no rows change (Spark rewrite_manifests)")

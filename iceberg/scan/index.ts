@@ -4,4 +4,4 @@ export type { ReadTaskOptions } from './read';
 export type { FileScanTask, PartitionPredicate, PlanOptions } from './plan';
 export { allDataFiles, filesTable, historyTable, manifestsTable, partitionsTable, snapshotsTable } from './metadata-tables';
 export { mapConcurrent } from './parallel';
-export type { FileRow, HistoryRow, ManifestRow, PartitionRow, SnapshotRow } from './metadata-tables';
+export type { FileRow, HistoryRow, ManifestRow, PartitionRow, ReadableMetrics, SnapshotRow } from './metadata-tables';

@@ -1,7 +1,8 @@
 /**
- * Iceberg metadata tables as arrays of plain rows, named and shaped like Spark/PyIceberg's
- * `table.inspect.*` / `db.t.snapshots` so users recognise them: snapshots, history, files,
- * manifests, partitions. 64-bit ids stay bigint.
+ * Iceberg metadata tables as arrays of plain rows, named and shaped like Spark's `db.t.snapshots`
+ * (Java core SnapshotsTable, HistoryTable, FilesTable, ManifestsTable, PartitionsTable) and
+ * PyIceberg's `table.inspect.*`, so users recognise them: same column names and meanings, a few
+ * extra columns named as such. 64-bit ids and timestamps (ms) stay bigint.
  */
 import type { FileIO } from '../io/file-io';
 import { fromBytes } from '../spec/conversions';
@@ -11,13 +12,16 @@ import { ancestors, currentSchema, specById } from '../spec/metadata';
 import { partitionHumanString, partitionKey, partitionType } from '../spec/partition';
 import {
   type DataFile,
+  DataFileContent,
   type LoadedTable,
   ManifestContent,
+  type NestedField,
   type PartitionRecord,
   type PrimitiveType,
   type TableMetadata,
 } from '../spec/types';
-import { type PlanOptions, planTasks, snapshotFor } from './plan';
+import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from './parallel';
+import { snapshotFor } from './plan';
 
 const metadataOf = (t: TableMetadata | LoadedTable): TableMetadata => ('metadata' in t ? t.metadata : t);
 
@@ -38,7 +42,8 @@ export function snapshotsTable(t: TableMetadata | LoadedTable): SnapshotRow[] {
       parent_id: s['parent-snapshot-id'] ?? null,
       operation,
       manifest_list: s['manifest-list'],
-      summary: { operation, ...summary },
+      // as Java's Snapshot.summary() and PyIceberg: the operation is its own column, not repeated here
+      summary,
     };
   });
 }
@@ -60,7 +65,73 @@ export function historyTable(t: TableMetadata | LoadedTable): HistoryRow[] {
   }));
 }
 
+/** A manifest entry that is live in a snapshot (ADDED or EXISTING), data or delete file. */
+interface LiveEntry {
+  file: DataFile;
+  /** the snapshot that added the file */
+  snapshotId: bigint;
+  dataSequenceNumber: bigint;
+}
+
+/**
+ * Every live entry of every manifest of a snapshot, data and delete files alike, as Spark's
+ * `files` and `partitions` see them. Unlike planTasks this never refuses equality deletes: it
+ * only describes files, it does not read rows. Reads immutable files only.
+ */
+async function liveEntries(m: TableMetadata, io: FileIO, snapshotId?: bigint): Promise<LiveEntry[]> {
+  const snap = snapshotFor(m, snapshotId);
+  if (!snap) return [];
+  const manifests = await readManifestList(io, snap['manifest-list']);
+  const per = await mapConcurrent(manifests, MANIFEST_READ_CONCURRENCY, async (mf) =>
+    (await readManifest(io, mf)).map((e): LiveEntry => ({
+      file: e.dataFile,
+      snapshotId: e.snapshotId ?? mf.addedSnapshotId,
+      dataSequenceNumber: e.sequenceNumber ?? 0n,
+    })),
+  );
+  return per.flat();
+}
+
+/**
+ * A column bound as text (Spark's `readable_metrics`): dates, timestamps, decimals and uuids as
+ * their usual strings, binary as base64. A bound that does not decode (a type changed under it)
+ * is shown as hex rather than failing the whole listing.
+ */
+function readableBound(type: PrimitiveType, bytes: Uint8Array): string {
+  try {
+    const v = fromBytes(type, bytes);
+    // partitionHumanString takes uuids and decimals as their bytes (the partition representation)
+    return partitionHumanString('identity', type, (type === 'uuid' || type.startsWith('decimal') ? bytes : v) as never);
+  } catch {
+    return `0x${Buffer.from(bytes).toString('hex')}`;
+  }
+}
+
+/** Primitive columns of a schema by field id with their dotted names (structs walked; lists and maps have no bounds of their own). */
+function primitiveColumns(fields: NestedField[], prefix = '', out = new Map<number, { name: string; type: PrimitiveType }>()) {
+  for (const f of fields) {
+    if (typeof f.type === 'string') out.set(f.id, { name: prefix + f.name, type: f.type });
+    else if (f.type.type === 'struct') primitiveColumns(f.type.fields, `${prefix}${f.name}.`, out);
+  }
+  return out;
+}
+
+export interface ReadableMetrics {
+  column_size: number | null;
+  value_count: number | null;
+  null_value_count: number | null;
+  nan_value_count: number | null;
+  lower_bound: string | null;
+  upper_bound: string | null;
+}
+
+/**
+ * A row of Spark's `files` metadata table (Java FilesTable, PyIceberg `inspect.files()`): every
+ * live data and delete file of a snapshot. Bounds are readable text by field id (Spark shows
+ * their binary encoding, which JSON cannot carry); `readable_metrics` keys them by column name.
+ */
 export interface FileRow {
+  /** 0 data, 1 position deletes, 2 equality deletes */
   content: number;
   file_path: string;
   file_format: string;
@@ -72,35 +143,69 @@ export interface FileRow {
   value_counts: Record<number, number> | null;
   null_value_counts: Record<number, number> | null;
   nan_value_counts: Record<number, number> | null;
-  lower_bounds: Record<number, Uint8Array> | null;
-  upper_bounds: Record<number, Uint8Array> | null;
+  lower_bounds: Record<number, string> | null;
+  upper_bounds: Record<number, string> | null;
   split_offsets: number[] | null;
+  equality_ids: number[] | null;
   sort_order_id: number | null;
-  /** not in Spark's table: the data sequence number and the adding snapshot, useful for debugging */
+  readable_metrics: Record<string, ReadableMetrics>;
+  /** not in Spark's table (it is in `entries`): the data sequence number and the adding snapshot */
   data_sequence_number: bigint;
   snapshot_id: bigint;
 }
 const obj = <V>(m: Map<number, V> | undefined): Record<number, V> | null => (m ? (Object.fromEntries(m) as Record<number, V>) : null);
-export async function filesTable(t: TableMetadata | LoadedTable, io: FileIO, opts: PlanOptions = {}): Promise<FileRow[]> {
-  return (await planTasks(t, io, opts)).map(({ file: f, dataSequenceNumber, snapshotId }) => ({
-    content: f.content,
-    file_path: f.filePath,
-    file_format: f.fileFormat,
-    spec_id: f.specId,
-    partition: f.partition,
-    record_count: f.recordCount,
-    file_size_in_bytes: f.fileSizeInBytes,
-    column_sizes: obj(f.columnSizes),
-    value_counts: obj(f.valueCounts),
-    null_value_counts: obj(f.nullValueCounts),
-    nan_value_counts: obj(f.nanValueCounts),
-    lower_bounds: obj(f.lowerBounds),
-    upper_bounds: obj(f.upperBounds),
-    split_offsets: f.splitOffsets ?? null,
-    sort_order_id: f.sortOrderId ?? null,
-    data_sequence_number: dataSequenceNumber,
-    snapshot_id: snapshotId,
-  }));
+
+/** Spark's `files` table of a snapshot (default: current), data files first in manifest order. Reads immutable files only. */
+export async function filesTable(t: TableMetadata | LoadedTable, io: FileIO, opts: { snapshotId?: bigint } = {}): Promise<FileRow[]> {
+  const m = metadataOf(t);
+  const columns = primitiveColumns(currentSchema(m).fields);
+  const bounds = (b: Map<number, Uint8Array> | undefined): Record<number, string> | null => {
+    if (!b) return null;
+    const out: Record<number, string> = {};
+    for (const [id, bytes] of b) {
+      const c = columns.get(id);
+      out[id] = c ? readableBound(c.type, bytes) : `0x${Buffer.from(bytes).toString('hex')}`;
+    }
+    return out;
+  };
+  const entries = await liveEntries(m, io, opts.snapshotId);
+  entries.sort((a, b) => a.file.content - b.file.content); // stable: manifest order within each content
+  return entries.map(({ file: f, dataSequenceNumber, snapshotId }) => {
+    const readable: Record<string, ReadableMetrics> = {};
+    for (const [id, c] of columns) {
+      const lo = f.lowerBounds?.get(id);
+      const hi = f.upperBounds?.get(id);
+      readable[c.name] = {
+        column_size: f.columnSizes?.get(id) ?? null,
+        value_count: f.valueCounts?.get(id) ?? null,
+        null_value_count: f.nullValueCounts?.get(id) ?? null,
+        nan_value_count: f.nanValueCounts?.get(id) ?? null,
+        lower_bound: lo ? readableBound(c.type, lo) : null,
+        upper_bound: hi ? readableBound(c.type, hi) : null,
+      };
+    }
+    return {
+      content: f.content,
+      file_path: f.filePath,
+      file_format: f.fileFormat,
+      spec_id: f.specId,
+      partition: f.partition,
+      record_count: f.recordCount,
+      file_size_in_bytes: f.fileSizeInBytes,
+      column_sizes: obj(f.columnSizes),
+      value_counts: obj(f.valueCounts),
+      null_value_counts: obj(f.nullValueCounts),
+      nan_value_counts: obj(f.nanValueCounts),
+      lower_bounds: bounds(f.lowerBounds),
+      upper_bounds: bounds(f.upperBounds),
+      split_offsets: f.splitOffsets ?? null,
+      equality_ids: f.equalityIds ?? null,
+      sort_order_id: f.sortOrderId ?? null,
+      readable_metrics: readable,
+      data_sequence_number: dataSequenceNumber,
+      snapshot_id: snapshotId,
+    };
+  });
 }
 
 export interface ManifestRow {
@@ -181,20 +286,35 @@ export async function manifestsTable(
   });
 }
 
+/**
+ * A row of Spark's `partitions` metadata table: per spec and partition, the live data files'
+ * records, count and bytes, the live delete files' records and count by kind, and the latest
+ * snapshot that added any of them. An unpartitioned table has one row with partition `{}`
+ * (Spark leaves out the partition and spec_id columns there).
+ */
 export interface PartitionRow {
   partition: PartitionRecord;
   spec_id: number;
   record_count: number;
   file_count: number;
   total_data_file_size_in_bytes: number;
+  position_delete_record_count: number;
+  position_delete_file_count: number;
+  equality_delete_record_count: number;
+  equality_delete_file_count: number;
   last_updated_at: bigint | null;
   last_updated_snapshot_id: bigint | null;
 }
-export async function partitionsTable(t: TableMetadata | LoadedTable, io: FileIO, opts: PlanOptions = {}): Promise<PartitionRow[]> {
+/** Spark's `partitions` table of a snapshot (default: current), in first-seen order. Reads immutable files only. */
+export async function partitionsTable(
+  t: TableMetadata | LoadedTable,
+  io: FileIO,
+  opts: { snapshotId?: bigint } = {},
+): Promise<PartitionRow[]> {
   const m = metadataOf(t);
   const ts = new Map(m.snapshots.map((s) => [s['snapshot-id'], s['timestamp-ms']]));
   const rows = new Map<string, PartitionRow>();
-  for (const { file, snapshotId } of await planTasks(m, io, opts)) {
+  for (const { file, snapshotId } of await liveEntries(m, io, opts.snapshotId)) {
     const key = `${file.specId}/${partitionKey(file.partition)}`;
     let r = rows.get(key);
     if (!r) {
@@ -206,14 +326,27 @@ export async function partitionsTable(t: TableMetadata | LoadedTable, io: FileIO
           record_count: 0,
           file_count: 0,
           total_data_file_size_in_bytes: 0,
+          position_delete_record_count: 0,
+          position_delete_file_count: 0,
+          equality_delete_record_count: 0,
+          equality_delete_file_count: 0,
           last_updated_at: null,
           last_updated_snapshot_id: null,
         }),
       );
     }
-    r.record_count += file.recordCount;
-    r.file_count += 1;
-    r.total_data_file_size_in_bytes += file.fileSizeInBytes;
+    if (file.content === DataFileContent.Data) {
+      r.record_count += file.recordCount;
+      r.file_count += 1;
+      r.total_data_file_size_in_bytes += file.fileSizeInBytes;
+    } else if (file.content === DataFileContent.PositionDeletes) {
+      r.position_delete_record_count += file.recordCount;
+      r.position_delete_file_count += 1;
+    } else {
+      r.equality_delete_record_count += file.recordCount;
+      r.equality_delete_file_count += 1;
+    }
+    // Java and PyIceberg: the latest commit that added any live file of the partition, deletes included
     const at = ts.get(snapshotId) ?? null;
     if (at !== null && (r.last_updated_at === null || at > r.last_updated_at)) {
       r.last_updated_at = at;
