@@ -59,7 +59,7 @@ interface Event {
   id: string;
 }
 
-describe('entries of several topics: one ingest per topic, each with its own cursors (real stack)', { timeout: 6 * 60_000 }, () => {
+describe('entries of several topics: one ingest per topic, each with its own cursors (real stack)', { timeout: 9 * 60_000 }, () => {
   const workers: WorkerProcess[] = [];
   before(async () => {
     await ensureStack(['temporal', 'kafka', 's3']);
