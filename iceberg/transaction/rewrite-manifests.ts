@@ -26,8 +26,8 @@ import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
 import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from '../scan/parallel';
 import { inheritFromManifest, openManifest, writeManifest } from '../spec/manifest';
-import { readManifestList, writeManifestList } from '../spec/manifest-list';
-import { MAIN_BRANCH, currentSchema, currentSnapshot, specById } from '../spec/metadata';
+import { readManifestList } from '../spec/manifest-list';
+import { currentSchema, currentSnapshot, specById } from '../spec/metadata';
 import { partitionKey } from '../spec/partition';
 import { manifestTargetSizeBytes, metadataDirectory } from '../spec/table-properties';
 import {
@@ -37,11 +37,10 @@ import {
   type ManifestFile,
   type PartitionRecord,
   type PartitionValue,
-  type Snapshot,
   type SnapshotOperation,
   type TableMetadata,
 } from '../spec/types';
-import { newSnapshotId, type PendingCommit, type TableAction } from './snapshot-producer';
+import { commitSnapshot, newSnapshotId, type PendingCommit, type TableAction } from './snapshot-producer';
 import { buildSummary } from './summary';
 
 /** Summary keys Java's SnapshotSummary defines for RewriteManifests. */
@@ -127,12 +126,6 @@ function comparePartitions(a: PartitionRecord, b: PartitionRecord): number {
 const liveCount = (m: ManifestFile): number => m.addedFilesCount + m.existingFilesCount;
 /** A data manifest with no live entry, only deleted ones: new snapshots drop it (as SnapshotProducer and Java do). */
 const isDead = (m: ManifestFile): boolean => m.content === ManifestContent.Data && liveCount(m) === 0 && m.deletedFilesCount > 0;
-
-/** Snapshot timestamps must not go backwards relative to the table (Java rejects large skews). */
-function nowAfter(base: TableMetadata): bigint {
-  const now = BigInt(Date.now());
-  return now > base['last-updated-ms'] ? now : base['last-updated-ms'] + 1n;
-}
 
 /**
  * Packs entries sorted by (spec, partition) into output manifests of at most `target` estimated
@@ -325,21 +318,11 @@ export class RewriteManifests implements TableAction {
     const manifests = [...this.created!, ...kept];
 
     const writtenBefore = this.written.length;
-    const sequenceNumber = base['last-sequence-number'] + 1n;
     const manifestList = this.newLocation(base, `snap-${this.snapshotId}-${attempt}-${this.commitUuid}.avro`);
-    await writeManifestList(io, {
-      location: manifestList,
+    const commit = await commitSnapshot(io, base, {
       snapshotId: this.snapshotId,
-      parentSnapshotId: parent?.['snapshot-id'] ?? null,
-      sequenceNumber,
+      manifestList,
       manifests,
-    });
-    const snapshot: Snapshot = {
-      'snapshot-id': this.snapshotId,
-      ...(parent ? { 'parent-snapshot-id': parent['snapshot-id'] } : {}),
-      'sequence-number': sequenceNumber,
-      'timestamp-ms': nowAfter(base),
-      'manifest-list': manifestList,
       summary: buildSummary(this.operation(), { added: [], deleted: [] }, parent, {
         ...this.opts.summaryProps,
         [MANIFESTS_CREATED]: String(this.created!.length),
@@ -347,20 +330,8 @@ export class RewriteManifests implements TableAction {
         [MANIFESTS_REPLACED]: String(this.replaced!.size + dropped),
         [ENTRIES_PROCESSED]: String(plan.entries),
       }),
-      'schema-id': base['current-schema-id'],
-    };
-    return {
-      updates: [
-        { action: 'add-snapshot', snapshot },
-        { action: 'set-snapshot-ref', 'ref-name': MAIN_BRANCH, type: 'branch', 'snapshot-id': this.snapshotId },
-      ],
-      requirements: [
-        { type: 'assert-table-uuid', uuid: base['table-uuid'] },
-        { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': parent?.['snapshot-id'] ?? null },
-      ],
-      // only the manifest list is per attempt; the rewritten manifests serve every retry
-      attemptFiles: this.written.slice(writtenBefore),
-      referencedFiles: [manifestList, ...manifests.map((m) => m.manifestPath)],
-    };
+    });
+    // only the manifest list is per attempt; the rewritten manifests serve every retry
+    return { ...commit, attemptFiles: this.written.slice(writtenBefore) };
   }
 }

@@ -256,40 +256,59 @@ export abstract class SnapshotProducer implements TableAction {
     );
     const manifests = await this.mergeManifests(base, io, [...newManifests, ...live]);
 
-    const sequenceNumber = base['last-sequence-number'] + 1n;
     const manifestList = `${metadataDir(base)}/snap-${this.snapshotId}-${attempt}-${this.commitUuid}.avro`;
     this.written.push(manifestList);
-    await writeManifestList(io, {
-      location: manifestList,
+    const commit = await commitSnapshot(io, base, {
       snapshotId: this.snapshotId,
-      parentSnapshotId: parent?.['snapshot-id'] ?? null,
-      sequenceNumber,
+      manifestList,
       manifests,
-    });
-    const snapshot: Snapshot = {
-      'snapshot-id': this.snapshotId,
-      ...(parent ? { 'parent-snapshot-id': parent['snapshot-id'] } : {}),
-      'sequence-number': sequenceNumber,
-      'timestamp-ms': nowAfter(base),
-      'manifest-list': manifestList,
       summary: buildSummary(this.operation(), { added: [...this.added, ...this.addedDeletes], deleted }, parent, this.summaryProps),
-      'schema-id': base['current-schema-id'],
-    };
+    });
     const reused = new Set(this.newManifests ?? []);
     const attemptFiles = this.written.slice(writtenBefore).filter((p) => ![...reused].some((m) => m.manifestPath === p));
-    return {
-      updates: [
-        { action: 'add-snapshot', snapshot },
-        { action: 'set-snapshot-ref', 'ref-name': MAIN_BRANCH, type: 'branch', 'snapshot-id': this.snapshotId },
-      ],
-      requirements: [
-        { type: 'assert-table-uuid', uuid: base['table-uuid'] },
-        { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': parent?.['snapshot-id'] ?? null },
-      ],
-      attemptFiles,
-      referencedFiles: [manifestList, ...manifests.map((m) => m.manifestPath)],
-    };
+    return { ...commit, attemptFiles };
   }
+}
+
+/**
+ * A new snapshot of main over `manifests` (the next sequence number, parent the current snapshot):
+ * writes its manifest list at `manifestList` and returns the updates and requirements that commit
+ * it, fenced to that parent, and the files it references. Every snapshot producer ends here.
+ */
+export async function commitSnapshot(
+  io: FileIO,
+  base: TableMetadata,
+  o: { snapshotId: bigint; manifestList: string; manifests: ManifestFile[]; summary: Snapshot['summary'] },
+): Promise<Omit<PendingCommit, 'attemptFiles'>> {
+  const parent = currentSnapshot(base);
+  const sequenceNumber = base['last-sequence-number'] + 1n;
+  await writeManifestList(io, {
+    location: o.manifestList,
+    snapshotId: o.snapshotId,
+    parentSnapshotId: parent?.['snapshot-id'] ?? null,
+    sequenceNumber,
+    manifests: o.manifests,
+  });
+  const snapshot: Snapshot = {
+    'snapshot-id': o.snapshotId,
+    ...(parent ? { 'parent-snapshot-id': parent['snapshot-id'] } : {}),
+    'sequence-number': sequenceNumber,
+    'timestamp-ms': nowAfter(base),
+    'manifest-list': o.manifestList,
+    summary: o.summary,
+    'schema-id': base['current-schema-id'],
+  };
+  return {
+    updates: [
+      { action: 'add-snapshot', snapshot },
+      { action: 'set-snapshot-ref', 'ref-name': MAIN_BRANCH, type: 'branch', 'snapshot-id': o.snapshotId },
+    ],
+    requirements: [
+      { type: 'assert-table-uuid', uuid: base['table-uuid'] },
+      { type: 'assert-ref-snapshot-id', ref: MAIN_BRANCH, 'snapshot-id': parent?.['snapshot-id'] ?? null },
+    ],
+    referencedFiles: [o.manifestList, ...o.manifests.map((m) => m.manifestPath)],
+  };
 }
 
 /** Snapshot timestamps must not go backwards relative to the table (Java rejects large skews). */
