@@ -322,6 +322,16 @@ const topicPattern = text().superRefine((pattern, ctx) => {
   }
 });
 
+const MODES = ['append', 'upsert', 'cdc'] as const;
+
+/** Identifier column types the key index encodes (ingest/upsert/key-codec.ts). */
+const ID_COLUMN_TYPE = /^(int|long|string|date|timestamp|timestamptz|uuid|boolean|decimal\(\s*\d+\s*,\s*\d+\s*\))$/;
+
+/** A change stream's envelope (mode: cdc). */
+const cdc = obj({
+  format: z.enum(['debezium'], { error: 'debezium' }).default('debezium').describe("Debezium's envelope (before, after, op) or its flattened form (__op, __deleted)"),
+});
+
 const TABLE_KEYS = {
   table: text(IDENT, IDENT_WHAT).describe('the Iceberg table namespace.table'),
   topic: text(TOPIC_NAME, 'a Kafka topic name ([A-Za-z0-9._-], 249 at most)').optional(),
@@ -361,6 +371,14 @@ const TABLE_KEYS = {
   value: valueFormat.prefault({}),
   key: keyFormat.optional(),
   route: route.optional(),
+  mode: z
+    .enum(MODES, { error: MODES.join(', ') })
+    .default('append')
+    .describe('append: every record a new row; upsert: the newest record of a key is its row, a tombstone deletes it; cdc: a change stream (cdc.format)'),
+  idColumns: list(text(NAME, COLUMN_NAME), text())
+    .optional()
+    .describe("mode upsert or cdc: the row key's columns (the table's Iceberg identifier fields)"),
+  cdc: cdc.optional(),
 };
 
 const tableKeys = obj(TABLE_KEYS);
@@ -385,6 +403,7 @@ function tableRule(t: z.output<typeof tableKeys>, r: Rule): void {
   }
   if (!r.ok('value')) return;
   const format = t.value.format;
+  if (r.ok('mode')) keyedRule(t, r);
   if (t.key !== undefined && format === 'json' && r.ok('key'))
     r.problem(['key'], 'a key in a schema format goes with a value in a schema format (value.format)');
   if (!r.ok('columns')) return;
@@ -413,6 +432,33 @@ function tableRule(t: z.output<typeof tableKeys>, r: Rule): void {
   });
 }
 
+/** An upsert or CDC entry: its row key names configured columns the key index can encode. */
+function keyedRule(t: z.output<typeof tableKeys>, r: Rule): void {
+  if (t.mode === 'append') {
+    if (t.idColumns !== undefined && r.ok('idColumns')) r.problem(['idColumns'], 'only with mode upsert or cdc (the row key of a table whose rows change)');
+    if (t.cdc !== undefined && r.ok('cdc')) r.problem(['cdc'], 'only with mode cdc');
+    return;
+  }
+  if (t.cdc !== undefined && t.mode !== 'cdc' && r.ok('cdc')) r.problem(['cdc'], 'only with mode cdc');
+  if (t.value.format !== 'json') r.problem(['mode'], `mode ${t.mode} takes JSON values for now (value.format: json); ${t.value.format} is not supported yet`);
+  if (t.route !== undefined && r.ok('route')) r.problem(['route'], `a route cannot be combined with mode ${t.mode} (each routed table would need its own key index)`);
+  if ((t.topics !== undefined || t.topicPattern !== undefined) && r.ok('topic'))
+    r.problem([t.topics !== undefined ? 'topics' : 'topicPattern'], `mode ${t.mode} reads one topic: the newest record of a key is only defined within one topic's partition`);
+  if (!r.ok('idColumns') || !r.ok('columns')) return;
+  if (t.idColumns === undefined) {
+    r.expected(['idColumns'], `the row key's columns (mode ${t.mode})`);
+    return;
+  }
+  const columns = t.columns ?? [];
+  t.idColumns.forEach((name, j) => {
+    const c = columns.find((x) => x.name === name);
+    if (!c) r.expected(['idColumns', j], `one of the columns (${columns.map((x) => x.name).join(', ')})`, name);
+    else if (typeof c.type !== 'string' || !ID_COLUMN_TYPE.test(c.type))
+      r.expected(['idColumns', j], 'a column of type int, long, string, date, timestamp, timestamptz, decimal(P, S), uuid or boolean', name);
+    else if (t.idColumns!.indexOf(name) !== j) r.expected(['idColumns', j], 'each column once', name);
+  });
+}
+
 export const table = withRule(tableKeys, tableRule).transform((t) => {
   const refreshMs = t.topicRefresh ?? 60_000;
   const topics =
@@ -424,7 +470,8 @@ export const table = withRule(tableKeys, tableRule).transform((t) => {
     topic: topics?.names ? topics.names.join(',') : topics ? `/${topics.pattern}/` : t.topic!,
     ...tidy({ topics }),
     ingestId: t.ingestId,
-    columns: t.columns ?? [],
+    // A row key's columns are never null (Iceberg identifier fields are required).
+    columns: (t.columns ?? []).map((c) => (t.idColumns?.includes(c.name) && !c.required ? { ...c, required: true } : c)),
     partitionBy: t.partitionBy,
     deadLetterTable: t.deadLetterTable ?? `${t.table}_dead_letters`,
     commitIntervalMs: t.commitInterval,
@@ -437,7 +484,8 @@ export const table = withRule(tableKeys, tableRule).transform((t) => {
     properties: t.properties,
     maintenance: t.maintenance,
     value: t.value,
-    ...tidy({ key: t.key, route: t.route }),
+    mode: t.mode,
+    ...tidy({ key: t.key, route: t.route, idColumns: t.mode === 'append' ? undefined : t.idColumns, cdc: t.mode === 'cdc' ? (t.cdc ?? { format: 'debezium' as const }) : undefined }),
   };
 });
 

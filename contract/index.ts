@@ -14,6 +14,11 @@ export const FailureType = {
   StaleCursor: 'StaleCursor',
   /** A file the commit would reference is gone (swept, lost). Reload and re-poll / re-plan. */
   FilesMissing: 'FilesMissing',
+  /**
+   * An upsert cycle's deletes no longer fit the table: a data file they name was rewritten
+   * (compaction), or rows were added since its key index's snapshot by another writer. Reload and re-poll.
+   */
+  DeleteConflict: 'DeleteConflict',
   /** A value or file violates the spec or the table's schema; retrying cannot help. */
   DataInvalid: 'DataInvalid',
   /** Valid Iceberg that floe does not implement. */
@@ -53,6 +58,7 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 export const INGEST_NON_RETRYABLE: string[] = [
   FailureType.StaleCursor,
   FailureType.FilesMissing,
+  FailureType.DeleteConflict,
   FailureType.DataInvalid,
   FailureType.FeatureUnsupported,
   FailureType.ConfigError,
@@ -66,7 +72,7 @@ export const INGEST_NON_RETRYABLE: string[] = [
 ];
 
 /** Failures after which the ingest loop reloads the cursor from the table and starts the cycle over. */
-export const INGEST_RELOAD: string[] = [FailureType.StaleCursor, FailureType.FilesMissing];
+export const INGEST_RELOAD: string[] = [FailureType.StaleCursor, FailureType.FilesMissing, FailureType.DeleteConflict];
 
 /** Orphan removal below this grace period needs `force`: files of in-flight commits look like orphans. */
 const ORPHANS_MIN_GRACE_MS = 60 * 60 * 1000;

@@ -9,8 +9,9 @@ export function scenarioConfig(
   partitions: number,
   commitInterval: string,
   overrides: Record<string, unknown> = {},
+  example = 'orders.yaml',
 ): { path: string; table: string; topic: string } {
-  const base = parseYaml(readFileSync(resolve(__dirname, '../examples/orders.yaml'), 'utf8')) as any;
+  const base = parseYaml(readFileSync(resolve(__dirname, '../examples', example), 'utf8')) as any;
   const table = `demo.${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
   const topic = name;
   const t = base.tables[0];

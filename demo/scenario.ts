@@ -12,10 +12,12 @@ import { spawnWorker, type WorkerProcess } from '../workers/process';
 import { floeHome } from '../stack/paths';
 import { orderEvents, eventKey, type OrderEvent } from './generator';
 import { verifyTable, type Verification } from './verify';
+import { openTables } from '../table/tables';
 import { scenarioConfig } from './config';
 import type { ProgressEvent, ProgressSample } from './progress';
 import { ingestWorkflowId, statusQuery, type IngestStatus } from '../workflows';
 import { createTopicsReady } from './topics';
+import { CustomerSource, changeMessages, topicMessages, verifyUpsertTable } from './customers';
 
 export { scenarioConfig };
 
@@ -50,6 +52,12 @@ interface ScenarioOptions {
   progressEveryMs?: number;
   /** Called at each kill and restart (instead of the log line). */
   onWorkerEvent?: (e: ProgressEvent) => void;
+  /**
+   * Stream a customer table's changes (examples/customers.yaml) instead of order events: `upsert`
+   * keyed rows and tombstones, `cdc` Debezium's envelope; `keys` customer ids. The table must
+   * then equal the source state.
+   */
+  changes?: { mode: 'upsert' | 'cdc'; keys: number };
 }
 
 export interface ScenarioResult extends Verification {
@@ -238,7 +246,7 @@ function nextMessages(
   due: number,
   malformedEvery: number | undefined,
   n: Produced,
-): Array<{ key: string; value: string }> {
+): Array<{ key: string; value: string | null }> {
   const messages = [];
   while (n.produced < due) {
     const e = events.next().value!;
@@ -254,17 +262,32 @@ function nextMessages(
   return messages;
 }
 
+/** A customer table's next changes up to the `due`-th, as messages. */
+function nextChanges(source: CustomerSource, mode: 'upsert' | 'cdc', due: number, n: Produced): Array<{ key: string; value: string | null }> {
+  const out: Array<{ key: string; value: string | null }> = [];
+  while (n.produced < due) out.push(...changeMessages(source.next(), mode, n.produced++));
+  return out;
+}
+
 /** Produce batch period: small batches on a fixed schedule hold the rate whatever the broker latency. */
 const BATCH_EVERY_MS = 100;
 
 /** Streams `ratePerS` events for `durationS` into `topic`, killing and restarting the worker on schedule. */
-async function streamEvents(o: ScenarioOptions, producer: Producer, topic: string, worker: ScenarioWorker, t0: number, n: Produced) {
+async function streamEvents(
+  o: ScenarioOptions,
+  producer: Producer,
+  topic: string,
+  worker: ScenarioWorker,
+  t0: number,
+  n: Produced,
+  source: CustomerSource | undefined,
+) {
   const events = orderEvents();
   const kills = new KillSchedule(o.kills, worker);
   const total = Math.round(o.ratePerS * o.durationS);
   for (let tick = 0; n.produced < total; tick++) {
     const due = Math.min(total, Math.round(((tick + 1) * BATCH_EVERY_MS * o.ratePerS) / 1000));
-    const messages = nextMessages(events, due, o.malformedEvery, n);
+    const messages = source ? nextChanges(source, o.changes!.mode, due, n) : nextMessages(events, due, o.malformedEvery, n);
     if (messages.length) await producer.send({ topic, messages, compression: CompressionTypes.None });
     const elapsed = (Date.now() - t0) / 1000;
     await kills.at(elapsed);
@@ -298,10 +321,36 @@ const defaultName = (): string =>
     .replace(/[-:T.Z]/g, '')
     .slice(0, 14)}`;
 
+/** An upsert/CDC table against its source state, in the terms of an append table's verification. */
+async function verifyChanges(cfg: FloeConfig, table: string, topic: string, source: CustomerSource): Promise<Verification> {
+  const u = await verifyUpsertTable(cfg, table, source.state);
+  const { metadataLocation } = await (async () => {
+    const tables = await openTables(cfg);
+    try {
+      return await tables.load(table);
+    } finally {
+      await tables.close();
+    }
+  })();
+  return {
+    messagesInTopic: await topicMessages(cfg.kafka.brokers, topic),
+    rows: u.rows,
+    distinctEventIds: u.expected,
+    deadLetters: u.deadLetters,
+    duckdb: 'error' in u.duckdb ? u.duckdb : { rows: u.duckdb.rows, distinctEventIds: u.duckdb.distinct, deadLetters: u.deadLetters },
+    metadataLocation,
+    ok: u.ok,
+    problems: u.problems,
+  };
+}
+
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const log = o.log ?? ((m: string) => console.log(m));
   const name = o.name ?? defaultName();
-  const { path: configPath, table, topic } = scenarioConfig(name, o.partitions, o.commitInterval ?? '5s', o.tableOverrides);
+  const { path: configPath, table, topic } = o.changes
+    ? scenarioConfig(name, o.partitions, o.commitInterval ?? '3s', { mode: o.changes.mode, ...o.tableOverrides }, 'customers.yaml')
+    : scenarioConfig(name, o.partitions, o.commitInterval ?? '5s', o.tableOverrides);
+  const source = o.changes ? new CustomerSource(o.changes.keys) : undefined;
   const cfg = loadConfig(configPath);
   const { admin, producer } = await openTopic(cfg, topic, o.partitions);
   const worker = new ScenarioWorker(configPath, name, o, log);
@@ -316,7 +365,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     await startIngest(fc, table);
     if (o.onProgress)
       sampler = startSampler(fc, table, cfg.tables[0]!.ingestId, t0, () => n.produced, o.onProgress, o.progressEveryMs ?? 2000);
-    await streamEvents(o, producer, topic, worker, t0, n);
+    await streamEvents(o, producer, topic, worker, t0, n, source);
     log(`produced ${n.produced} messages (${n.malformed} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
     const status = await drain(fc, table, o.drainTimeoutS ?? 180);
     await sampler?.stop();
@@ -330,7 +379,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     log(
       `ingest stopped after ${status.commits} commits (${status.fencedCommits} fenced), ${status.totalRows} rows, ${status.totalDeadLetters} dead letters`,
     );
-    const v = await verifyTable(cfg, table, topic);
+    const v = source ? await verifyChanges(cfg, table, topic, source) : await verifyTable(cfg, table, topic);
     return {
       ...v,
       table,

@@ -6,7 +6,7 @@
  * No Temporal here (activities/index.ts binds it).
  */
 import { FailureType, nonRetryable } from '../contract';
-import { isIcebergError, mapConcurrent, ALREADY_COMMITTED, type DataFile, type TableMetadata } from '../iceberg';
+import { dataFileFromWire, isIcebergError, mapConcurrent, ALREADY_COMMITTED, type DataFile, type TableMetadata } from '../iceberg';
 import type { TableConfig } from '../config';
 import { clearPending } from '../table/pending';
 import { deleteStaged, expandFileList, stagedLocations } from '../table/staged-files';
@@ -135,6 +135,13 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
     return { result: commitResult(before.metadata, landed, true), metadata: before.metadata };
   }
   const { files, deadLetterFiles } = await readFileLists(deps, input, table);
+  const deleteFiles = (input.upsert?.deleteFiles ?? []).map((w) => dataFileFromWire(w));
+  if (deleteFiles.length > 0)
+    await requireFilesExist(
+      deps,
+      deleteFiles.map((f) => f.filePath),
+      `${table} commit ${input.commitId}`,
+    );
   const fence = (m: TableMetadata) => fenceCursor(table, input.ingestId, input.baseSnapshotId, readCursor(m, input.ingestId));
   // Dead letters first, under the same commit id: a retry after a crash between the two finds them.
   if (deadLetterFiles.length > 0) await commitDeadLetters(deps, t, input, deadLetterFiles);
@@ -160,6 +167,7 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
     files,
     summary,
     base: before,
+    ...(input.upsert ? { deletes: { files: deleteFiles, referencedDataFiles: input.upsert.referencedDataFiles } } : {}),
     // The cursor is a table property written in the same atomic commit: it survives any expiry.
     properties: (snapshotId) => ({
       ...cursorProperty(input.ingestId, {
@@ -176,7 +184,14 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
     validate: (m) => {
       if (landedCommit(m, input.ingestId, input.commitId) !== null) return ALREADY_COMMITTED;
       fence(m);
+      if (input.upsert) checkNoRowsAddedSince(table, m, input.upsert.indexSnapshotIds);
     },
+  }).catch((e: unknown) => {
+    // RowDelta: a data file the deletes name was rewritten meanwhile (compaction). The cycle's
+    // positions no longer name its keys' rows: it starts over from a fresh key index.
+    if (input.upsert && isIcebergError(e, 'CommitFailed'))
+      throw nonRetryable(FailureType.DeleteConflict, `${table} commit ${input.commitId}: ${(e as Error).message}; the cycle will re-read its offsets`);
+    throw e;
   });
   crashPoint('after-cas');
   // Every earlier cycle of this ingest is now either committed or abandoned (fenced): its files
@@ -199,6 +214,33 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
     result: skipped.records > 0n && !res.alreadyCommitted ? { ...out, skippedRecords: skipped.records.toString() } : out,
     metadata: res.metadata,
   };
+}
+
+/**
+ * An upsert cycle found its keys' rows in key indexes at these snapshots: a snapshot since then
+ * that added data files (other than a compaction's `replace`, which moves rows without changing
+ * keys, and which RowDelta checks against the deletes' files) may hold rows of the cycle's keys
+ * the deletes do not name. Then the cycle is refused and starts over (DeleteConflict).
+ */
+export function checkNoRowsAddedSince(table: string, m: TableMetadata, indexSnapshotIds: readonly string[]): void {
+  const byId = new Map(m.snapshots.map((s) => [s['snapshot-id'].toString(), s]));
+  for (const since of indexSnapshotIds) {
+    let s = m['current-snapshot-id'] === undefined || m['current-snapshot-id'] === null ? undefined : byId.get(m['current-snapshot-id'].toString());
+    while (s && s['snapshot-id'].toString() !== since) {
+      const added = Number(s.summary['added-data-files'] ?? '0');
+      if (s.summary.operation !== 'replace' && added > 0)
+        throw nonRetryable(
+          FailureType.DeleteConflict,
+          `${table}: snapshot ${s['snapshot-id']} (${s.summary.operation}) added ${added} data files after the key index's snapshot ${since || 'none'}; their rows may hold keys this cycle changes; the cycle will re-read its offsets`,
+        );
+      s = s['parent-snapshot-id'] === undefined || s['parent-snapshot-id'] === null ? undefined : byId.get(s['parent-snapshot-id'].toString());
+    }
+    if (!s && since !== '')
+      throw nonRetryable(
+        FailureType.DeleteConflict,
+        `${table}: the key index's snapshot ${since} is no longer an ancestor of the current snapshot; the cycle will re-read its offsets`,
+      );
+  }
 }
 
 /** The offsets a cycle starting at `start` skips past `cursor`, as `<p>:<from>-<to> ...`, and how many. */

@@ -219,6 +219,19 @@ function compileColumn(c: ColumnConfig, partitionBy: readonly PartitionFieldConf
  * record could satisfy.
  */
 export function compileDecoder(table: DecoderTable): Decoder {
+  const { parse, row } = compileRowReader(table);
+  return (rec) => row(parse(rec.value), rec);
+}
+
+/**
+ * A decoder in its two halves: `parse` (the value's JSON; an empty object when no column reads the
+ * value) and `row` (the columns from a parsed object). A change stream's envelope (ingest/upsert)
+ * parses once and reads its row from the part of the value that holds it.
+ */
+export function compileRowReader(table: DecoderTable): {
+  parse: (value: Buffer | null) => Record<string, unknown>;
+  row: (parsed: Record<string, unknown>, rec: KafkaRecord) => Row;
+} {
   const partitionBy = table.partitionBy ?? [];
   const names = new Set(table.columns.map((c) => c.name));
   for (const p of partitionBy) {
@@ -234,11 +247,13 @@ export function compileDecoder(table: DecoderTable): Decoder {
   const parseValue = compileRecordValue(table.columns);
   const empty: Record<string, unknown> = {};
   const n = reads.length;
-  return (rec) => {
-    const parsed = needsValue ? parseValue(rec.value) : empty;
-    const row: Row = {};
-    for (let i = 0; i < n; i++) row[keys[i]!] = reads[i]!(parsed, rec);
-    return row;
+  return {
+    parse: needsValue ? parseValue : () => empty,
+    row: (parsed, rec) => {
+      const row: Row = {};
+      for (let i = 0; i < n; i++) row[keys[i]!] = reads[i]!(parsed, rec);
+      return row;
+    },
   };
 }
 

@@ -12,11 +12,12 @@ import type { Offsets } from '../table/cursor';
 import { crashPoint, failPoint } from '../table/crash-points';
 import { deadLetterRow, type KafkaRecord, type Row } from './decode';
 import { DecodeError, DecoderConfigError } from './formats/errors';
-import { TableSink } from './table-sink';
+import { TableSink, type SinkDeletes } from './table-sink';
+import { dataFileToWire, writePositionDeleteFiles } from '../iceberg';
 import { RoutedWriters, bulkRoutedLists, routedFileLists } from './route-write';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { ingestWatermarks } from './watermarks';
-import type { PollInput, PollResult } from './types';
+import type { PollInput, PollResult, UpsertPollResult } from './types';
 import type { TableConfig } from '../config';
 
 export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): Promise<PollResult> {
@@ -105,6 +106,7 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     clearInterval(beat);
   }
   if (files.length > 0 || routed?.some((r) => r.files.length > 0)) crashPoint('after-write');
+  const upsert = sink?.deletes ? await writeDeletes(deps, t, input, prefix, sink.deletes) : undefined;
   const highWatermarks: Offsets = {};
   for (const p of input.partitions) highWatermarks[String(p)] = wm.high[String(p)] ?? '0';
   // A list past its group's share of the inline budget (thousands of files: a wide partition
@@ -124,6 +126,27 @@ export async function pollAndWrite(deps: Deps, input: PollInput, run: StepRun): 
     deadLetters: freshDeadRows.length,
     bytes: outcome.bytes,
     ...lists,
+    ...(upsert ? { upsert } : {}),
+  };
+}
+
+/**
+ * An upsert or CDC poll's deletes as position delete files, one per partition of the rows they
+ * delete, protected like its data files until the cycle commits. Few files (a partition's
+ * deletes of a poll are one file): always inline in history.
+ */
+async function writeDeletes(deps: Deps, t: TableConfig, input: PollInput, prefix: string, d: SinkDeletes): Promise<UpsertPollResult> {
+  const base = { referencedDataFiles: [] as string[], indexSnapshotId: d.indexSnapshotId, deletedKeys: d.deletedKeys, deletedRows: 0 };
+  if (d.deletes.length === 0) return { deleteFiles: [], ...base };
+  const { metadata } = await deps.tables.load(t.table);
+  await markPending(deps.tables.io, metadata.location, pendingOwner(input.ingestId), `${input.commitId}-`);
+  const written = await writePositionDeleteFiles(deps.tables.io, metadata, d.deletes, (n) => `${prefix}-deletes-${String(n).padStart(5, '0')}.parquet`);
+  crashPoint('after-delete-write');
+  return {
+    ...base,
+    deleteFiles: written.deleteFiles.map(dataFileToWire),
+    referencedDataFiles: written.referencedDataFiles,
+    deletedRows: d.deletes.length,
   };
 }
 

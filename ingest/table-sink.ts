@@ -17,6 +17,22 @@ import type { Derived } from './formats/convert';
 import { DecodeError, DecoderConfigError } from './formats/errors';
 import { FormatReader, SchemaIncompatibleStop, type Decoded } from './formats/reader';
 import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
+import { ChangeBuffer } from './upsert/change-buffer';
+import { compileChanges, type Change } from './upsert/changes';
+import { keyIndexesOf } from './upsert/index-cache';
+import type { DataFilePositionDelete } from '../iceberg';
+
+/** What an upsert or CDC poll's changes came to (TableSink.close). */
+export interface SinkDeletes {
+  /** the old rows of changed keys, to be written as position deletes */
+  deletes: DataFilePositionDelete[];
+  /** keys whose last change deleted them */
+  deletedKeys: number;
+  /** the snapshot the key index was at when the deletes were found ('' for a table without one) */
+  indexSnapshotId: string;
+}
+
+const changeReaders = new WeakMap<TableConfig, (rec: KafkaRecord) => Change>();
 
 /** Takes a record that cannot become a row, with the reason (the caller's dead letters). */
 export type DeadLetter = (rec: KafkaRecord, e: unknown) => void;
@@ -25,6 +41,11 @@ export class TableSink {
   private closed: DataFile[] = [];
   private closedRows = 0;
   private evolutions = 0;
+  /** An upsert or CDC table: the poll's changes, resolved when it ends. */
+  private readonly changes: ChangeBuffer | undefined;
+  private readonly changeOf: ((rec: KafkaRecord) => Change) | undefined;
+  /** After close, for an upsert or CDC table. */
+  deletes: SinkDeletes | undefined;
 
   private constructor(
     private readonly deps: Deps,
@@ -34,7 +55,14 @@ export class TableSink {
     private readonly openWriter: (suffix: string) => Promise<PartitionedRowWriter>,
     private readonly reader: FormatReader | undefined,
     private readonly warn: (msg: string) => void,
-  ) {}
+  ) {
+    if (t.mode !== 'append') {
+      this.changes = new ChangeBuffer();
+      let c = changeReaders.get(t);
+      if (!c) changeReaders.set(t, (c = compileChanges(t)));
+      this.changeOf = c;
+    }
+  }
 
   static async open(
     deps: Deps,
@@ -55,6 +83,10 @@ export class TableSink {
   add(rec: KafkaRecord, deadLetter: DeadLetter, decoded?: Decoded): void | Promise<void> {
     let row: Row;
     try {
+      if (this.changeOf) {
+        this.changes!.add(this.changeOf(rec));
+        return;
+      }
       if (this.reader) {
         const out = this.reader.read(rec, decoded);
         if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter, decoded));
@@ -116,8 +148,20 @@ export class TableSink {
     return this.closedRows + this.writer.rows;
   }
 
-  /** Finishes the last writer: every file of this poll. */
+  /**
+   * Finishes the last writer: every file of this poll. An upsert or CDC table's changes are
+   * resolved first, against the key index at the table's current snapshot (`deletes`).
+   */
   async close(): Promise<DataFile[]> {
+    if (this.changes) {
+      const { metadata } = await this.deps.tables.load(this.t.table);
+      const r = await keyIndexesOf(this.deps.tables.io).use(this.t.table, metadata, this.t.idColumns!, (index) => ({
+        ...this.changes!.resolve(index),
+        indexSnapshotId: index.snapshotId?.toString() ?? '',
+      }));
+      for (const row of r.rows) this.writer.add(row);
+      this.deletes = { deletes: r.deletes, deletedKeys: r.deletedKeys, indexSnapshotId: r.indexSnapshotId };
+    }
     return [...this.closed, ...(await this.writer.close())];
   }
 

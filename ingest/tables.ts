@@ -20,7 +20,8 @@ export async function ensureIngestTables(tables: Tables, t: TableConfig, registr
     t.table,
     async () => {
       const derived = t.value.format === 'json' ? undefined : (await initialDerived(t, registry))?.derived;
-      return derived ? withDerived(schemaOf(t.columns), derived) : schemaOf(t.columns);
+      const own = schemaOf(t.columns, t.idColumns);
+      return derived ? withDerived(own, derived) : own;
     },
     t.partitionBy,
     t.properties,
@@ -38,12 +39,15 @@ export const deadLetterColumns: ColumnConfig[] = [
   { name: 'kafka_timestamp', type: 'timestamptz', required: false },
 ];
 
-export function schemaOf(columns: readonly ColumnConfig[]): Schema {
+export function schemaOf(columns: readonly ColumnConfig[], idColumns?: readonly string[]): Schema {
   // Top-level columns take ids 1..n in config order; nested ids (struct fields, list elements, map
   // keys and values, a headers map's too) follow them column by column, so adding a column at the
   // end never renumbers another.
   let nextId = columns.length;
+  // An upsert table's row key: its identifier fields (other engines' upserts key on them too).
+  const ids = (idColumns ?? []).map((n) => columns.findIndex((c) => c.name === n) + 1).filter((id) => id > 0);
   return {
+    ...(ids.length > 0 ? { 'identifier-field-ids': ids } : {}),
     type: 'struct',
     'schema-id': 0,
     fields: columns.map((c, i): NestedField => ({

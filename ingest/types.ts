@@ -141,6 +141,21 @@ export interface PollResult {
   routed?: RoutedFiles[];
   /** A bulk route whose per-table lists pass the group's inline budget: `routed` is empty, the lists are staged here. */
   routedStaged?: StagedJson;
+  /** An upsert or CDC table (issue 31): what the poll's changes delete. Absent for append tables. */
+  upsert?: UpsertPollResult;
+}
+
+/** The deletes of an upsert or CDC poll. */
+export interface UpsertPollResult {
+  /** position delete files (wire form), one per partition of the rows they delete */
+  deleteFiles: FileListEntry[];
+  /** every data file they name: the commit fails if one is no longer live (compaction rewrote it) */
+  referencedDataFiles: string[];
+  /** the snapshot the key index was at ('' for none): no data may have been added since but by compaction */
+  indexSnapshotId: string;
+  /** keys whose last change deleted them, and old rows deleted */
+  deletedKeys: number;
+  deletedRows: number;
 }
 
 export interface CommitInput extends TableRef {
@@ -168,6 +183,18 @@ export interface CommitInput extends TableRef {
   routeCursor?: Offsets;
   /** The plan's topic id (CyclePlan.topicId), recorded with the cursor. */
   topicId?: string;
+  /** An upsert or CDC table: the polls' deletes, merged (workflows/ingest-state.ts mergeCycle). */
+  upsert?: UpsertCommit;
+}
+
+/** An upsert or CDC cycle's deletes as its commit takes them. */
+export interface UpsertCommit {
+  deleteFiles: FileListEntry[];
+  referencedDataFiles: string[];
+  /** each poll's key index snapshot ('' for none) */
+  indexSnapshotIds: string[];
+  deletedKeys: number;
+  deletedRows: number;
 }
 
 export interface CommitResult {

@@ -11,6 +11,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 type CrashPoint =
   | 'poll'
   | 'after-write'
+  | 'after-delete-write'
   | 'after-cas'
   | 'after-evolve'
   | 'between-table-commits'

@@ -52,6 +52,11 @@ export interface AppendRequest {
   validate: (m: TableMetadata) => ValidateOutcome | Promise<ValidateOutcome>;
   /** the table as the caller just loaded it: the first attempt uses it instead of loading again */
   base?: LoadedTable;
+  /**
+   * Position delete files committed with `files` in one RowDelta (an upsert table's cycle), and
+   * every data file they name: the commit fails (CommitFailed, not retryable) if one is no longer live.
+   */
+  deletes?: { files: DataFile[]; referencedDataFiles: string[] };
 }
 
 export interface RowWriterOptions {
@@ -146,7 +151,10 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
 
     async appendOnce(table, req) {
       const tx = new Transaction(parseIdentifier(table));
-      const append = tx.fastAppend(req.files, req.summary);
+      const append =
+        req.deletes && req.deletes.files.length > 0
+          ? tx.rowDelta(req.files, req.deletes.files, { referencedDataFiles: req.deletes.referencedDataFiles, summaryProps: req.summary })
+          : tx.fastAppend(req.files, req.summary);
       if (req.properties) tx.setProperties(req.properties(append.snapshotId));
       const r = await tx.commit(catalog, io, { validate: (t) => req.validate(t.metadata), ...(req.base ? { table: req.base } : {}) });
       return {

@@ -16,6 +16,7 @@ import type {
   RoutedFiles,
   StagedJson,
   TableRef,
+  UpsertCommit,
 } from '../ingest/types';
 import { DEFAULT_ISOLATE_AFTER_ATTEMPTS, type Failing, type Isolation } from './isolation';
 
@@ -247,6 +248,8 @@ export interface MergedCycle {
   routed?: RoutedFiles[];
   /** A bulk route: the polls' staged per-table lists. */
   routedStaged?: StagedJson[];
+  /** An upsert or CDC table: the polls' deletes. */
+  upsert?: UpsertCommit;
 }
 
 export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle {
@@ -269,6 +272,15 @@ export function mergeCycle(plan: CyclePlan, results: PollResult[]): MergedCycle 
     deadLetterFiles: results.flatMap((r) => r.deadLetterFiles),
     advanced: Object.keys(endOffsets).some((p) => endOffsets[p] !== plan.startOffsets[p]),
   };
+  const upserts = results.flatMap((r) => (r.upsert ? [r.upsert] : []));
+  if (upserts.length > 0)
+    merged.upsert = {
+      deleteFiles: upserts.flatMap((u) => u.deleteFiles),
+      referencedDataFiles: [...new Set(upserts.flatMap((u) => u.referencedDataFiles))],
+      indexSnapshotIds: [...new Set(upserts.map((u) => u.indexSnapshotId))],
+      deletedKeys: upserts.reduce((n, u) => n + u.deletedKeys, 0),
+      deletedRows: upserts.reduce((n, u) => n + u.deletedRows, 0),
+    };
   if (plan.routeTables) {
     const byTable = new Map<string, RoutedFiles>();
     for (const r of results.flatMap((x) => x.routed ?? [])) {

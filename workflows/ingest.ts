@@ -356,6 +356,7 @@ async function commitCycle(
           records: cycle.records,
           deadLetters: cycle.deadLetters,
           range: input.range,
+          ...(cycle.upsert ? { upsert: cycle.upsert } : {}),
         });
     recordCommit(status, cycle, commitId, res, Date.now() - started);
     logCommit(input, commitId, res, cycle);

@@ -43,6 +43,8 @@ import { KeyCodec } from './key-codec';
 /** Where a key's live row is: the data file's path as its manifest entry names it, and the row's position. */
 interface KeyLocation {
   file: string;
+  /** the file's spec and partition (a position delete is filed with them), when the index read it from a manifest */
+  dataFile?: Pick<DataFile, 'filePath' | 'specId' | 'partition'>;
   /** a JS number: a position is below the file's row count, which is far below 2^53 */
   pos: number;
 }
@@ -198,6 +200,8 @@ interface SnapshotChanges {
 export class KeyIndex {
   private readonly fileIds = new Map<string, number>();
   private files: Array<string | undefined> = [];
+  /** per file id: the data file as its manifest entry gave it (spec and partition), when known */
+  private infos: Array<Pick<DataFile, 'filePath' | 'specId' | 'partition'> | undefined> = [];
   private dup: DuplicateReport = { count: 0, examples: [] };
 
   private constructor(
@@ -236,7 +240,9 @@ export class KeyIndex {
 
   lookup(key: string): KeyLocation | undefined {
     const l = this.store.get(key);
-    return l === undefined ? undefined : { file: this.files[l.fileId]!, pos: l.pos };
+    if (l === undefined) return undefined;
+    const info = this.infos[l.fileId];
+    return { file: this.files[l.fileId]!, pos: l.pos, ...(info ? { dataFile: info } : {}) };
   }
   set(key: string, at: KeyLocation): void {
     this.store.set(key, this.intern(at.file), at.pos);
@@ -342,6 +348,7 @@ export class KeyIndex {
     this.store.clear();
     this.fileIds.clear();
     this.files = [];
+    this.infos = [];
     this.dup = { count: 0, examples: [] };
     const snap = currentSnapshot(metadata);
     const tasks = snap ? await planTasks(metadata, io, { snapshotId: snap['snapshot-id'] }) : [];
@@ -390,11 +397,12 @@ export class KeyIndex {
           const keys: string[] = [];
           const pos: number[] = [];
           await this.readKeys(io, f.file.filePath, f.file.fileSizeInBytes, skip, (k, p) => (keys.push(k), pos.push(p)), true);
-          return { path: f.file.filePath, keys, pos };
+          return { path: f.file.filePath, file: f.file, keys, pos };
         }),
       );
       for (const r of read) {
         const id = this.intern(r.path);
+        this.infos[id] = { filePath: r.file.filePath, specId: r.file.specId, partition: r.file.partition };
         for (let k = 0; k < r.keys.length; k++) this.put(r.keys[k]!, id, r.pos[k]!, report);
       }
     }
@@ -492,6 +500,7 @@ export class KeyIndex {
     const p = this.files[id];
     if (p !== undefined) this.fileIds.delete(p);
     this.files[id] = undefined;
+    this.infos[id] = undefined;
   }
 }
 

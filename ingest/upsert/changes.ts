@@ -1,0 +1,141 @@
+/**
+ * What a record of an upsert or CDC table says about its key (issue 31): the whole new row, or
+ * the deletion of a key. Pure: no I/O.
+ *
+ * - `mode: upsert`: a record with a value is the new row of the key its identifier columns hold;
+ *   a tombstone (null value) deletes the key its Kafka key names. For one identifier column the
+ *   key is that column's value as text (`42`, `alice`), as Kafka's string and number serializers
+ *   write it; for several (or any key that is a JSON object) a JSON object of them (`{"id": 42}`),
+ *   also inside a JSON converter's `{"schema": …, "payload": …}`.
+ * - `mode: cdc`, `cdc.format: debezium`: Debezium's change event in JSON, with or without the
+ *   JSON converter's schema wrapper. `op` c (insert), r (snapshot read) and u (update) make
+ *   `after` the key's row; d deletes the key of `before` (of the Kafka key when `before` is
+ *   null: REPLICA IDENTITY DEFAULT on Postgres still gives the key). The flattened form of
+ *   `ExtractNewRecordState` (`__deleted: "true"`, `__op: "d"`) deletes the key of the row it
+ *   carries; otherwise the row is the key's new row. A tombstone deletes as in upsert mode
+ *   (Debezium sends one after each delete: deleting a deleted key changes nothing).
+ *   Truncate (`op: t`) and logical-decoding messages (`op: m`) change no key of their own: they
+ *   are dead letters with the reason, so nothing is lost silently and nothing is guessed
+ *   (a truncate applied as "delete every row" by a replayed history would delete newer rows).
+ *
+ * A record from which no key can be read (a missing or null identifier column, a tombstone
+ * without a key) throws DecodeError: the caller makes it a dead letter with the reason.
+ */
+import type { ColumnConfig, TableConfig } from '../../config';
+import { compileRowReader, type KafkaRecord, type Row } from '../decode';
+import { DecodeError, DecoderConfigError } from '../formats/errors';
+import { compileRecordValue } from '../formats/json';
+
+export type Change = { kind: 'upsert'; row: Row } | { kind: 'delete'; key: Row };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/** The reader of a table entry's changes (compile once per entry). */
+export function compileChanges(t: Pick<TableConfig, 'table' | 'columns' | 'partitionBy' | 'mode' | 'idColumns'>): (rec: KafkaRecord) => Change {
+  if (t.mode === 'append') throw new DecoderConfigError(`table ${t.table}: changes are for mode upsert or cdc`);
+  const idColumns = t.idColumns ?? [];
+  if (idColumns.length === 0) throw new DecoderConfigError(`table ${t.table}: mode ${t.mode} needs idColumns`);
+  const rows = compileRowReader(t);
+  const keyOf = compileKafkaKey(t.columns, idColumns);
+  const keyFromRow = compileRowReader({ columns: idColumns.map((n) => keyColumn(t.columns, n)) }).row;
+  if (t.mode === 'upsert')
+    return (rec) => (rec.value === null ? { kind: 'delete', key: keyOf(rec) } : { kind: 'upsert', row: rows.row(rows.parse(rec.value), rec) });
+  const parse = compileRecordValue(t.columns);
+  return (rec) => {
+    if (rec.value === null) return { kind: 'delete', key: keyOf(rec) };
+    let v = parse(rec.value);
+    // The JSON converter with schemas.enable wraps every event: {"schema": {...}, "payload": {...}}.
+    if (hasOwn.call(v, 'payload') && hasOwn.call(v, 'schema')) {
+      const p = v.payload;
+      if (p === null) return { kind: 'delete', key: keyOf(rec) };
+      if (typeof p !== 'object' || Array.isArray(p)) throw new DecodeError('value: the payload of a schema-wrapped event is not an object');
+      v = p as Record<string, unknown>;
+    }
+    if (hasOwn.call(v, 'op')) return envelope(v, rec);
+    if (hasOwn.call(v, '__deleted') || hasOwn.call(v, '__op')) {
+      const deleted = v.__deleted === true || v.__deleted === 'true' || v.__op === 'd';
+      return deleted ? { kind: 'delete', key: keyFromRow(v, rec) } : { kind: 'upsert', row: rows.row(v, rec) };
+    }
+    throw new DecodeError(
+      'value: not a Debezium change event (neither op with before/after, nor the flattened __op/__deleted fields)',
+    );
+  };
+
+  function envelope(v: Record<string, unknown>, rec: KafkaRecord): Change {
+    const op = v.op;
+    const part = (name: 'before' | 'after'): Record<string, unknown> | null => {
+      const x = v[name];
+      if (x === null || x === undefined) return null;
+      if (typeof x !== 'object' || Array.isArray(x)) throw new DecodeError(`value: ${name} of a Debezium event is not an object`);
+      return x as Record<string, unknown>;
+    };
+    switch (op) {
+      case 'c':
+      case 'r':
+      case 'u': {
+        const after = part('after');
+        if (after === null) throw new DecodeError(`value: a Debezium event with op ${op} has no after`);
+        return { kind: 'upsert', row: rows.row(after, rec) };
+      }
+      case 'd': {
+        const before = part('before');
+        return { kind: 'delete', key: before !== null ? keyFromRow(before, rec) : keyOf(rec) };
+      }
+      case 't':
+        throw new DecodeError(
+          'value: a Debezium truncate event (op t) is not applied: it names no key, and floe deletes rows by key only; truncate the table with an engine of your choice if you mean it',
+        );
+      case 'm':
+        throw new DecodeError('value: a Debezium logical decoding message (op m) changes no row');
+      default:
+        throw new DecodeError(`value: Debezium op ${JSON.stringify(op)} is none of c, r, u, d, t, m`);
+    }
+  }
+}
+
+/** An identifier column as read from a key object: from the value, by its name, never null. */
+function keyColumn(columns: readonly ColumnConfig[], name: string): ColumnConfig {
+  const c = columns.find((x) => x.name === name);
+  if (!c) throw new DecoderConfigError(`idColumns: ${name} is not a column`);
+  const { header: _h, ...rest } = c;
+  return { ...rest, source: 'value', path: c.source === 'value' || c.source === undefined ? (c.path ?? c.name) : c.name, required: true };
+}
+
+/**
+ * The key a record's Kafka key names. A JSON object (also schema-wrapped) gives each identifier
+ * column by its name (or its value path); with one identifier column any other key is that
+ * column's value as text.
+ */
+function compileKafkaKey(columns: readonly ColumnConfig[], idColumns: readonly string[]): (rec: KafkaRecord) => Row {
+  const objectColumns = idColumns.map((n) => keyColumn(columns, n));
+  const fromObject = compileRowReader({ columns: objectColumns });
+  const parseObject = compileRecordValue(objectColumns);
+  // One column: the key's bytes as that column's text (as a `source: key` column reads them).
+  const textual = ['string', 'uuid', 'int', 'long'].includes(String(objectColumns[0]!.type));
+  const single =
+    idColumns.length === 1 && textual ? compileRowReader({ columns: [{ ...objectColumns[0]!, source: 'key', path: undefined }] }).row : undefined;
+  const empty: Record<string, unknown> = {};
+  return (rec) => {
+    if (rec.key === null) throw new DecodeError('key: a tombstone (null value) needs the record key to name the row it deletes');
+    if (rec.key[0] === 0x7b /* { */) {
+      let text: string;
+      try {
+        text = utf8.decode(rec.key);
+      } catch {
+        throw new DecodeError('key: not valid UTF-8');
+      }
+      if (text.trimEnd().endsWith('}')) {
+        let v = parseObject(rec.key);
+        if (hasOwn.call(v, 'payload') && hasOwn.call(v, 'schema') && v.payload !== null && typeof v.payload === 'object')
+          v = v.payload as Record<string, unknown>;
+        return fromObject.row(v, rec);
+      }
+    }
+    if (!single)
+      throw new DecodeError(
+        `key: must be a JSON object of the identifier columns (${idColumns.join(', ')}): a key as plain text names one string, uuid, int or long column`,
+      );
+    return single(empty, rec);
+  };
+}
