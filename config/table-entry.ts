@@ -329,7 +329,10 @@ const ID_COLUMN_TYPE = /^(int|long|string|date|timestamp|timestamptz|uuid|boolea
 
 /** A change stream's envelope (mode: cdc). */
 const cdc = obj({
-  format: z.enum(['debezium'], { error: 'debezium' }).default('debezium').describe("Debezium's envelope (before, after, op) or its flattened form (__op, __deleted)"),
+  format: z
+    .enum(['debezium'], { error: 'debezium' })
+    .default('debezium')
+    .describe("Debezium's envelope (before, after, op) or its flattened form (__op, __deleted)"),
 });
 
 const TABLE_KEYS = {
@@ -374,7 +377,9 @@ const TABLE_KEYS = {
   mode: z
     .enum(MODES, { error: MODES.join(', ') })
     .default('append')
-    .describe('append: every record a new row; upsert: the newest record of a key is its row, a tombstone deletes it; cdc: a change stream (cdc.format)'),
+    .describe(
+      'append: every record a new row; upsert: the newest record of a key is its row, a tombstone deletes it; cdc: a change stream (cdc.format)',
+    ),
   idColumns: list(text(NAME, COLUMN_NAME), text())
     .optional()
     .describe("mode upsert or cdc: the row key's columns (the table's Iceberg identifier fields)"),
@@ -435,15 +440,21 @@ function tableRule(t: z.output<typeof tableKeys>, r: Rule): void {
 /** An upsert or CDC entry: its row key names configured columns the key index can encode. */
 function keyedRule(t: z.output<typeof tableKeys>, r: Rule): void {
   if (t.mode === 'append') {
-    if (t.idColumns !== undefined && r.ok('idColumns')) r.problem(['idColumns'], 'only with mode upsert or cdc (the row key of a table whose rows change)');
+    if (t.idColumns !== undefined && r.ok('idColumns'))
+      r.problem(['idColumns'], 'only with mode upsert or cdc (the row key of a table whose rows change)');
     if (t.cdc !== undefined && r.ok('cdc')) r.problem(['cdc'], 'only with mode cdc');
     return;
   }
   if (t.cdc !== undefined && t.mode !== 'cdc' && r.ok('cdc')) r.problem(['cdc'], 'only with mode cdc');
-  if (t.value.format !== 'json') r.problem(['mode'], `mode ${t.mode} takes JSON values for now (value.format: json); ${t.value.format} is not supported yet`);
-  if (t.route !== undefined && r.ok('route')) r.problem(['route'], `a route cannot be combined with mode ${t.mode} (each routed table would need its own key index)`);
+  if (t.value.format !== 'json')
+    r.problem(['mode'], `mode ${t.mode} takes JSON values for now (value.format: json); ${t.value.format} is not supported yet`);
+  if (t.route !== undefined && r.ok('route'))
+    r.problem(['route'], `a route cannot be combined with mode ${t.mode} (each routed table would need its own key index)`);
   if ((t.topics !== undefined || t.topicPattern !== undefined) && r.ok('topic'))
-    r.problem([t.topics !== undefined ? 'topics' : 'topicPattern'], `mode ${t.mode} reads one topic: the newest record of a key is only defined within one topic's partition`);
+    r.problem(
+      [t.topics !== undefined ? 'topics' : 'topicPattern'],
+      `mode ${t.mode} reads one topic: the newest record of a key is only defined within one topic's partition`,
+    );
   if (!r.ok('idColumns') || !r.ok('columns')) return;
   if (t.idColumns === undefined) {
     r.expected(['idColumns'], `the row key's columns (mode ${t.mode})`);
@@ -454,7 +465,11 @@ function keyedRule(t: z.output<typeof tableKeys>, r: Rule): void {
     const c = columns.find((x) => x.name === name);
     if (!c) r.expected(['idColumns', j], `one of the columns (${columns.map((x) => x.name).join(', ')})`, name);
     else if (typeof c.type !== 'string' || !ID_COLUMN_TYPE.test(c.type))
-      r.expected(['idColumns', j], 'a column of type int, long, string, date, timestamp, timestamptz, decimal(P, S), uuid or boolean', name);
+      r.expected(
+        ['idColumns', j],
+        'a column of type int, long, string, date, timestamp, timestamptz, decimal(P, S), uuid or boolean',
+        name,
+      );
     else if (t.idColumns!.indexOf(name) !== j) r.expected(['idColumns', j], 'each column once', name);
   });
 }
@@ -485,7 +500,12 @@ export const table = withRule(tableKeys, tableRule).transform((t) => {
     maintenance: t.maintenance,
     value: t.value,
     mode: t.mode,
-    ...tidy({ key: t.key, route: t.route, idColumns: t.mode === 'append' ? undefined : t.idColumns, cdc: t.mode === 'cdc' ? (t.cdc ?? { format: 'debezium' as const }) : undefined }),
+    ...tidy({
+      key: t.key,
+      route: t.route,
+      idColumns: t.mode === 'append' ? undefined : t.idColumns,
+      cdc: t.mode === 'cdc' ? (t.cdc ?? { format: 'debezium' as const }) : undefined,
+    }),
   };
 });
 

@@ -99,17 +99,22 @@ export interface UpsertVerification {
   expected: number;
   rows: number;
   duckdb: { rows: number; distinct: number; mismatched: number } | { error: string };
+  pyiceberg?: { rows: number };
   deadLetters: number;
   ok: boolean;
   problems: string[];
 }
 
-const DUCKDB_ROWS = `
+/** (id, version) of every row as DuckDB's iceberg_scan and PyIceberg's scan read it, position deletes applied. */
+const ENGINE_ROWS = `
 import json, sys
-from floe_duckdb import connect
+from floe_duckdb import connect, pyiceberg_s3_properties
+from pyiceberg.table import StaticTable
 con = connect()
-rows = con.sql(f"SELECT id, version FROM iceberg_scan('{sys.argv[1]}')").fetchall()
-print(json.dumps([[int(r[0]), int(r[1])] for r in rows]))
+duck = con.sql(f"SELECT id, version FROM iceberg_scan('{sys.argv[1]}')").fetchall()
+t = StaticTable.from_metadata(sys.argv[1], properties=pyiceberg_s3_properties()).scan(selected_fields=("id", "version")).to_arrow()
+py = list(zip(t.column("id").to_pylist(), t.column("version").to_pylist()))
+print(json.dumps({"duckdb": [[int(a), int(b)] for a, b in duck], "pyiceberg": [[int(a), int(b)] for a, b in py]}))
 `;
 
 /** Checks the table equals `state` (id -> version) through floe's reader (deletes applied) and DuckDB. */
@@ -132,16 +137,28 @@ export async function verifyUpsertTable(cfg: FloeConfig, table: string, state: R
     const problems = compareState('floe', rows, state);
     if (deadLetters !== 0) problems.push(`${deadLetters} dead letters (none expected)`);
     let duckdb: UpsertVerification['duckdb'];
+    let pyiceberg: UpsertVerification['pyiceberg'];
     try {
-      const d = await runPythonJson<Array<[number, number]>>(DUCKDB_ROWS, [loaded.metadataLocation], { timeoutMs: 120_000 });
-      const p = compareState('DuckDB', d, state);
-      problems.push(...p);
-      duckdb = { rows: d.length, distinct: new Set(d.map((r) => r[0])).size, mismatched: p.length };
+      const e = await runPythonJson<Record<'duckdb' | 'pyiceberg', Array<[number, number]>>>(ENGINE_ROWS, [loaded.metadataLocation], {
+        timeoutMs: 120_000,
+      });
+      const p = compareState('DuckDB', e.duckdb, state);
+      problems.push(...p, ...compareState('PyIceberg', e.pyiceberg, state));
+      duckdb = { rows: e.duckdb.length, distinct: new Set(e.duckdb.map((r) => r[0])).size, mismatched: p.length };
+      pyiceberg = { rows: e.pyiceberg.length };
     } catch (e) {
       duckdb = { error: (e as Error).message };
-      problems.push(`DuckDB could not read the table: ${duckdb.error}`);
+      problems.push(`DuckDB and PyIceberg could not read the table: ${duckdb.error}`);
     }
-    return { expected: state.size, rows: rows.length, duckdb, deadLetters, ok: problems.length === 0, problems };
+    return {
+      expected: state.size,
+      rows: rows.length,
+      duckdb,
+      ...(pyiceberg ? { pyiceberg } : {}),
+      deadLetters,
+      ok: problems.length === 0,
+      problems,
+    };
   } finally {
     await tables.close();
   }

@@ -263,7 +263,12 @@ function nextMessages(
 }
 
 /** A customer table's next changes up to the `due`-th, as messages. */
-function nextChanges(source: CustomerSource, mode: 'upsert' | 'cdc', due: number, n: Produced): Array<{ key: string; value: string | null }> {
+function nextChanges(
+  source: CustomerSource,
+  mode: 'upsert' | 'cdc',
+  due: number,
+  n: Produced,
+): Array<{ key: string; value: string | null }> {
   const out: Array<{ key: string; value: string | null }> = [];
   while (n.produced < due) out.push(...changeMessages(source.next(), mode, n.produced++));
   return out;
@@ -347,7 +352,11 @@ async function verifyChanges(cfg: FloeConfig, table: string, topic: string, sour
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const log = o.log ?? ((m: string) => console.log(m));
   const name = o.name ?? defaultName();
-  const { path: configPath, table, topic } = o.changes
+  const {
+    path: configPath,
+    table,
+    topic,
+  } = o.changes
     ? scenarioConfig(name, o.partitions, o.commitInterval ?? '3s', { mode: o.changes.mode, ...o.tableOverrides }, 'customers.yaml')
     : scenarioConfig(name, o.partitions, o.commitInterval ?? '5s', o.tableOverrides);
   const source = o.changes ? new CustomerSource(o.changes.keys) : undefined;

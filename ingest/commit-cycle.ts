@@ -163,36 +163,41 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
     [SUMMARY_DEAD_LETTERS]: String(input.deadLetters),
     ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
   };
-  const res = await deps.tables.appendOnce(table, {
-    files,
-    summary,
-    base: before,
-    ...(input.upsert ? { deletes: { files: deleteFiles, referencedDataFiles: input.upsert.referencedDataFiles } } : {}),
-    // The cursor is a table property written in the same atomic commit: it survives any expiry.
-    properties: (snapshotId) => ({
-      ...cursorProperty(input.ingestId, {
-        snapshotId: snapshotId.toString(),
-        commitId: input.commitId,
-        offsets: input.endOffsets,
-        topic: t.topic,
-        topicId,
-        ...(input.range ? { range: input.range } : {}),
+  const res = await deps.tables
+    .appendOnce(table, {
+      files,
+      summary,
+      base: before,
+      ...(input.upsert ? { deletes: { files: deleteFiles, referencedDataFiles: input.upsert.referencedDataFiles } } : {}),
+      // The cursor is a table property written in the same atomic commit: it survives any expiry.
+      properties: (snapshotId) => ({
+        ...cursorProperty(input.ingestId, {
+          snapshotId: snapshotId.toString(),
+          commitId: input.commitId,
+          offsets: input.endOffsets,
+          topic: t.topic,
+          topicId,
+          ...(input.range ? { range: input.range } : {}),
+        }),
+        // A route's base table, committed after every other table of the cycle that got rows.
+        ...(input.routeCursor ? routeCursorProperty(input.ingestId, input.routeCursor) : {}),
       }),
-      // A route's base table, committed after every other table of the cycle that got rows.
-      ...(input.routeCursor ? routeCursorProperty(input.ingestId, input.routeCursor) : {}),
-    }),
-    validate: (m) => {
-      if (landedCommit(m, input.ingestId, input.commitId) !== null) return ALREADY_COMMITTED;
-      fence(m);
-      if (input.upsert) checkNoRowsAddedSince(table, m, input.upsert.indexSnapshotIds);
-    },
-  }).catch((e: unknown) => {
-    // RowDelta: a data file the deletes name was rewritten meanwhile (compaction). The cycle's
-    // positions no longer name its keys' rows: it starts over from a fresh key index.
-    if (input.upsert && isIcebergError(e, 'CommitFailed'))
-      throw nonRetryable(FailureType.DeleteConflict, `${table} commit ${input.commitId}: ${(e as Error).message}; the cycle will re-read its offsets`);
-    throw e;
-  });
+      validate: (m) => {
+        if (landedCommit(m, input.ingestId, input.commitId) !== null) return ALREADY_COMMITTED;
+        fence(m);
+        if (input.upsert) checkNoRowsAddedSince(table, m, input.upsert.indexSnapshotIds);
+      },
+    })
+    .catch((e: unknown) => {
+      // RowDelta: a data file the deletes name was rewritten meanwhile (compaction). The cycle's
+      // positions no longer name its keys' rows: it starts over from a fresh key index.
+      if (input.upsert && isIcebergError(e, 'CommitFailed'))
+        throw nonRetryable(
+          FailureType.DeleteConflict,
+          `${table} commit ${input.commitId}: ${(e as Error).message}; the cycle will re-read its offsets`,
+        );
+      throw e;
+    });
   crashPoint('after-cas');
   // Every earlier cycle of this ingest is now either committed or abandoned (fenced): its files
   // are referenced or true orphans, so none needs protecting any more.
@@ -225,7 +230,10 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
 export function checkNoRowsAddedSince(table: string, m: TableMetadata, indexSnapshotIds: readonly string[]): void {
   const byId = new Map(m.snapshots.map((s) => [s['snapshot-id'].toString(), s]));
   for (const since of indexSnapshotIds) {
-    let s = m['current-snapshot-id'] === undefined || m['current-snapshot-id'] === null ? undefined : byId.get(m['current-snapshot-id'].toString());
+    let s =
+      m['current-snapshot-id'] === undefined || m['current-snapshot-id'] === null
+        ? undefined
+        : byId.get(m['current-snapshot-id'].toString());
     while (s && s['snapshot-id'].toString() !== since) {
       const added = Number(s.summary['added-data-files'] ?? '0');
       if (s.summary.operation !== 'replace' && added > 0)
@@ -233,7 +241,10 @@ export function checkNoRowsAddedSince(table: string, m: TableMetadata, indexSnap
           FailureType.DeleteConflict,
           `${table}: snapshot ${s['snapshot-id']} (${s.summary.operation}) added ${added} data files after the key index's snapshot ${since || 'none'}; their rows may hold keys this cycle changes; the cycle will re-read its offsets`,
         );
-      s = s['parent-snapshot-id'] === undefined || s['parent-snapshot-id'] === null ? undefined : byId.get(s['parent-snapshot-id'].toString());
+      s =
+        s['parent-snapshot-id'] === undefined || s['parent-snapshot-id'] === null
+          ? undefined
+          : byId.get(s['parent-snapshot-id'].toString());
     }
     if (!s && since !== '')
       throw nonRetryable(

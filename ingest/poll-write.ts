@@ -140,7 +140,12 @@ async function writeDeletes(deps: Deps, t: TableConfig, input: PollInput, prefix
   if (d.deletes.length === 0) return { deleteFiles: [], ...base };
   const { metadata } = await deps.tables.load(t.table);
   await markPending(deps.tables.io, metadata.location, pendingOwner(input.ingestId), `${input.commitId}-`);
-  const written = await writePositionDeleteFiles(deps.tables.io, metadata, d.deletes, (n) => `${prefix}-deletes-${String(n).padStart(5, '0')}.parquet`);
+  const written = await writePositionDeleteFiles(
+    deps.tables.io,
+    metadata,
+    d.deletes,
+    (n) => `${prefix}-deletes-${String(n).padStart(5, '0')}.parquet`,
+  );
   crashPoint('after-delete-write');
   return {
     ...base,

@@ -32,7 +32,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const hasOwn = Object.prototype.hasOwnProperty;
 
 /** The reader of a table entry's changes (compile once per entry). */
-export function compileChanges(t: Pick<TableConfig, 'table' | 'columns' | 'partitionBy' | 'mode' | 'idColumns'>): (rec: KafkaRecord) => Change {
+export function compileChanges(
+  t: Pick<TableConfig, 'table' | 'columns' | 'partitionBy' | 'mode' | 'idColumns'>,
+): (rec: KafkaRecord) => Change {
   if (t.mode === 'append') throw new DecoderConfigError(`table ${t.table}: changes are for mode upsert or cdc`);
   const idColumns = t.idColumns ?? [];
   if (idColumns.length === 0) throw new DecoderConfigError(`table ${t.table}: mode ${t.mode} needs idColumns`);
@@ -40,7 +42,8 @@ export function compileChanges(t: Pick<TableConfig, 'table' | 'columns' | 'parti
   const keyOf = compileKafkaKey(t.columns, idColumns);
   const keyFromRow = compileRowReader({ columns: idColumns.map((n) => keyColumn(t.columns, n)) }).row;
   if (t.mode === 'upsert')
-    return (rec) => (rec.value === null ? { kind: 'delete', key: keyOf(rec) } : { kind: 'upsert', row: rows.row(rows.parse(rec.value), rec) });
+    return (rec) =>
+      rec.value === null ? { kind: 'delete', key: keyOf(rec) } : { kind: 'upsert', row: rows.row(rows.parse(rec.value), rec) };
   const parse = compileRecordValue(t.columns);
   return (rec) => {
     if (rec.value === null) return { kind: 'delete', key: keyOf(rec) };
@@ -52,14 +55,18 @@ export function compileChanges(t: Pick<TableConfig, 'table' | 'columns' | 'parti
       if (typeof p !== 'object' || Array.isArray(p)) throw new DecodeError('value: the payload of a schema-wrapped event is not an object');
       v = p as Record<string, unknown>;
     }
-    if (hasOwn.call(v, 'op')) return envelope(v, rec);
+    // The envelope: op with before/after (a flattened row may have a column named op of its own).
+    // Truncates and messages carry no before/after, only op and source.
+    if (
+      hasOwn.call(v, 'op') &&
+      (hasOwn.call(v, 'after') || hasOwn.call(v, 'before') || hasOwn.call(v, 'source') || hasOwn.call(v, 'message'))
+    )
+      return envelope(v, rec);
     if (hasOwn.call(v, '__deleted') || hasOwn.call(v, '__op')) {
       const deleted = v.__deleted === true || v.__deleted === 'true' || v.__op === 'd';
       return deleted ? { kind: 'delete', key: keyFromRow(v, rec) } : { kind: 'upsert', row: rows.row(v, rec) };
     }
-    throw new DecodeError(
-      'value: not a Debezium change event (neither op with before/after, nor the flattened __op/__deleted fields)',
-    );
+    throw new DecodeError('value: not a Debezium change event (neither op with before/after, nor the flattened __op/__deleted fields)');
   };
 
   function envelope(v: Record<string, unknown>, rec: KafkaRecord): Change {
@@ -114,7 +121,9 @@ function compileKafkaKey(columns: readonly ColumnConfig[], idColumns: readonly s
   // One column: the key's bytes as that column's text (as a `source: key` column reads them).
   const textual = ['string', 'uuid', 'int', 'long'].includes(String(objectColumns[0]!.type));
   const single =
-    idColumns.length === 1 && textual ? compileRowReader({ columns: [{ ...objectColumns[0]!, source: 'key', path: undefined }] }).row : undefined;
+    idColumns.length === 1 && textual
+      ? compileRowReader({ columns: [{ ...objectColumns[0]!, source: 'key', path: undefined }] }).row
+      : undefined;
   const empty: Record<string, unknown> = {};
   return (rec) => {
     if (rec.key === null) throw new DecodeError('key: a tombstone (null value) needs the record key to name the row it deletes');
@@ -126,7 +135,13 @@ function compileKafkaKey(columns: readonly ColumnConfig[], idColumns: readonly s
         throw new DecodeError('key: not valid UTF-8');
       }
       if (text.trimEnd().endsWith('}')) {
-        let v = parseObject(rec.key);
+        let v: Record<string, unknown>;
+        try {
+          v = parseObject(rec.key);
+        } catch (e) {
+          // the parser names what it parses "value"; here it is the key
+          throw e instanceof DecodeError ? new DecodeError(e.message.replace(/^value:/, 'key:')) : e;
+        }
         if (hasOwn.call(v, 'payload') && hasOwn.call(v, 'schema') && v.payload !== null && typeof v.payload === 'object')
           v = v.payload as Record<string, unknown>;
         return fromObject.row(v, rec);
