@@ -10,6 +10,25 @@ import { CliError, EXIT } from './exit';
  * commits, the kill and the recovery), then a chart of lag and committed rows over time (--plot,
  * default on a terminal), the commits and the exactly-once checks.
  */
+/** The end of an upsert/CDC demo: the table against the source state. */
+function printChanges(
+  res: Awaited<ReturnType<typeof import('../demo/scenario').runScenario>>,
+  mode: 'upsert' | 'cdc',
+  t0: number,
+): void {
+  console.log(`source state: ${res.distinctEventIds} live customers (mode ${mode})`);
+  console.log(`floe:   rows ${res.rows}, dead letters ${res.deadLetters}`);
+  console.log('duckdb + pyiceberg: ' + ('error' in res.duckdb ? `ERROR ${res.duckdb.error}` : `rows ${res.duckdb.rows}`));
+  console.log(`table metadata: ${res.metadataLocation}`);
+  if (!res.ok) {
+    console.log(`\nFAILED: ${res.problems.join('; ')}`);
+    process.exitCode = EXIT.failure;
+  } else
+    console.log(
+      `\nOK: the table equals the source state (every live id once, at its last version; deleted ids gone) through floe, DuckDB and PyIceberg (${((Date.now() - t0) / 1000).toFixed(0)} s)`,
+    );
+}
+
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
@@ -20,9 +39,12 @@ export function registerDemoCommand(program: Command): void {
     .option('--kill-at <duration>', 'SIGKILL the worker this long after the start (0 = never)', '40s')
     .option('--restart-after <duration>', 'restart the killed worker this long after the kill', '5s')
     .option('--commit-interval <duration>', 'ingest commit interval', '5s')
+    .option('--cdc', "stream a customer table's inserts, updates and deletes as Debezium change events into a mode: cdc table")
+    .option('--upsert', 'the same changes as keyed rows and tombstones into a mode: upsert table')
+    .option('--keys <n>', 'with --cdc or --upsert: customer ids', '300')
     .option('--plot', 'draw lag and committed rows over time at the end (default on a terminal)')
     .option('--no-plot', 'no chart')
-    .action(async (o: Record<string, string> & { plot?: boolean }) => {
+    .action(async (o: Record<string, string> & { plot?: boolean; cdc?: boolean; upsert?: boolean }) => {
       const num = (k: string) => {
         const v = Number(o[k]);
         if (!Number.isFinite(v) || v < 0)
@@ -43,6 +65,8 @@ export function registerDemoCommand(program: Command): void {
       const { tableCommitRows } = await import('../client/tables');
       const { ProgressTracker } = await import('../demo/progress');
       const tracker = new ProgressTracker();
+      if (o.cdc && o.upsert) throw new CliError('give --cdc or --upsert, not both', EXIT.usage);
+      const changes = o.cdc || o.upsert ? { mode: o.cdc ? ('cdc' as const) : ('upsert' as const), keys: Math.max(1, num('keys')) } : undefined;
       const plot = o.plot ?? process.stdout.isTTY === true;
       const t0 = Date.now();
       await ensureStack();
@@ -53,6 +77,7 @@ export function registerDemoCommand(program: Command): void {
         partitions: Math.max(1, num('partitions')),
         kills: killAt > 0 ? [{ atS: killAt, restartAfterS }] : [],
         commitInterval: o.commitInterval,
+        ...(changes ? { changes } : {}),
         // A line every ~2 s while it streams; the kill, the restart and the recovery as they happen.
         onProgress: (s) => {
           for (const line of tracker.sample(s)) console.log(line);
@@ -74,6 +99,10 @@ export function registerDemoCommand(program: Command): void {
       ]);
       console.log('');
       console.log(`messages in topic ${res.topic}: ${res.messagesInTopic} (produced ${res.produced}, ${res.kills} worker kill(s))`);
+      if (changes) {
+        printChanges(res, changes.mode, t0);
+        return;
+      }
       console.log(`floe:   rows ${res.rows}, distinct event_id ${res.distinctEventIds}, dead letters ${res.deadLetters}`);
       console.log(
         'duckdb: ' +

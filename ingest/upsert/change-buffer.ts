@@ -46,8 +46,9 @@ export class ChangeBuffer {
     for (const [key, i] of last) {
       const at = index.lookup(key);
       if (at) {
-        if (!at.dataFile) throw new Error(`key index: ${index.describe(key)} is in ${at.file}, whose partition the index does not know`);
-        deletes.push({ dataFile: at.dataFile, pos: BigInt(at.pos) });
+        const dataFile = index.dataFile(at.file);
+        if (!dataFile) throw new Error(`key index: ${index.describe(key)} is in ${at.file}, whose partition the index does not know`);
+        deletes.push({ dataFile, pos: BigInt(at.pos) });
       }
       if (this.upsert[i]) rows.push(this.rows[i]!);
       else deletedKeys++;

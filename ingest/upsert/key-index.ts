@@ -43,8 +43,6 @@ import { KeyCodec } from './key-codec';
 /** Where a key's live row is: the data file's path as its manifest entry names it, and the row's position. */
 interface KeyLocation {
   file: string;
-  /** the file's spec and partition (a position delete is filed with them), when the index read it from a manifest */
-  dataFile?: Pick<DataFile, 'filePath' | 'specId' | 'partition'>;
   /** a JS number: a position is below the file's row count, which is far below 2^53 */
   pos: number;
 }
@@ -240,9 +238,12 @@ export class KeyIndex {
 
   lookup(key: string): KeyLocation | undefined {
     const l = this.store.get(key);
-    if (l === undefined) return undefined;
-    const info = this.infos[l.fileId];
-    return { file: this.files[l.fileId]!, pos: l.pos, ...(info ? { dataFile: info } : {}) };
+    return l === undefined ? undefined : { file: this.files[l.fileId]!, pos: l.pos };
+  }
+  /** A located file's spec and partition (a position delete is filed with them), when the index read it from a manifest. */
+  dataFile(path: string): Pick<DataFile, 'filePath' | 'specId' | 'partition'> | undefined {
+    const id = this.fileIds.get(path);
+    return id === undefined ? undefined : this.infos[id];
   }
   set(key: string, at: KeyLocation): void {
     this.store.set(key, this.intern(at.file), at.pos);

@@ -275,7 +275,6 @@ describe('compileChanges: mode cdc (Debezium)', () => {
 
 interface FakeLocation {
   file: string;
-  dataFile?: { filePath: string; specId: number; partition: Record<string, unknown> };
   pos: number;
 }
 
@@ -289,7 +288,11 @@ function fakeIndex(live: Record<string, { file: string; pos: number; noPartition
       lookups.push(key);
       const at = live[key];
       if (!at) return undefined;
-      return { file: at.file, pos: at.pos, ...(at.noPartition ? {} : { dataFile: { filePath: at.file, specId: 0, partition: {} } }) };
+      return { file: at.file, pos: at.pos };
+    },
+    dataFile: (path: string) => {
+      const at = Object.values(live).find((l) => l.file === path);
+      return !at || at.noPartition ? undefined : { filePath: path, specId: 0, partition: {} };
     },
     describe: (key: string) => `key ${key}`,
   };
