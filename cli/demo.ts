@@ -11,11 +11,7 @@ import { CliError, EXIT } from './exit';
  * default on a terminal), the commits and the exactly-once checks.
  */
 /** The end of an upsert/CDC demo: the table against the source state. */
-function printChanges(
-  res: Awaited<ReturnType<typeof import('../demo/scenario').runScenario>>,
-  mode: 'upsert' | 'cdc',
-  t0: number,
-): void {
+function printChanges(res: Awaited<ReturnType<typeof import('../demo/scenario').runScenario>>, mode: 'upsert' | 'cdc', t0: number): void {
   console.log(`source state: ${res.distinctEventIds} live customers (mode ${mode})`);
   console.log(`floe:   rows ${res.rows}, dead letters ${res.deadLetters}`);
   console.log('duckdb + pyiceberg: ' + ('error' in res.duckdb ? `ERROR ${res.duckdb.error}` : `rows ${res.duckdb.rows}`));
@@ -66,7 +62,8 @@ export function registerDemoCommand(program: Command): void {
       const { ProgressTracker } = await import('../demo/progress');
       const tracker = new ProgressTracker();
       if (o.cdc && o.upsert) throw new CliError('give --cdc or --upsert, not both', EXIT.usage);
-      const changes = o.cdc || o.upsert ? { mode: o.cdc ? ('cdc' as const) : ('upsert' as const), keys: Math.max(1, num('keys')) } : undefined;
+      const changes =
+        o.cdc || o.upsert ? { mode: o.cdc ? ('cdc' as const) : ('upsert' as const), keys: Math.max(1, num('keys')) } : undefined;
       const plot = o.plot ?? process.stdout.isTTY === true;
       const t0 = Date.now();
       await ensureStack();

@@ -100,6 +100,7 @@ function startSampler(
   produced: () => number,
   onProgress: (s: ProgressSample) => void,
   everyMs: number,
+  committedOf: (s: IngestStatus) => number,
 ): Sampler {
   let running = true;
   let last = { committed: 0, commits: 0 };
@@ -111,7 +112,7 @@ function startSampler(
       let workerUp = true;
       try {
         const s = await fc.client.connection.withDeadline(Date.now() + 1500, () => handle.query(statusQuery));
-        last = { committed: s.totalRows + s.totalDeadLetters, commits: s.commits };
+        last = { committed: committedOf(s), commits: s.commits };
       } catch {
         workerUp = false;
       }
@@ -227,6 +228,8 @@ class KillSchedule {
 interface Produced {
   produced: number;
   malformed: number;
+  /** messages sent (a CDC delete is two: the event and its tombstone) */
+  messages: number;
 }
 
 /** A fresh topic of `partitions` partitions, and an idempotent producer connected to the cluster. */
@@ -252,6 +255,7 @@ function nextMessages(
     const e = events.next().value!;
     const good = JSON.stringify(e);
     n.produced++;
+    n.messages++;
     let value = good;
     if (malformedEvery && n.produced % malformedEvery === 0) {
       value = malformed(n.produced / malformedEvery, good);
@@ -271,6 +275,7 @@ function nextChanges(
 ): Array<{ key: string; value: string | null }> {
   const out: Array<{ key: string; value: string | null }> = [];
   while (n.produced < due) out.push(...changeMessages(source.next(), mode, n.produced++));
+  n.messages += out.length;
   return out;
 }
 
@@ -320,8 +325,8 @@ async function drain(fc: FloeClient, table: string, timeoutS: number): Promise<I
   ]).finally(() => clearTimeout(drainTimer));
 }
 
-const defaultName = (): string =>
-  `orders_${new Date()
+const defaultName = (what: string): string =>
+  `${what}_${new Date()
     .toISOString()
     .replace(/[-:T.Z]/g, '')
     .slice(0, 14)}`;
@@ -351,7 +356,7 @@ async function verifyChanges(cfg: FloeConfig, table: string, topic: string, sour
 
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const log = o.log ?? ((m: string) => console.log(m));
-  const name = o.name ?? defaultName();
+  const name = o.name ?? defaultName(o.changes ? 'customers' : 'orders');
   const {
     path: configPath,
     table,
@@ -368,20 +373,33 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   );
   const fc = await connectClient(cfg);
   const t0 = Date.now();
-  const n: Produced = { produced: 0, malformed: 0 };
+  const n: Produced = { produced: 0, malformed: 0, messages: 0 };
+  // What the ingest has covered: rows and dead letters of an append table; the cursor's offsets
+  // (from 0 in the fresh topic) of a table whose rows change (its rows are fewer than its records).
+  const committedOf = (s: IngestStatus): number =>
+    source ? Object.values(s.cursor).reduce((x, o) => x + Number(o), 0) : s.totalRows + s.totalDeadLetters;
   let sampler: Sampler | null = null;
   try {
     await startIngest(fc, table);
     if (o.onProgress)
-      sampler = startSampler(fc, table, cfg.tables[0]!.ingestId, t0, () => n.produced, o.onProgress, o.progressEveryMs ?? 2000);
+      sampler = startSampler(
+        fc,
+        table,
+        cfg.tables[0]!.ingestId,
+        t0,
+        () => n.messages,
+        o.onProgress,
+        o.progressEveryMs ?? 2000,
+        committedOf,
+      );
     await streamEvents(o, producer, topic, worker, t0, n, source);
-    log(`produced ${n.produced} messages (${n.malformed} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
+    log(`produced ${n.messages} messages (${n.malformed} malformed) in ${((Date.now() - t0) / 1000).toFixed(1)}s; draining`);
     const status = await drain(fc, table, o.drainTimeoutS ?? 180);
     await sampler?.stop();
     o.onProgress?.({
       tS: (Date.now() - t0) / 1000,
-      produced: n.produced,
-      committed: status.totalRows + status.totalDeadLetters,
+      produced: n.messages,
+      committed: committedOf(status),
       commits: status.commits,
       workerUp: true,
     });
