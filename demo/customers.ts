@@ -11,7 +11,7 @@ import { openTables } from '../table/tables';
 import { PositionDeleteCache, planTasks, readTaskBatches } from '../iceberg';
 import { runPythonJson } from '../stack/python';
 
-export interface Customer {
+interface Customer {
   id: number;
   name: string;
   email: string;
@@ -21,7 +21,7 @@ export interface Customer {
 }
 
 /** One change of the source table. */
-export interface CustomerChange {
+interface CustomerChange {
   id: number;
   op: 'c' | 'u' | 'd';
   before: Customer | null;
@@ -94,7 +94,7 @@ export function changeMessages(c: CustomerChange, mode: 'upsert' | 'cdc', n: num
   return out;
 }
 
-export interface UpsertVerification {
+interface UpsertVerification {
   /** keys in the source state */
   expected: number;
   rows: number;

@@ -11,7 +11,7 @@ import type { Row } from '../decode';
 import type { Change } from './changes';
 import type { KeyIndex } from './key-index';
 
-export interface ResolvedChanges {
+interface ResolvedChanges {
   /** rows to write, one per key whose last change is an upsert */
   rows: Row[];
   /** the table's old rows of every changed key */

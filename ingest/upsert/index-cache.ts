@@ -14,7 +14,7 @@ interface Entry {
   tail: Promise<unknown>;
 }
 
-export class KeyIndexes {
+class KeyIndexes {
   private readonly entries = new Map<string, Entry>();
 
   constructor(private readonly io: FileIO) {}
