@@ -33,11 +33,17 @@ import {
   WRITE_TARGET_FILE_SIZE_BYTES,
   partitionPath,
   locationProvider,
-  readManifestList,
-  ManifestContent,
   rewriteFiles,
   mapConcurrent,
+  planTasks,
+  readTaskBatches,
+  deletedPositions,
+  readPositionDeletes,
+  referencedDataFile,
+  PositionDeleteCache,
+  DataFileContent,
   type DataFile,
+  type FileIO,
   type TableMetadata,
 } from '../iceberg';
 import { findCommit, SUMMARY_COMMIT_ID } from '../table/cursor';
@@ -47,7 +53,7 @@ import { markPending } from '../table/pending';
 import { deleteStaged, isNotFound, readStagedJson, stagedLocation, writeStagedJson } from '../table/staged-files';
 import { fileStats, lookbackWindow, planFileGroups, transformTimeRange, type LiveFile } from './plan';
 import { PrefetchingFileIO } from './prefetch';
-import { absPath, liveDataFiles, reachableFiles, relPath } from './reachable';
+import { absPath, liveDataFiles, liveDeleteFiles, reachableFiles, relPath } from './reachable';
 import { parseOptionalWindow } from './window';
 import {
   compactDefaults,
@@ -156,30 +162,41 @@ export function summaryFileStats(m: TableMetadata): FileStats | null {
 }
 
 /**
- * Compaction rewrites data files without applying delete files, and its outputs get a new sequence
- * number, which no older equality delete applies to and no position delete names: compacting a
- * table with deletes would bring deleted rows back. So a table whose current snapshot has delete
- * manifests (another engine's merge-on-read DELETE, UPDATE or MERGE) is refused at planning, and
- * again when the commit starts, since deletes may land while the groups are rewritten (then the
- * outputs are deleted, never committed). Deletes landing between that check and the CAS are
- * refused by the library's RewriteFiles on every attempt.
+ * Compaction applies position deletes: a rewritten file holds no deleted row, and the commit
+ * checks that no delete landed on its inputs since (RewriteFiles with `deletes`). Equality deletes
+ * (another engine's merge-on-read with equality deletes) are refused at planning and again when
+ * the commit starts: floe cannot apply them (its scans refuse them too).
  */
-async function refuseDeleteFiles(
+async function refuseEqualityDeletes(
   tables: Tables,
   table: string,
-  metadata: TableMetadata,
+  deleteFiles: readonly DataFile[],
   beforeRefusing: () => Promise<void> = async () => undefined,
 ): Promise<void> {
-  const snap = currentSnapshot(metadata);
-  if (!snap) return;
-  const deletes = (await readManifestList(tables.io, snap['manifest-list'])).filter((m) => m.content === ManifestContent.Deletes);
-  if (deletes.length > 0) {
+  const eq = deleteFiles.filter((f) => f.content === DataFileContent.EqualityDeletes);
+  if (eq.length > 0) {
     await beforeRefusing();
     throw nonRetryable(
       'FeatureUnsupported',
-      `${table}: compaction of tables with delete files is not supported (found ${deletes.length} delete manifests in snapshot ${snap['snapshot-id']}); rewriting their data files would bring deleted rows back`,
+      `${table}: compaction of tables with equality delete files is not supported (found ${eq.length}, e.g. ${eq[0]!.filePath}); rewriting their data files would bring deleted rows back`,
     );
   }
+}
+
+/** Distinct deleted positions per data file of `paths`, from the live position delete files. */
+async function deletedCounts(io: FileIO, deleteFiles: readonly DataFile[], paths: ReadonlySet<string>): Promise<Map<string, number>> {
+  const byFile = new Map<string, Set<bigint>>();
+  const relevant = deleteFiles.filter((d) => {
+    const only = referencedDataFile(d);
+    return only === undefined || paths.has(only);
+  });
+  for (const r of await mapConcurrent(relevant, 8, (d) => readPositionDeletes(io, d, paths)))
+    for (const [p, positions] of r) {
+      let set = byFile.get(p);
+      if (!set) byFile.set(p, (set = new Set()));
+      for (const x of positions) set.add(x);
+    }
+  return new Map([...byFile].map(([p, set]) => [p, set.size]));
 }
 
 export async function planCompaction(
@@ -196,7 +213,7 @@ export async function planCompaction(
     tableProperty.int(metadata.properties, WRITE_TARGET_FILE_SIZE_BYTES, 128 * 1024 * 1024),
   );
   const snap = currentSnapshot(metadata);
-  await refuseDeleteFiles(tables, input.table, metadata);
+  await refuseEqualityDeletes(tables, input.table, await liveDeleteFiles(tables.io, metadata));
   // A scheduled run compacts the `lookbackPartitions` time partitions ending at its window.
   const lookback = cfgTable?.maintenance.compact.lookbackPartitions;
   const windowMs = parseOptionalWindow(input.window, Date.now(), 'compaction window');
@@ -345,15 +362,29 @@ async function rewriteGroupFiles(
     location: (i) => locations.newDataLocation(`${prefix}-${String(i).padStart(5, '0')}.parquet`, g.partitionPath),
   });
   let rows = 0,
-    bytesRead = 0;
+    bytesRead = 0,
+    deletedRows = 0;
   const reader = new PrefetchingFileIO(tables.io, { budgetBytes: REWRITE_READ_AHEAD_BYTES });
+  // A table with position deletes: each input is read without its deleted rows, as of now (the
+  // commit checks no delete landed on the inputs since).
+  const deletes = await liveDeleteFiles(tables.io, metadata);
+  await refuseEqualityDeletes(tables, input.table, deletes);
+  const tasks = deletes.length > 0 ? new Map((await planTasks(metadata, tables.io)).map((t) => [t.file.filePath, t])) : undefined;
+  const cache = new PositionDeleteCache(tables.io);
   const at = (j: number) => ({ location: absPath(input.location, g.files[j]!.path), size: g.files[j]!.size });
   try {
     for (const [i, f] of g.files.entries()) {
       const location = absPath(input.location, f.path);
       reader.prefetch(g.files.slice(i, i + REWRITE_READ_AHEAD_FILES).map((_, k) => at(i + k)));
+      const task = tasks?.get(location);
+      if (tasks && !task) throw nonRetryable(INPUTS_VANISHED, `group ${g.index}: input ${location} is no longer live`);
+      if (task && task.deletes.length > 0) deletedRows += (await deletedPositions(tables.io, task, cache)).length;
+      const batches =
+        task && task.deletes.length > 0
+          ? readTaskBatches(reader, task, { cache })
+          : readParquetBatches(reader, location, { fileSize: f.size });
       try {
-        for await (const batch of readParquetBatches(reader, location, { fileSize: f.size })) {
+        for await (const batch of batches) {
           await writer.writeBatch(batch);
           rows += batch.numRows;
           sampleRss(process.memoryUsage().rss);
@@ -380,10 +411,10 @@ async function rewriteGroupFiles(
   // Chaos tests kill here: outputs written, nothing reported -> they must end up as orphans.
   crashPoint('compact-rewrite');
   const written = outputs.reduce((a, f) => a + f.recordCount, 0);
-  if (written !== g.records || rows !== g.records) {
+  if (written !== g.records - deletedRows || rows !== written) {
     throw nonRetryable(
       'DataInvalid',
-      `group ${g.index}: record count mismatch: expected ${g.records} (manifests), read ${rows}, wrote ${written}`,
+      `group ${g.index}: record count mismatch: expected ${g.records} (manifests) minus ${deletedRows} deleted, read ${rows}, wrote ${written}`,
     );
   }
   const wire = outputs.map((f) => dataFileToWire({ ...f, specId: g.specId, partition: {} }));
@@ -528,8 +559,10 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       });
     }
     // Not landed (checked above): if refused, nothing references the outputs.
-    await refuseDeleteFiles(tables, input.table, loaded.metadata, () => dropOutputs(pending!, loaded.metadata));
-    const complete = await committableGroups(tables, input.location, pending, live, skipped);
+    const deleteFiles = await liveDeleteFiles(tables.io, loaded.metadata);
+    await refuseEqualityDeletes(tables, input.table, deleteFiles, () => dropOutputs(pending!, loaded.metadata));
+    let complete = await committableGroups(tables, input.location, pending, live, skipped);
+    if (deleteFiles.length > 0) complete = await groupsWithTheirDeletes(tables, input.location, complete, deleteFiles, skipped);
     await dropOutputs(
       pending.filter((p) => !complete.includes(p)),
       loaded.metadata,
@@ -548,17 +581,29 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       [SUMMARY_COMMIT_ID]: input.commitId,
       [SUMMARY_COMPACT_GROUPS]: pending.map((p) => p.group.index).join(','),
     };
+    // Deletes that name only replaced files would name nothing afterwards: removed with them.
+    const replaced = new Set(deleted.map((f) => f.filePath));
+    const dangling = deleteFiles.length === 0 ? [] : await danglingDeletes(tables.io, deleteFiles, replaced, new Set(live.keys()));
     crashPoint('compact-before-commit');
     try {
       // Ingest commits every few seconds: a lost CAS is normal, so allow many attempts.
-      const r = await rewriteFiles(tables.catalog, tables.io, id, deleted, added, summary, {
-        maxAttempts: 30,
-        minWaitMs: 50,
-        maxWaitMs: 2000,
-        validate: (t) => {
-          if (findCommit(t.metadata, input.commitId)) throw new AlreadyCommitted();
+      const r = await rewriteFiles(
+        tables.catalog,
+        tables.io,
+        id,
+        deleted,
+        added,
+        summary,
+        {
+          maxAttempts: 30,
+          minWaitMs: 50,
+          maxWaitMs: 2000,
+          validate: (t) => {
+            if (findCommit(t.metadata, input.commitId)) throw new AlreadyCommitted();
+          },
         },
-      });
+        deleteFiles.length > 0 ? { records: added.reduce((a, f) => a + f.recordCount, 0), remove: dangling } : undefined,
+      );
       crashPoint('compact-after-commit');
       const snap = findCommit(r.table.metadata, input.commitId);
       return done({
@@ -574,6 +619,51 @@ export async function commitRewrite(tables: Tables, input: CommitRewriteInput): 
       throw e;
     }
   }
+}
+
+/**
+ * The groups whose outputs hold exactly their inputs' live rows in the current snapshot: a
+ * position delete committed on an input since its rewrite read it (an upsert ingest's) would be
+ * lost on the rewritten rows. Such a group is skipped (its outputs dropped by the caller's
+ * next round); its inputs stay, and the next run rewrites them with the delete.
+ */
+async function groupsWithTheirDeletes(
+  tables: Tables,
+  location: string,
+  groups: Pending[],
+  deleteFiles: readonly DataFile[],
+  skipped: CommitRewriteResult['skippedGroups'],
+): Promise<Pending[]> {
+  const paths = new Set(groups.flatMap((p) => p.group.files.map((f) => absPath(location, f.path))));
+  const deletedNow = await deletedCounts(tables.io, deleteFiles, paths);
+  return groups.filter((p) => {
+    const live = p.group.files.reduce((a, f) => a + f.records - (deletedNow.get(absPath(location, f.path)) ?? 0), 0);
+    const written = p.outputs.reduce((a, o) => a + Number(o.recordCount), 0);
+    if (live === written) return true;
+    skipped.push({
+      index: p.group.index,
+      reason: `its inputs hold ${live} live rows now, its outputs ${written}: position deletes were committed on them since the rewrite; not committed, the group is rewritten on the next run`,
+    });
+    return false;
+  });
+}
+
+/** Live position delete files that name no data file that stays live: every file they name is replaced (or gone). */
+async function danglingDeletes(
+  io: FileIO,
+  deleteFiles: readonly DataFile[],
+  replaced: ReadonlySet<string>,
+  live: ReadonlySet<string>,
+): Promise<DataFile[]> {
+  const candidates = deleteFiles.filter((d) => {
+    const only = referencedDataFile(d);
+    return only === undefined || replaced.has(only) || !live.has(only);
+  });
+  const named = await mapConcurrent(candidates, 8, async (d) => {
+    const only = referencedDataFile(d);
+    return only !== undefined ? [only] : [...(await readPositionDeletes(io, d)).keys()];
+  });
+  return candidates.filter((_, i) => named[i]!.every((p) => replaced.has(p) || !live.has(p)));
 }
 
 /** A finished group as the commit works on it: its input files and its outputs. */

@@ -36,6 +36,16 @@ export async function liveDataFiles(io: FileIO, m: TableMetadata, opts: Manifest
   return perManifest.flat();
 }
 
+/** Live delete files of the current snapshot of main (position and equality), without column metrics but their bounds. */
+export async function liveDeleteFiles(io: FileIO, m: TableMetadata): Promise<DataFile[]> {
+  const snap = currentSnapshot(m);
+  if (!snap) return [];
+  const manifests = (await readManifestList(io, snap['manifest-list'])).filter(
+    (x) => x.content === ManifestContent.Deletes && x.addedFilesCount + x.existingFilesCount > 0,
+  );
+  return (await mapConcurrent(manifests, 8, async (manifest) => (await readManifest(io, manifest)).map((e) => e.dataFile))).flat();
+}
+
 interface Reachable {
   metadataFiles: Set<string>;
   manifestLists: Set<string>;

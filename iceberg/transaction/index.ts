@@ -3,7 +3,7 @@ export { applyUpdates, checkRequirements } from './apply';
 export { buildSummary } from './summary';
 export { packEnd, planMerge } from './merge';
 export { FastAppend, RewriteFiles, RowDelta, SnapshotProducer, newSnapshotId } from './snapshot-producer';
-export type { PendingCommit, RowDeltaOptions, TableAction } from './snapshot-producer';
+export type { PendingCommit, RewriteDeletesOptions, RowDeltaOptions, TableAction } from './snapshot-producer';
 export { ExpireSnapshots, snapshotsToExpire, unreachableFiles } from './expire';
 export type { ExpireSnapshotsOptions, ExpiredFiles } from './expire';
 export { ALREADY_COMMITTED, Transaction, expireSnapshots, fastAppend, rewriteFiles, rowDelta } from './transaction';

@@ -27,7 +27,8 @@ import {
   type TableMetadata,
 } from '../spec/types';
 import { manifestMergeEnabled, manifestMinMergeCount, manifestTargetSizeBytes, metadataDirectory } from '../spec/table-properties';
-import { referencedDataFile } from '../spec/position-delete';
+import { mayReferenceDataFile, referencedDataFile } from '../spec/position-delete';
+import { readPositionDeletes } from '../parquet/position-deletes';
 import { partitionKey } from '../spec/partition';
 import { planMerge } from './merge';
 import { buildSummary } from './summary';
@@ -337,6 +338,20 @@ export class FastAppend extends SnapshotProducer {
   }
 }
 
+/** A rewrite whose outputs already apply the table's position deletes (compaction of a table with deletes). */
+export interface RewriteDeletesOptions {
+  /**
+   * Rows the outputs hold: the replaced files' rows minus their deleted positions. Checked on
+   * every attempt against the deletes live in the snapshot the commit lands on: a position only
+   * ever gets deleted while its file is live, so equal counts mean the outputs applied exactly
+   * those deletes; a delete committed since the rewrite read the table fails the commit
+   * (CommitFailed, not retryable; Java's validateNoNewDeletesForDataFiles). Equality deletes are refused.
+   */
+  records: number;
+  /** Position delete files that name only replaced files: removed in the same snapshot. */
+  remove?: DataFile[];
+}
+
 /**
  * Replaces `deleted` data files with `added` ones in a `replace` snapshot (compaction).
  * Concurrency: on every attempt each deleted file must still be live in the current snapshot, or
@@ -344,19 +359,24 @@ export class FastAppend extends SnapshotProducer {
  * files appended concurrently are untouched and do not conflict.
  * Sequence numbers: added files get this commit's; surviving entries keep theirs; deleted entries
  * keep their original data sequence number (spec "Sequence Numbers").
+ * Deletes: without `deletes`, a table with live delete files is refused (the outputs would bring
+ * deleted rows back); with it, see RewriteDeletesOptions.
  */
 export class RewriteFiles extends SnapshotProducer {
   private readonly deletedPaths: Set<string>;
+  private readonly removeDeletes: Set<string>;
   constructor(
     private readonly deletedFiles: DataFile[],
     added: DataFile[],
     summaryProps: Record<string, string> = {},
+    private readonly deletes?: RewriteDeletesOptions,
   ) {
     super(added, summaryProps);
     this.deletedPaths = new Set(deletedFiles.map((f) => f.filePath));
+    this.removeDeletes = new Set((deletes?.remove ?? []).map((f) => f.filePath));
     if (this.deletedPaths.size === 0)
       throw new IcebergError('DataInvalid', 'rewriteFiles needs at least one file to replace', { retryable: false });
-    const rowsOut = deletedFiles.reduce((a, f) => a + f.recordCount, 0);
+    const rowsOut = deletes ? deletes.records : deletedFiles.reduce((a, f) => a + f.recordCount, 0);
     const rowsIn = added.reduce((a, f) => a + f.recordCount, 0);
     if (rowsIn !== rowsOut) {
       throw IcebergError.mismatch('DataInvalid', 'rewriteFiles record count (added vs replaced)', rowsOut, rowsIn, false);
@@ -366,15 +386,71 @@ export class RewriteFiles extends SnapshotProducer {
     return 'replace';
   }
 
+  /**
+   * The delete manifests of the parent, checked (no equality deletes; the replaced files' deleted
+   * positions as many as the outputs left out) and with `remove` marked deleted.
+   */
+  private async filterDeleteManifests(
+    base: TableMetadata,
+    io: FileIO,
+    manifests: ManifestFile[],
+  ): Promise<{ manifests: ManifestFile[]; removed: DataFile[] }> {
+    const removed: DataFile[] = [];
+    const deleteFiles: DataFile[] = [];
+    const snapshotId = this.snapshotId;
+    const out = await mapConcurrent(manifests, MANIFEST_READ_CONCURRENCY, async (m) => {
+      const bytes = await io.read(m.manifestPath);
+      let touched = false;
+      for (const e of this.entriesFrom(bytes, m)) {
+        if (e.status === ManifestEntryStatus.Deleted) continue;
+        if (e.dataFile.content === DataFileContent.EqualityDeletes)
+          throw IcebergError.mismatch(
+            'FeatureUnsupported',
+            `rewriteFiles: delete file ${e.dataFile.filePath} content`,
+            'position deletes',
+            'equality deletes',
+            false,
+          );
+        if (this.removeDeletes.has(e.dataFile.filePath)) touched = true;
+        deleteFiles.push(e.dataFile);
+      }
+      if (!touched) return m;
+      const removeDeletes = this.removeDeletes;
+      const entries = this.entriesFrom(bytes, m);
+      function* rewritten(): Generator<ManifestEntry> {
+        for (const e of entries) {
+          if (e.status === ManifestEntryStatus.Deleted) continue;
+          if (removeDeletes.has(e.dataFile.filePath)) {
+            removed.push(withoutMetrics(e.dataFile));
+            yield { ...e, status: ManifestEntryStatus.Deleted, snapshotId };
+          } else yield { ...e, status: ManifestEntryStatus.Existing };
+        }
+      }
+      return this.writeEntries(base, io, m.partitionSpecId, rewritten(), ManifestContent.Deletes);
+    });
+    const deleted = await deletedPositionCount(io, deleteFiles, this.deletedPaths);
+    const expected = this.deletedFiles.reduce((a, f) => a + f.recordCount, 0) - deleted;
+    if (expected !== this.deletes!.records) {
+      throw new IcebergError(
+        'CommitFailed',
+        `rewrite: the replaced files hold ${expected} live rows in snapshot ${currentSnapshot(base)?.['snapshot-id'] ?? 'none'}, the outputs ${this.deletes!.records}: position deletes were committed since the rewrite read them`,
+        { retryable: false, context: { conflicting: [...this.deletedPaths], expected, found: this.deletes!.records } },
+      );
+    }
+    return { manifests: out, removed };
+  }
+
   protected async filterManifests(
     base: TableMetadata,
     io: FileIO,
     parent: ManifestFile[],
   ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
-    // New files get a higher data sequence number, so older equality/position deletes would stop
-    // applying to the rewritten rows: refuse rather than resurrect deleted rows.
     const deletes = parent.filter((m) => m.content === ManifestContent.Deletes && m.addedFilesCount + m.existingFilesCount > 0);
-    if (deletes.length > 0) {
+    let deleteManifests: ManifestFile[] = deletes;
+    let removedDeletes: DataFile[] = [];
+    if (deletes.length > 0 && !this.deletes) {
+      // New files get a higher data sequence number, so older equality/position deletes would stop
+      // applying to the rewritten rows: refuse rather than resurrect deleted rows.
       throw IcebergError.mismatch(
         'FeatureUnsupported',
         'rewriteFiles on a table with live delete files: delete manifests',
@@ -383,6 +459,8 @@ export class RewriteFiles extends SnapshotProducer {
         false,
       );
     }
+    if (deletes.length > 0) ({ manifests: deleteManifests, removed: removedDeletes } = await this.filterDeleteManifests(base, io, deletes));
+    parent = [...parent.filter((m) => !deletes.includes(m)), ...deleteManifests];
     const found = new Map<string, DataFile>();
     const skip = (m: ManifestFile): boolean =>
       m.content !== ManifestContent.Data || (m.addedFilesCount === 0 && m.existingFilesCount === 0 && m.deletedFilesCount > 0);
@@ -418,6 +496,16 @@ export class RewriteFiles extends SnapshotProducer {
       return this.writeEntries(base, io, m.partitionSpecId, rewritten());
     });
     const missing = [...this.deletedPaths].filter((p) => !found.has(p));
+    const notRemoved = [...this.removeDeletes].filter((p) => !removedDeletes.some((f) => f.filePath === p));
+    if (notRemoved.length > 0)
+      throw new IcebergError(
+        'CommitFailed',
+        `rewrite: ${notRemoved.length} delete files to remove are no longer live: ${notRemoved.slice(0, 10).join(', ')}`,
+        {
+          retryable: false,
+          context: { missing: notRemoved, expected: 'live', found: 'missing' },
+        },
+      );
     if (missing.length > 0) {
       throw new IcebergError(
         'CommitFailed',
@@ -425,13 +513,33 @@ export class RewriteFiles extends SnapshotProducer {
         { retryable: false, context: { missing, expected: 'live', found: 'missing' } },
       );
     }
-    return { manifests: out, deleted: [...found.values()] };
+    return { manifests: out, deleted: [...found.values(), ...removedDeletes] };
   }
 
   /** The files this rewrite replaces (as given). */
   replaced(): DataFile[] {
     return this.deletedFiles;
   }
+}
+
+/** Distinct positions the position delete files delete in the data files `paths`. */
+async function deletedPositionCount(io: FileIO, deleteFiles: readonly DataFile[], paths: ReadonlySet<string>): Promise<number> {
+  const byFile = new Map<string, Set<bigint>>();
+  const encoded = [...paths].map((p) => Buffer.from(p, 'utf8'));
+  const relevant = deleteFiles.filter((d) => {
+    const only = referencedDataFile(d);
+    return only !== undefined ? paths.has(only) : encoded.some((p) => mayReferenceDataFile(d, p));
+  });
+  const read = await mapConcurrent(relevant, MANIFEST_READ_CONCURRENCY, (d) => readPositionDeletes(io, d, paths));
+  for (const r of read)
+    for (const [p, positions] of r) {
+      let set = byFile.get(p);
+      if (!set) byFile.set(p, (set = new Set()));
+      for (const x of positions) set.add(x);
+    }
+  let n = 0;
+  for (const set of byFile.values()) n += set.size;
+  return n;
 }
 
 export interface RowDeltaOptions {

@@ -20,6 +20,7 @@ import {
   FastAppend,
   type PendingCommit,
   RewriteFiles,
+  type RewriteDeletesOptions,
   RowDelta,
   type RowDeltaOptions,
   SnapshotProducer,
@@ -100,8 +101,13 @@ export class Transaction {
     return a;
   }
   /** Replaces `deleted` by `added` in a `replace` snapshot; fails if a replaced file vanished. */
-  rewriteFiles(deleted: DataFile[], added: DataFile[], summaryProps: Record<string, string> = {}): RewriteFiles {
-    const a = new RewriteFiles(deleted, added, summaryProps);
+  rewriteFiles(
+    deleted: DataFile[],
+    added: DataFile[],
+    summaryProps: Record<string, string> = {},
+    deletes?: RewriteDeletesOptions,
+  ): RewriteFiles {
+    const a = new RewriteFiles(deleted, added, summaryProps, deletes);
     this.actions.push(a);
     return a;
   }
@@ -243,9 +249,10 @@ export async function rewriteFiles(
   added: DataFile[],
   summaryProps: Record<string, string> = {},
   opts: CommitOptions = {},
+  deletes?: RewriteDeletesOptions,
 ): Promise<CommitResult> {
   const tx = new Transaction(id);
-  tx.rewriteFiles(deleted, added, summaryProps);
+  tx.rewriteFiles(deleted, added, summaryProps, deletes);
   return tx.commit(catalog, io, opts);
 }
 

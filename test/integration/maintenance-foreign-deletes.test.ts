@@ -1,12 +1,10 @@
 /**
  * Issue 29 item 13: another engine's row-level deletes (Iceberg Java's RowDelta with a position
  * delete file, as Spark's merge-on-read DELETE writes them) on a floe table, against the real
- * stack. Compaction rewrites data files without applying deletes, so it must never commit over
- * them (the outputs would carry a new sequence number and paths no position delete names: the
- * deleted rows would come back). A table with delete files is refused at planning; deletes that land
- * while the groups are being rewritten make the commit refuse, naming the table and why, and delete
- * the outputs (before, the library's RewriteFiles refused with a terse "delete manifests: expected 0,
- * found 1" and the outputs stayed behind as orphans). Rows are read through PyIceberg and DuckDB,
+ * stack. Compaction applies position deletes (issue 31): the outputs hold no deleted row and a
+ * delete file that names only replaced files is removed with them. Deletes that land while the
+ * groups are being rewritten would be lost on the rewritten rows: that group is not committed (its
+ * outputs are deleted) and the next run applies them. Rows are read through PyIceberg and DuckDB,
  * which apply the deletes.
  */
 import { before, describe, it } from 'node:test';
@@ -23,7 +21,7 @@ import { stackPaths } from '../../stack/paths';
 import { findTable, loadConfig, type FloeConfig } from '../../config';
 import { openTables } from '../../table/tables';
 import { commitRewrite, planCompaction, rewriteFileGroup } from '../../maintenance';
-import { absPath } from '../../maintenance/reachable';
+import { absPath, liveDataFiles } from '../../maintenance/reachable';
 import { currentMetadataLocation, engineReads, maintenanceTestConfig, seedSmallFiles } from './maintenance-oracles';
 
 const libs = join(stackPaths().home, 'iceberg-rest', 'libs');
@@ -63,6 +61,33 @@ const reads = async (cfg: FloeConfig, table: string) => {
   return { pyiceberg: r.pyiceberg.rows, duckdb: r.duckdb.rows, duckdbDistinct: r.duckdb.distinctEventIds };
 };
 
+/** Plans, rewrites every group and commits one compaction run; returns the commit's result and the outputs. */
+async function compactOnce(
+  tables: Awaited<ReturnType<typeof openTables>>,
+  t: { cfg: FloeConfig; table: string },
+  between?: (plan: { location: string; groups: Array<{ files: Array<{ path: string }> }> }) => void,
+) {
+  const plan = await planCompaction(tables, findTable(t.cfg, t.table), { table: t.table, options: { minInputFiles: 2 } });
+  assert.ok(plan.groups.length > 0);
+  const runId = randomUUID();
+  const groups = [];
+  for (const group of plan.groups) {
+    const result = await rewriteFileGroup(tables, {
+      table: t.table,
+      location: plan.location,
+      runId,
+      group,
+      targetFileSizeBytes: plan.options.targetFileSizeBytes,
+    });
+    groups.push({ group, result });
+  }
+  between?.(plan);
+  const res = await commitRewrite(tables, { table: t.table, location: plan.location, commitId: randomUUID(), groups });
+  const outputsOf = (index: number) =>
+    groups.filter((g) => g.group.index === index).flatMap((g) => g.result.outputs.map((o) => String(o.filePath)));
+  return { res, outputsOf, inputsOf: (index: number) => plan.groups[index]!.files.map((f) => absPath(plan.location, f.path)) };
+}
+
 describe('compaction of a table with another engine’s delete files (real stack)', { timeout: 10 * 60_000 }, () => {
   before(async () => {
     await ensureStack(['s3']);
@@ -71,61 +96,46 @@ describe('compaction of a table with another engine’s delete files (real stack
     });
   });
 
-  it('a table with position deletes is refused at planning, naming them; the deleted rows stay deleted', async () => {
+  it('a table with position deletes is compacted applying them: no deleted row comes back, the delete file goes with its data file', async () => {
     const t = await seededTable('it_fdel_plan');
     const tables = await openTables(t.cfg);
     try {
       const plan = await planCompaction(tables, findTable(t.cfg, t.table), { table: t.table, options: { minInputFiles: 2 } });
       javaDelete(t, absPath(plan.location, plan.groups[0]!.files[0]!.path), [0, 1]);
       assert.deepEqual(await reads(t.cfg, t.table), { pyiceberg: 118, duckdb: 118, duckdbDistinct: 118 });
-      await assert.rejects(
-        planCompaction(tables, findTable(t.cfg, t.table), { table: t.table, options: { minInputFiles: 2 } }),
-        (e: Error & { type?: string }) =>
-          e.type === 'FeatureUnsupported' &&
-          /compaction of tables with delete files is not supported \(found 1 delete manifests in snapshot \d+\); rewriting their data files would bring deleted rows back/.test(
-            e.message,
-          ),
-      );
+      const { res } = await compactOnce(tables, t);
+      assert.ok(res.committedGroups.length > 0, `committed: ${JSON.stringify(res)}`);
+      const { metadata } = await tables.load(t.table);
+      const last = metadata.snapshots.at(-1)!;
+      assert.equal(last.summary.operation, 'replace');
+      assert.equal(last.summary['total-delete-files'], '0', 'the delete file named only a replaced file: removed');
+      assert.equal(last.summary['total-records'], '118', 'the outputs hold no deleted row');
     } finally {
       await tables.close();
     }
     assert.deepEqual(await reads(t.cfg, t.table), { pyiceberg: 118, duckdb: 118, duckdbDistinct: 118 });
   });
 
-  it('deletes that land while the groups are rewritten: the commit refuses instead of bringing the deleted rows back', async () => {
+  it('deletes that land while the groups are rewritten: the group is not committed (its rows would lose them); the next run applies them', async () => {
     const t = await seededTable('it_fdel_race');
     const tables = await openTables(t.cfg);
     try {
-      const plan = await planCompaction(tables, findTable(t.cfg, t.table), { table: t.table, options: { minInputFiles: 2 } });
-      assert.ok(plan.groups.length > 0);
-      const runId = randomUUID();
-      const groups = [];
-      for (const group of plan.groups) {
-        const result = await rewriteFileGroup(tables, {
-          table: t.table,
-          location: plan.location,
-          runId,
-          group,
-          targetFileSizeBytes: plan.options.targetFileSizeBytes,
-        });
-        groups.push({ group, result });
-      }
       // Another engine deletes two rows of a file the compaction has just rewritten.
-      javaDelete(t, absPath(plan.location, plan.groups[0]!.files[0]!.path), [0, 1]);
+      const { res, outputsOf, inputsOf } = await compactOnce(tables, t, (plan) => {
+        javaDelete(t, absPath(plan.location, plan.groups[0]!.files[0]!.path), [0, 1]);
+      });
       assert.deepEqual(await reads(t.cfg, t.table), { pyiceberg: 118, duckdb: 118, duckdbDistinct: 118 });
-
-      await assert.rejects(
-        commitRewrite(tables, { table: t.table, location: plan.location, commitId: randomUUID(), groups }),
-        (e: Error & { type?: string }) => e.type === 'FeatureUnsupported' && /delete files is not supported/.test(e.message),
-      );
-      const outputs = groups.flatMap((g) => g.result.outputs.map((o) => String(o.filePath)));
-      for (const o of outputs) assert.equal(await tables.io.exists(o), false, `the uncommitted output ${o} was removed`);
-      const { metadata } = await tables.load(t.table);
-      assert.deepEqual(
-        metadata.snapshots.map((s) => s.summary.operation),
-        ['append', 'append', 'append', 'append', 'delete'],
-        'no replace snapshot: nothing was committed over the deletes',
-      );
+      assert.ok(!res.committedGroups.includes(0), `group 0 was not committed: ${JSON.stringify(res)}`);
+      assert.match(res.skippedGroups.find((g) => g.index === 0)?.reason ?? '', /position deletes were committed on them since the rewrite/);
+      for (const o of outputsOf(0)) assert.equal(await tables.io.exists(o), false, `the uncommitted output ${o} was removed`);
+      const live = new Set((await liveDataFiles(tables.io, (await tables.load(t.table)).metadata)).map((f) => f.dataFile.filePath));
+      for (const i of inputsOf(0)) assert.ok(live.has(i), `group 0's input ${i} is still live`);
+      // The next run reads the inputs with the delete applied.
+      const again = await compactOnce(tables, t);
+      assert.ok(again.res.committedGroups.length > 0, `committed: ${JSON.stringify(again.res)}`);
+      const after = (await tables.load(t.table)).metadata.snapshots.at(-1)!;
+      assert.equal(after.summary['total-records'], '118');
+      assert.equal(after.summary['total-delete-files'], '0');
     } finally {
       await tables.close();
     }
