@@ -14,11 +14,29 @@ import { ensureStack } from '../../stack/stack';
 import { runScenario } from '../../demo/scenario';
 import { loadConfig } from '../../config';
 import { openTables } from '../../table/tables';
+import { connectClient } from '../../client';
+import { compactTable } from '../../client/maintenance';
+import { floeHome } from '../../stack/paths';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const quiet = (m: string) => {
   if (process.env.FLOE_TEST_VERBOSE) console.log(m);
 };
 const uniq = (p: string) => `${p}_${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
+
+/** The scenario table `demo.<name>` has live position delete files. */
+async function hasDeletes(name: string): Promise<boolean> {
+  const cfg = loadConfig(join(floeHome(), 'runs', `${name}.yaml`));
+  const tables = await openTables(cfg);
+  try {
+    const { metadata } = await tables.load(cfg.tables[0]!.table);
+    return Number(metadata.snapshots.at(-1)?.summary['total-delete-files'] ?? '0') > 0;
+  } catch {
+    return false; // not created yet
+  } finally {
+    await tables.close();
+  }
+}
 
 describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
   before(async () => {
@@ -65,4 +83,78 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
       }
     });
   }
+
+  it('upsert: compactions beside the live ingest, one killed before its commit, leave the table equal to the source state', async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
+    const name = uniq('it_upsert_compact');
+    const runs: Array<Promise<unknown>> = [];
+    const compact = () => {
+      const cfg = loadConfig(join(floeHome(), 'runs', `${name}.yaml`));
+      runs.push(
+        (async () => {
+          const fc = await connectClient(cfg);
+          try {
+            return await compactTable(fc, cfg.tables[0]!.table, { minInputFiles: 2 }, { window: new Date().toISOString() });
+          } finally {
+            await fc.close();
+          }
+        })(),
+      );
+    };
+    const started = new Set<number>();
+    let lastStart = 0,
+      lastCheck = 0,
+      waited = false;
+    const r = await runScenario({
+      name,
+      ratePerS: 40,
+      durationS: 40,
+      partitions: 4,
+      commitInterval: '2s',
+      kills: [],
+      supervise: true,
+      log: quiet,
+      changes: { mode: 'upsert', keys: 150 },
+      workerEnv: { FLOE_TEST_KILL_AT: 'compact-before-commit', FLOE_TEST_KILL_MARKER: marker },
+      onTick: async (t) => {
+        // Each compaction starts once the table has position deletes (the first one is killed
+        // before its commit, and retried by the restarted worker), the second 10 s after the first.
+        const second = started.size === 1 && t >= lastStart + 10;
+        if ((started.size === 0 || second) && t >= 8 && t >= lastCheck + 1) {
+          lastCheck = t;
+          if (await hasDeletes(name)) {
+            started.add(Math.floor(t));
+            lastStart = t;
+            compact();
+          }
+        }
+        // The compactions end while the worker still runs (the killed one is retried by the
+        // restarted worker); the stream waits meanwhile, the ingest goes on.
+        if (t >= 32 && !waited) {
+          waited = true;
+          const bound = new AbortController();
+          await Promise.race([Promise.allSettled(runs), sleep(240_000, undefined, { signal: bound.signal }).catch(() => undefined)]);
+          bound.abort();
+        }
+      },
+    });
+    const results = await Promise.allSettled(runs);
+    const outcomes = JSON.stringify(results.map((x) => (x.status === 'fulfilled' ? x.value : String(x.reason))));
+    assert.ok(existsSync(marker), 'a compaction was killed before its commit');
+    assert.deepEqual(r.problems, [], r.problems.join('; '));
+    const cfg = loadConfig(r.configPath);
+    const tables = await openTables(cfg);
+    try {
+      const { metadata } = await tables.load(r.table);
+      const replaces = metadata.snapshots.filter((s) => s.summary.operation === 'replace');
+      assert.ok(replaces.length >= 1, `a compaction committed beside the ingest: ${outcomes}`);
+      // Its outputs hold fewer rows than its inputs: it applied the upserts' position deletes.
+      assert.ok(
+        replaces.some((s) => Number(s.summary['deleted-records'] ?? '0') > Number(s.summary['added-records'] ?? '0')),
+        `a compaction applied deletes: ${outcomes}`,
+      );
+    } finally {
+      await tables.close();
+    }
+  });
 });
