@@ -69,6 +69,8 @@ export interface ScenarioResult extends Verification {
   kills: number;
   /** worker exits the supervisor restarted (crash points, lost servers) */
   selfExits: number;
+  /** A changes scenario: the source state the table must equal, as (id, version) sorted by id. */
+  sourceState?: Array<[number, number]>;
   elapsedS: number;
 }
 
@@ -416,6 +418,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       malformed: n.malformed,
       kills: worker.kills,
       selfExits: worker.selfExits,
+      ...(source
+        ? { sourceState: [...source.state.values()].map((c): [number, number] => [c.id, c.version]).sort((a, b) => a[0] - b[0]) }
+        : {}),
       elapsedS: (Date.now() - t0) / 1000,
     };
   } finally {

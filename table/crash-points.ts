@@ -4,7 +4,7 @@
  * can place a kill exactly: during poll, after files are written, after the catalog CAS, between
  * the commits of a route's tables (before the last one), and after a compaction's or an expiry's
  * commit landed but before its activity reported it.
- * Without the variable this is a no-op.
+ * FLOE_TEST_KILL_SKIP=n lets the first n hits in a process pass. Without the variable this is a no-op.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 
@@ -21,10 +21,15 @@ type CrashPoint =
   | 'expire-after-commit'
   | 'expire-delete';
 
+/** Hits of the armed point so far in this process (FLOE_TEST_KILL_SKIP lets the first ones pass). */
+let hits = 0;
+
 export function crashPoint(point: CrashPoint): void {
   if (process.env.FLOE_TEST_KILL_AT !== point) return;
   const marker = process.env.FLOE_TEST_KILL_MARKER;
   if (!marker || existsSync(marker)) return;
+  // A kill after the first few cycles (FLOE_TEST_KILL_SKIP=n: the n+1-th hit), when a test needs state before it.
+  if (++hits <= Number(process.env.FLOE_TEST_KILL_SKIP ?? '0')) return;
   writeFileSync(marker, `${point} ${process.pid}\n`);
   process.kill(process.pid, 'SIGKILL');
 }
