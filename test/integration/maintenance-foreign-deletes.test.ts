@@ -70,7 +70,7 @@ async function compactOnce(
   const plan = await planCompaction(tables, findTable(t.cfg, t.table), { table: t.table, options: { minInputFiles: 2 } });
   assert.ok(plan.groups.length > 0);
   const runId = randomUUID();
-  const groups = [];
+  const groups: Parameters<typeof commitRewrite>[1]['groups'] = [];
   for (const group of plan.groups) {
     const result = await rewriteFileGroup(tables, {
       table: t.table,
