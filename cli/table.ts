@@ -57,4 +57,30 @@ export function registerTableCommands(program: Command): void {
         },
       ]);
     });
+  t.command('rewrite-position-deletes <table>')
+    .description(
+      "merge each partition's position delete files into one and drop positions of files no longer live, no rows change (Spark rewrite_position_delete_files)",
+    )
+    .option('--json', 'print JSON')
+    .action(async (table: string, o: { json?: boolean }, cmd: Command) => {
+      const { openTables } = await import('../table/tables');
+      const { rewritePositionDeletes } = await import('../maintenance/rewrite-position-deletes');
+      const tables = await openTables(configOf(cmd));
+      const r = await rewritePositionDeletes(tables, table).finally(() => tables.close());
+      if (o.json) return printJson(r);
+      if (r.snapshotId === null)
+        console.log(
+          `${table}: ${r.deleteFilesBefore} position delete files, at most one per partition and none dangling; nothing to rewrite`,
+        );
+      else console.log(`${table}: rewrote the position delete files of ${r.partitions} partitions in snapshot ${r.snapshotId}`);
+      printTable([
+        {
+          delete_files_before: r.deleteFilesBefore,
+          delete_files_after: r.deleteFilesAfter,
+          positions_before: r.positionsBefore,
+          positions_after: r.positionsAfter,
+          dangling_dropped: r.danglingDropped,
+        },
+      ]);
+    });
 }

@@ -2,7 +2,7 @@ export * from './updates';
 export { applyUpdates, checkRequirements } from './apply';
 export { buildSummary } from './summary';
 export { packEnd, planMerge } from './merge';
-export { FastAppend, RewriteFiles, RowDelta, SnapshotProducer, newSnapshotId } from './snapshot-producer';
+export { FastAppend, ReplaceDeleteFiles, RewriteFiles, RowDelta, SnapshotProducer, newSnapshotId } from './snapshot-producer';
 export type { PendingCommit, RewriteDeletesOptions, RowDeltaOptions, TableAction } from './snapshot-producer';
 export { ExpireSnapshots, snapshotsToExpire, unreachableFiles } from './expire';
 export type { ExpireSnapshotsOptions, ExpiredFiles } from './expire';

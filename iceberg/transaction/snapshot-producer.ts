@@ -522,6 +522,67 @@ export class RewriteFiles extends SnapshotProducer {
   }
 }
 
+/**
+ * Replaces position delete files by others in a `replace` snapshot that changes no row (Spark's
+ * rewrite_position_delete_files): the caller merged several delete files of a partition into one
+ * and left out the positions of data files that are no longer live. The added files get this
+ * snapshot's sequence number; they name only files live before it, so they apply to exactly the
+ * rows the removed ones did.
+ * Concurrency: each removed delete file must still be live on every attempt (CommitFailed, not
+ * retryable, naming the missing ones); concurrent appends and deletes are kept. A data file a new
+ * delete file names that a concurrent compaction rewrote is left named by a dangling delete
+ * (harmless: that compaction applied the positions, which the removed files held too).
+ */
+export class ReplaceDeleteFiles extends SnapshotProducer {
+  private readonly removedPaths: Set<string>;
+  constructor(removed: DataFile[], added: DataFile[], summaryProps: Record<string, string> = {}) {
+    super([], summaryProps, added);
+    this.removedPaths = new Set(removed.map((f) => f.filePath));
+    if (this.removedPaths.size === 0)
+      throw new IcebergError('DataInvalid', 'replaceDeleteFiles needs at least one delete file to remove', { retryable: false });
+  }
+  operation(): SnapshotOperation {
+    return 'replace';
+  }
+
+  protected async filterManifests(
+    base: TableMetadata,
+    io: FileIO,
+    parent: ManifestFile[],
+  ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+    const found: DataFile[] = [];
+    const removed = this.removedPaths;
+    const snapshotId = this.snapshotId;
+    const out = await mapConcurrent(parent, MANIFEST_READ_CONCURRENCY, async (m) => {
+      if (m.content !== ManifestContent.Deletes || m.addedFilesCount + m.existingFilesCount === 0) return m;
+      const bytes = await io.read(m.manifestPath);
+      let hit = false;
+      for (const e of this.entriesFrom(bytes, m, { metrics: false }))
+        if (e.status !== ManifestEntryStatus.Deleted && removed.has(e.dataFile.filePath)) hit = true;
+      if (!hit) return m;
+      const entries = this.entriesFrom(bytes, m);
+      function* rewritten(): Generator<ManifestEntry> {
+        for (const e of entries) {
+          if (e.status === ManifestEntryStatus.Deleted) continue;
+          if (removed.has(e.dataFile.filePath)) {
+            found.push(withoutMetrics(e.dataFile));
+            yield { ...e, status: ManifestEntryStatus.Deleted, snapshotId };
+          } else yield { ...e, status: ManifestEntryStatus.Existing };
+        }
+      }
+      return this.writeEntries(base, io, m.partitionSpecId, rewritten(), ManifestContent.Deletes);
+    });
+    const missing = [...removed].filter((p) => !found.some((f) => f.filePath === p));
+    if (missing.length > 0)
+      throw new IcebergError(
+        'CommitFailed',
+        `replace delete files: ${missing.length} of ${removed.size} delete files are no longer live: ${missing.slice(0, 10).join(', ')}`,
+        { retryable: false, context: { missing, expected: 'live', found: 'missing' } },
+      );
+    return { manifests: out, deleted: found };
+  }
+}
+
 /** Distinct positions the position delete files delete in the data files `paths`. */
 async function deletedPositionCount(io: FileIO, deleteFiles: readonly DataFile[], paths: ReadonlySet<string>): Promise<number> {
   const byFile = new Map<string, Set<bigint>>();
