@@ -28,7 +28,7 @@ import {
 import type { Tables } from '../table/tables';
 import { liveDataFiles, liveDeleteFiles } from './reachable';
 
-export interface PositionDeleteRewriteResult {
+interface PositionDeleteRewriteResult {
   table: string;
   /** live position delete files, and the positions they hold, before and after */
   deleteFilesBefore: number;
