@@ -77,7 +77,8 @@ describe('Kafka transactions (real stack)', { timeout: 10 * 60_000 }, () => {
       groupIndex: 0,
       partitions: plan.groups[0]!,
       startOffsets: plan.startOffsets,
-      maxWaitMs: 4000,
+      // a bound, not a wait: the poll ends once caught up (4 s was too short for a fetch on a loaded machine)
+      maxWaitMs: 20_000,
       maxRecords: 10_000,
       maxBytes: 1 << 26,
       deadLetterFloor: plan.deadLetterFloor,
