@@ -79,7 +79,9 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
 
   const cases = [
     // after-delete-write is reached only by a cycle that deletes: its first time is late enough
-    { mode: 'upsert', point: 'after-delete-write', skip: '0', kills: [{ atS: 16, restartAfterS: 2 }] },
+    // (no scheduled kill beside it: on a loaded machine it could come before any cycle committed a
+    // key, and the cycle after it would then delete nothing)
+    { mode: 'upsert', point: 'after-delete-write', skip: '0', kills: [] },
     { mode: 'upsert', point: 'after-write', skip: '2', kills: [] },
     { mode: 'cdc', point: 'after-cas', skip: '2', kills: [] },
   ] as const;
