@@ -4,7 +4,6 @@
  * they leave (what the Iceberg table must equal), and the check of a table against it through
  * floe's reader and DuckDB.
  */
-import { Kafka, logLevel } from 'kafkajs';
 import type { FloeConfig } from '../config';
 import { findTable } from '../config';
 import { openTables } from '../table/tables';
@@ -100,6 +99,7 @@ interface UpsertVerification {
   rows: number;
   duckdb: { rows: number; distinct: number; mismatched: number } | { error: string };
   pyiceberg?: { rows: number };
+  metadataLocation: string;
   deadLetters: number;
   ok: boolean;
   problems: string[];
@@ -155,6 +155,7 @@ export async function verifyUpsertTable(
       problems.push(`DuckDB and PyIceberg could not read the table: ${duckdb.error}`);
     }
     return {
+      metadataLocation: loaded.metadataLocation,
       expected: state.size,
       rows: rows.length,
       duckdb,
@@ -192,15 +193,4 @@ function compareState(
   if (deleted) problems.push(`${reader}: ${deleted} rows of deleted keys`);
   if (missing) problems.push(`${reader}: ${missing} keys missing`);
   return problems;
-}
-
-/** Messages in the topic (high - low over partitions). */
-export async function topicMessages(brokers: string[], topic: string): Promise<number> {
-  const admin = new Kafka({ clientId: 'floe-verify', brokers, logLevel: logLevel.NOTHING }).admin();
-  await admin.connect();
-  try {
-    return (await admin.fetchTopicOffsets(topic)).reduce((n, p) => n + Number(BigInt(p.high) - BigInt(p.low)), 0);
-  } finally {
-    await admin.disconnect();
-  }
 }

@@ -11,13 +11,12 @@ import { loadConfig, type FloeConfig } from '../config';
 import { spawnWorker, type WorkerProcess } from '../workers/process';
 import { floeHome } from '../stack/paths';
 import { orderEvents, eventKey, type OrderEvent } from './generator';
-import { verifyTable, type Verification } from './verify';
-import { openTables } from '../table/tables';
+import { countTopicMessages, verifyTable, type Verification } from './verify';
 import { scenarioConfig } from './config';
 import type { ProgressEvent, ProgressSample } from './progress';
 import { ingestWorkflowId, statusQuery, type IngestStatus } from '../workflows';
 import { createTopicsReady } from './topics';
-import { CustomerSource, changeMessages, topicMessages, verifyUpsertTable } from './customers';
+import { CustomerSource, changeMessages, verifyUpsertTable } from './customers';
 
 export { scenarioConfig };
 
@@ -336,21 +335,13 @@ const defaultName = (what: string): string =>
 /** An upsert/CDC table against its source state, in the terms of an append table's verification. */
 async function verifyChanges(cfg: FloeConfig, table: string, topic: string, source: CustomerSource): Promise<Verification> {
   const u = await verifyUpsertTable(cfg, table, source.state);
-  const { metadataLocation } = await (async () => {
-    const tables = await openTables(cfg);
-    try {
-      return await tables.load(table);
-    } finally {
-      await tables.close();
-    }
-  })();
   return {
-    messagesInTopic: await topicMessages(cfg.kafka.brokers, topic),
+    messagesInTopic: await countTopicMessages(cfg.kafka.brokers, topic),
     rows: u.rows,
     distinctEventIds: u.expected,
     deadLetters: u.deadLetters,
     duckdb: 'error' in u.duckdb ? u.duckdb : { rows: u.duckdb.rows, distinctEventIds: u.duckdb.distinct, deadLetters: u.deadLetters },
-    metadataLocation,
+    metadataLocation: u.metadataLocation,
     ok: u.ok,
     problems: u.problems,
   };

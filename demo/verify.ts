@@ -21,7 +21,7 @@ export interface Verification {
   problems: string[];
 }
 
-async function countTopicMessages(brokers: string[], topic: string): Promise<number> {
+export async function countTopicMessages(brokers: string[], topic: string): Promise<number> {
   const admin = new Kafka({ clientId: 'floe-verify', brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {

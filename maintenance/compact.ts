@@ -39,6 +39,7 @@ import {
   readTaskBatches,
   deletedPositions,
   readPositionDeletes,
+  deletedPositionCounts,
   referencedDataFile,
   PositionDeleteCache,
   DataFileContent,
@@ -181,22 +182,6 @@ async function refuseEqualityDeletes(
       `${table}: compaction of tables with equality delete files is not supported (found ${eq.length}, e.g. ${eq[0]!.filePath}); rewriting their data files would bring deleted rows back`,
     );
   }
-}
-
-/** Distinct deleted positions per data file of `paths`, from the live position delete files. */
-async function deletedCounts(io: FileIO, deleteFiles: readonly DataFile[], paths: ReadonlySet<string>): Promise<Map<string, number>> {
-  const byFile = new Map<string, Set<bigint>>();
-  const relevant = deleteFiles.filter((d) => {
-    const only = referencedDataFile(d);
-    return only === undefined || paths.has(only);
-  });
-  for (const r of await mapConcurrent(relevant, 8, (d) => readPositionDeletes(io, d, paths)))
-    for (const [p, positions] of r) {
-      let set = byFile.get(p);
-      if (!set) byFile.set(p, (set = new Set()));
-      for (const x of positions) set.add(x);
-    }
-  return new Map([...byFile].map(([p, set]) => [p, set.size]));
 }
 
 export async function planCompaction(
@@ -635,7 +620,7 @@ async function groupsWithTheirDeletes(
   skipped: CommitRewriteResult['skippedGroups'],
 ): Promise<Pending[]> {
   const paths = new Set(groups.flatMap((p) => p.group.files.map((f) => absPath(location, f.path))));
-  const deletedNow = await deletedCounts(tables.io, deleteFiles, paths);
+  const deletedNow = await deletedPositionCounts(tables.io, deleteFiles, paths);
   return groups.filter((p) => {
     const live = p.group.files.reduce((a, f) => a + f.records - (deletedNow.get(absPath(location, f.path)) ?? 0), 0);
     const written = p.outputs.reduce((a, o) => a + Number(o.recordCount), 0);

@@ -69,6 +69,7 @@ export {
 export { EncoderPool, inProcessEncoder, type FileEncoder, type FileEncoderFactory } from './encoder-pool';
 export {
   POSITION_DELETE_SCHEMA,
+  deletedPositionCounts,
   readPositionDeletes,
   sortPositionDeletes,
   writePositionDeleteFiles,

@@ -13,7 +13,8 @@
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
 import { compareUnsignedBytes } from '../spec/conversions';
-import { DELETE_FILE_PATH_FIELD_ID, DELETE_FILE_POS_FIELD_ID } from '../spec/position-delete';
+import { DELETE_FILE_PATH_FIELD_ID, DELETE_FILE_POS_FIELD_ID, mayReferenceDataFile, referencedDataFile } from '../spec/position-delete';
+import { mapConcurrent } from '../scan/parallel';
 import { locationProvider } from '../spec/location-provider';
 import { currentSchema, specById } from '../spec/metadata';
 import { partitionKey, partitionPath } from '../spec/partition';
@@ -220,4 +221,29 @@ export async function readPositionDeletes(
     out.set(p, a);
   }
   return out;
+}
+
+/**
+ * Distinct deleted positions per data file of `paths`, over the position delete files given (the
+ * live ones of a snapshot): only delete files whose file_path bounds admit one of the paths are read.
+ */
+export async function deletedPositionCounts(
+  io: FileIO,
+  deleteFiles: readonly DataFile[],
+  paths: ReadonlySet<string>,
+  concurrency = 8,
+): Promise<Map<string, number>> {
+  const encoded = [...paths].map((p) => Buffer.from(p, 'utf8'));
+  const relevant = deleteFiles.filter((d) => {
+    const only = referencedDataFile(d);
+    return only !== undefined ? paths.has(only) : encoded.some((p) => mayReferenceDataFile(d, p));
+  });
+  const byFile = new Map<string, Set<bigint>>();
+  for (const r of await mapConcurrent(relevant, concurrency, (d) => readPositionDeletes(io, d, paths)))
+    for (const [p, positions] of r) {
+      let set = byFile.get(p);
+      if (!set) byFile.set(p, (set = new Set()));
+      for (const x of positions) set.add(x);
+    }
+  return new Map([...byFile].map(([p, set]) => [p, set.size]));
 }

@@ -27,8 +27,8 @@ import {
   type TableMetadata,
 } from '../spec/types';
 import { manifestMergeEnabled, manifestMinMergeCount, manifestTargetSizeBytes, metadataDirectory } from '../spec/table-properties';
-import { mayReferenceDataFile, referencedDataFile } from '../spec/position-delete';
-import { readPositionDeletes } from '../parquet/position-deletes';
+import { referencedDataFile } from '../spec/position-delete';
+import { deletedPositionCounts } from '../parquet/position-deletes';
 import { partitionKey } from '../spec/partition';
 import { planMerge } from './merge';
 import { buildSummary } from './summary';
@@ -428,7 +428,8 @@ export class RewriteFiles extends SnapshotProducer {
       }
       return this.writeEntries(base, io, m.partitionSpecId, rewritten(), ManifestContent.Deletes);
     });
-    const deleted = await deletedPositionCount(io, deleteFiles, this.deletedPaths);
+    let deleted = 0;
+    for (const n of (await deletedPositionCounts(io, deleteFiles, this.deletedPaths, MANIFEST_READ_CONCURRENCY)).values()) deleted += n;
     const expected = this.deletedFiles.reduce((a, f) => a + f.recordCount, 0) - deleted;
     if (expected !== this.deletes!.records) {
       throw new IcebergError(
@@ -581,26 +582,6 @@ export class ReplaceDeleteFiles extends SnapshotProducer {
       );
     return { manifests: out, deleted: found };
   }
-}
-
-/** Distinct positions the position delete files delete in the data files `paths`. */
-async function deletedPositionCount(io: FileIO, deleteFiles: readonly DataFile[], paths: ReadonlySet<string>): Promise<number> {
-  const byFile = new Map<string, Set<bigint>>();
-  const encoded = [...paths].map((p) => Buffer.from(p, 'utf8'));
-  const relevant = deleteFiles.filter((d) => {
-    const only = referencedDataFile(d);
-    return only !== undefined ? paths.has(only) : encoded.some((p) => mayReferenceDataFile(d, p));
-  });
-  const read = await mapConcurrent(relevant, MANIFEST_READ_CONCURRENCY, (d) => readPositionDeletes(io, d, paths));
-  for (const r of read)
-    for (const [p, positions] of r) {
-      let set = byFile.get(p);
-      if (!set) byFile.set(p, (set = new Set()));
-      for (const x of positions) set.add(x);
-    }
-  let n = 0;
-  for (const set of byFile.values()) n += set.size;
-  return n;
 }
 
 export interface RowDeltaOptions {
