@@ -335,6 +335,14 @@ const cdc = obj({
     .describe("Debezium's envelope (before, after, op) or its flattened form (__op, __deleted)"),
 });
 
+/** Where an upsert/CDC table's key index lives (ingest/upsert/key-index.ts). */
+const keyIndex = obj({
+  maxMemoryKeys: posInt()
+    .default(5_000_000)
+    .describe('keys held in memory (about 70 bytes each); beyond this the index moves to an SQLite file on disk'),
+  spillDir: text().optional().describe("the folder of a spilled index's file; default the OS temp folder"),
+});
+
 const TABLE_KEYS = {
   table: text(IDENT, IDENT_WHAT).describe('the Iceberg table namespace.table'),
   topic: text(TOPIC_NAME, 'a Kafka topic name ([A-Za-z0-9._-], 249 at most)').optional(),
@@ -384,6 +392,7 @@ const TABLE_KEYS = {
     .optional()
     .describe("mode upsert or cdc: the row key's columns (the table's Iceberg identifier fields)"),
   cdc: cdc.optional(),
+  keyIndex: keyIndex.optional(),
 };
 
 const tableKeys = obj(TABLE_KEYS);
@@ -443,6 +452,7 @@ function keyedRule(t: z.output<typeof tableKeys>, r: Rule): void {
     if (t.idColumns !== undefined && r.ok('idColumns'))
       r.problem(['idColumns'], 'only with mode upsert or cdc (the row key of a table whose rows change)');
     if (t.cdc !== undefined && r.ok('cdc')) r.problem(['cdc'], 'only with mode cdc');
+    if (t.keyIndex !== undefined && r.ok('keyIndex')) r.problem(['keyIndex'], 'only with mode upsert or cdc');
     return;
   }
   if (t.cdc !== undefined && t.mode !== 'cdc' && r.ok('cdc')) r.problem(['cdc'], 'only with mode cdc');
@@ -505,6 +515,7 @@ export const table = withRule(tableKeys, tableRule).transform((t) => {
       route: t.route,
       idColumns: t.mode === 'append' ? undefined : t.idColumns,
       cdc: t.mode === 'cdc' ? (t.cdc ?? { format: 'debezium' as const }) : undefined,
+      keyIndex: t.mode === 'append' ? undefined : (t.keyIndex ?? { maxMemoryKeys: 5_000_000 }),
     }),
   };
 });

@@ -155,7 +155,7 @@ export class TableSink {
   async close(): Promise<DataFile[]> {
     if (this.changes) {
       const { metadata } = await this.deps.tables.load(this.t.table);
-      const r = await keyIndexesOf(this.deps.tables.io).use(this.t.table, metadata, this.t.idColumns!, (index) => ({
+      const r = await keyIndexesOf(this.deps.tables.io).use(this.t.table, metadata, this.t.idColumns!, this.t.keyIndex!, (index) => ({
         ...this.changes!.resolve(index),
         indexSnapshotId: index.snapshotId?.toString() ?? '',
       }));

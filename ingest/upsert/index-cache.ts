@@ -5,10 +5,18 @@
  * rebuilt from the table by the next poll: nothing here is needed for correctness.
  */
 import type { FileIO, TableMetadata } from '../../iceberg';
+import { SpillingKeyStore } from './disk-key-store';
 import { buildKeyIndex, type KeyIndex } from './key-index';
 
+/** Where a table's index lives: in memory up to `maxMemoryKeys`, then on disk (disk-key-store.ts). */
+interface KeyIndexPlacement {
+  maxMemoryKeys: number;
+  spillDir?: string;
+}
+
 interface Entry {
-  idColumns: string;
+  /** the id columns and placement the index was built for */
+  shape: string;
   index: KeyIndex | undefined;
   /** the last use: the next waits for it */
   tail: Promise<unknown>;
@@ -23,16 +31,33 @@ class KeyIndexes {
    * Runs `use` with `table`'s index at `metadata`'s current snapshot (the caller loaded it just
    * before). A failure to build or advance drops the index (the next use rebuilds it).
    */
-  async use<T>(table: string, metadata: TableMetadata, idColumns: readonly string[], use: (index: KeyIndex) => T): Promise<T> {
-    const cols = idColumns.join('\u0000');
+  async use<T>(
+    table: string,
+    metadata: TableMetadata,
+    idColumns: readonly string[],
+    placement: KeyIndexPlacement,
+    use: (index: KeyIndex) => T,
+  ): Promise<T> {
+    const shape = JSON.stringify([idColumns, placement.maxMemoryKeys, placement.spillDir ?? '']);
     let e = this.entries.get(table);
-    if (!e || e.idColumns !== cols) this.entries.set(table, (e = { idColumns: cols, index: undefined, tail: Promise.resolve() }));
+    if (!e || e.shape !== shape) {
+      e?.index?.close();
+      this.entries.set(table, (e = { shape, index: undefined, tail: Promise.resolve() }));
+    }
     const entry = e;
     const run = entry.tail.then(async () => {
       try {
-        if (!entry.index) entry.index = await buildKeyIndex(this.io, metadata, idColumns);
-        else await entry.index.advance(this.io, metadata);
+        if (!entry.index) {
+          const store = new SpillingKeyStore(placement.maxMemoryKeys, tidyDir(placement.spillDir));
+          try {
+            entry.index = await buildKeyIndex(this.io, metadata, idColumns, { store });
+          } catch (err) {
+            store.close();
+            throw err;
+          }
+        } else await entry.index.advance(this.io, metadata);
       } catch (err) {
+        entry.index?.close();
         entry.index = undefined;
         throw err;
       }
@@ -49,6 +74,8 @@ class KeyIndexes {
     return n;
   }
 }
+
+const tidyDir = (dir: string | undefined): { dir?: string } => (dir === undefined ? {} : { dir });
 
 const byIo = new WeakMap<FileIO, KeyIndexes>();
 

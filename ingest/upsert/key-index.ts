@@ -66,16 +66,18 @@ export interface KeyStore {
   /** drops every entry in one of these files (one pass); returns how many */
   deleteFiles(fileIds: ReadonlySet<number>): number;
   clear(): void;
+  /** releases what the store holds outside the heap (a disk store's file) */
+  close?(): void;
 }
 
-/** V8 refuses a Map of more than 2^24 entries; beyond this a store must spill (not implemented). */
+/** V8 refuses a Map of more than 2^24 entries: beyond this, keys must go to disk (disk-key-store.ts). */
 const MAX_MEMORY_KEYS = 16_000_000;
 
 /**
  * In memory: key -> slot (a small integer, stored unboxed in the Map), and per slot the file id
  * (Uint32Array) and position (Float64Array), grown by doubling; freed slots are reused.
  */
-class MemoryKeyStore implements KeyStore {
+export class MemoryKeyStore implements KeyStore {
   private readonly slots = new Map<string, number>();
   private fileIds = new Uint32Array(1024);
   private positions = new Float64Array(1024);
@@ -99,7 +101,7 @@ class MemoryKeyStore implements KeyStore {
       if (this.slots.size >= MAX_MEMORY_KEYS) {
         throw IcebergError.mismatch(
           'FeatureUnsupported',
-          'key index keys held in memory (spilling to disk is not implemented)',
+          'key index keys held in memory (a table this large needs keyIndex.maxMemoryKeys, which spills to disk)',
           `at most ${MAX_MEMORY_KEYS}`,
           'more',
           false,
@@ -138,6 +140,11 @@ class MemoryKeyStore implements KeyStore {
     this.slots.clear();
     this.free = [];
     this.next = 0;
+  }
+
+  /** Every entry, in no particular order. */
+  *entries(): IterableIterator<[string, StoredLocation]> {
+    for (const [k, s] of this.slots) yield [k, { fileId: this.fileIds[s]!, pos: this.positions[s]! }];
   }
 
   private grow(): number {
@@ -223,6 +230,11 @@ export class KeyIndex {
   get size(): number {
     return this.store.size;
   }
+  /** Releases the store (a disk store's file); the index is not used after. */
+  close(): void {
+    this.store.close?.();
+  }
+
   /** keys found twice among live rows since the last (re)build */
   get duplicates(): DuplicateReport {
     return this.dup;

@@ -7,7 +7,7 @@
  */
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureStack } from '../../stack/stack';
@@ -88,7 +88,10 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
   for (const c of cases) {
     it(`${c.mode}: a worker killed at "${c.point}"${c.kills.length ? ' and on a schedule' : ''} leaves the table equal to the source state`, async () => {
       const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
+      // The CDC case keeps at most 40 of its ~100 live keys in memory: its key index runs on disk.
+      const spillDir = c.mode === 'cdc' ? mkdtempSync(join(tmpdir(), 'floe-spill-')) : undefined;
       const r = await runScenario({
+        ...(spillDir ? { tableOverrides: { keyIndex: { maxMemoryKeys: 40, spillDir } } } : {}),
         name: uniq(`it_${c.mode}_${c.point.replace(/-/g, '_')}`),
         ratePerS: 40,
         durationS: 24,
@@ -107,6 +110,11 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
       assert.deepEqual(r.problems, [], r.problems.join('; '));
       assert.ok(r.rows > 50, `${r.rows} live keys`);
       assert.equal(r.rows, r.distinctEventIds);
+      if (spillDir)
+        assert.ok(
+          readdirSync(spillDir).some((f) => f.startsWith('floe-keyindex-')),
+          'the key index spilled to its SQLite file (a stopped worker leaves it for the next to sweep)',
+        );
       // The table is a v2 table with the key as its identifier fields, and deletes were written.
       const cfg = loadConfig(r.configPath);
       const tables = await openTables(cfg);

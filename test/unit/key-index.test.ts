@@ -27,6 +27,7 @@ import {
   type TableIdentifier,
   type TableMetadata,
 } from '../../iceberg';
+import { SpillingKeyStore } from '../../ingest/upsert/disk-key-store';
 import { KeyIndex, buildKeyIndex, type KeyStore, type StoredLocation } from '../../ingest/upsert/key-index';
 
 const SCHEMA: Schema = {
@@ -273,32 +274,38 @@ class MapStore implements KeyStore {
   }
 }
 
-test('advance over a rewrite (replace): the replaced files dropped, only the new files read', async () => {
-  const { io, catalog, table } = await setup();
-  const a = await writeIds(io, 'a', range(0, 300));
-  const b = await writeIds(io, 'b', range(300, 600));
-  const c = await writeIds(io, 'c', range(600, 700));
-  let t = await fastAppend(catalog, io, table, [a, b, c]);
-  // through a store of the caller's (the seam a disk-backed store plugs into)
-  const store = new MapStore();
-  const index = await buildKeyIndex(io, t.metadata, ['id'], { store });
-  assert.equal(store.size, 700);
-  // compaction: a and b into one file, rows in another order; then an append
-  const ab = await writeIds(io, 'ab', [...range(300, 600), ...range(0, 300)]);
-  t = (await rewriteFiles(catalog, io, id, [a, b], [ab], {}, { table: t })).table;
-  const d = await writeIds(io, 'd', range(700, 710));
-  t = await fastAppend(catalog, io, t, [d]);
-  const r = await index.advance(io, t.metadata);
-  assert.equal(r.action, 'advanced');
-  assert.deepEqual(r.action === 'advanced' && [r.snapshots, r.filesScanned, r.duplicates.count], [2, 2, 0]);
-  const files: Array<[DataFile, readonly bigint[]]> = [
-    [c, range(600, 700)],
-    [ab, [...range(300, 600), ...range(0, 300)]],
-    [d, range(700, 710)],
-  ];
-  assertIndex(index, expect(files));
-  assert.equal(store.size, 710, 'the rewrite and the append went through the same store');
-});
+for (const [label, makeStore] of [
+  ['a store of the caller', () => new MapStore()],
+  ['a store that spills to disk at 100 keys', () => new SpillingKeyStore(100)],
+] as const)
+  test(`advance over a rewrite (replace): the replaced files dropped, only the new files read (${label})`, async () => {
+    const { io, catalog, table } = await setup();
+    const a = await writeIds(io, 'a', range(0, 300));
+    const b = await writeIds(io, 'b', range(300, 600));
+    const c = await writeIds(io, 'c', range(600, 700));
+    let t = await fastAppend(catalog, io, table, [a, b, c]);
+    // through a store of the caller's (the seam a disk-backed store plugs into)
+    const store = makeStore();
+    const index = await buildKeyIndex(io, t.metadata, ['id'], { store });
+    assert.equal(store.size, 700);
+    // compaction: a and b into one file, rows in another order; then an append
+    const ab = await writeIds(io, 'ab', [...range(300, 600), ...range(0, 300)]);
+    t = (await rewriteFiles(catalog, io, id, [a, b], [ab], {}, { table: t })).table;
+    const d = await writeIds(io, 'd', range(700, 710));
+    t = await fastAppend(catalog, io, t, [d]);
+    const r = await index.advance(io, t.metadata);
+    assert.equal(r.action, 'advanced');
+    assert.deepEqual(r.action === 'advanced' && [r.snapshots, r.filesScanned, r.duplicates.count], [2, 2, 0]);
+    const files: Array<[DataFile, readonly bigint[]]> = [
+      [c, range(600, 700)],
+      [ab, [...range(300, 600), ...range(0, 300)]],
+      [d, range(700, 710)],
+    ];
+    assertIndex(index, expect(files));
+    assert.equal(store.size, 710, 'the rewrite and the append went through the same store');
+    if (store instanceof SpillingKeyStore) assert.ok(store.spilled);
+    index.close();
+  });
 
 test('advance rebuilds when the index snapshot is no longer an ancestor (expired, rolled back)', async () => {
   const { io, catalog, table } = await setup();
