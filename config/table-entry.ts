@@ -390,7 +390,9 @@ const TABLE_KEYS = {
     ),
   idColumns: list(text(NAME, COLUMN_NAME), text())
     .optional()
-    .describe("mode upsert or cdc: the row key's columns (the table's Iceberg identifier fields)"),
+    .describe(
+      "mode upsert or cdc: the row key's columns (the table's Iceberg identifier fields); a schema format's default to the key schema's fields",
+    ),
   cdc: cdc.optional(),
   keyIndex: keyIndex.optional(),
 };
@@ -456,8 +458,6 @@ function keyedRule(t: z.output<typeof tableKeys>, r: Rule): void {
     return;
   }
   if (t.cdc !== undefined && t.mode !== 'cdc' && r.ok('cdc')) r.problem(['cdc'], 'only with mode cdc');
-  if (t.value.format !== 'json')
-    r.problem(['mode'], `mode ${t.mode} takes JSON values for now (value.format: json); ${t.value.format} is not supported yet`);
   if (t.route !== undefined && r.ok('route'))
     r.problem(['route'], `a route cannot be combined with mode ${t.mode} (each routed table would need its own key index)`);
   if ((t.topics !== undefined || t.topicPattern !== undefined) && r.ok('topic'))
@@ -466,8 +466,16 @@ function keyedRule(t: z.output<typeof tableKeys>, r: Rule): void {
       `mode ${t.mode} reads one topic: the newest record of a key is only defined within one topic's partition`,
     );
   if (!r.ok('idColumns') || !r.ok('columns')) return;
+  // A schema format's columns come from its schemas: the row key defaults to the key schema's
+  // fields, and is checked against the table's columns when the table is read.
+  if (t.value.format !== 'json') {
+    t.idColumns?.forEach((name, j) => {
+      if (t.idColumns!.indexOf(name) !== j) r.expected(['idColumns', j], 'each column once', name);
+    });
+    return;
+  }
   if (t.idColumns === undefined) {
-    r.expected(['idColumns'], `the row key's columns (mode ${t.mode})`);
+    r.expected(['idColumns'], `the row key's columns (mode ${t.mode}; JSON values have no key schema to take them from)`);
     return;
   }
   const columns = t.columns ?? [];

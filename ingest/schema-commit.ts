@@ -7,9 +7,20 @@ import { currentSchema, type NestedField, type Schema, type TableMetadata, type 
 /**
  * The commit of a new current schema of `fields` (ids up to `lastColumnId`): it requires the
  * schema id and last column id it was planned on, so a racing schema change re-plans it.
+ * `identifierFieldIds`: the new schema's identifier fields (else the current schema's are kept).
  */
-export function newSchemaCommit(base: TableMetadata, fields: NestedField[], lastColumnId: number): PendingCommit {
-  const schema: Schema = { ...currentSchema(base), 'schema-id': Math.max(...base.schemas.map((s) => s['schema-id'])) + 1, fields };
+export function newSchemaCommit(
+  base: TableMetadata,
+  fields: NestedField[],
+  lastColumnId: number,
+  identifierFieldIds?: number[],
+): PendingCommit {
+  const schema: Schema = {
+    ...currentSchema(base),
+    'schema-id': Math.max(...base.schemas.map((s) => s['schema-id'])) + 1,
+    fields,
+    ...(identifierFieldIds ? { 'identifier-field-ids': identifierFieldIds } : {}),
+  };
   return {
     updates: [
       { action: 'add-schema', schema, 'last-column-id': lastColumnId },

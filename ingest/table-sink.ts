@@ -20,6 +20,7 @@ import { EvolveToSchema, SchemaIncompatibleError } from './formats/union';
 import { ChangeBuffer } from './upsert/change-buffer';
 import { compileChanges, type Change } from './upsert/changes';
 import { keyIndexesOf } from './upsert/index-cache';
+import { RegistryChanges, defaultIdColumns } from './upsert/registry-changes';
 import type { DataFilePositionDelete } from '../iceberg';
 
 /** What an upsert or CDC poll's changes came to (TableSink.close). */
@@ -55,12 +56,16 @@ export class TableSink {
     private readonly openWriter: (suffix: string) => Promise<PartitionedRowWriter>,
     private readonly reader: FormatReader | undefined,
     private readonly warn: (msg: string) => void,
+    /** An upsert or CDC table in a schema format: its changes' reader. */
+    private readonly registryChanges: RegistryChanges | undefined,
   ) {
     if (t.mode !== 'append') {
       this.changes = new ChangeBuffer();
-      let c = changeReaders.get(t);
-      if (!c) changeReaders.set(t, (c = compileChanges(t)));
-      this.changeOf = c;
+      if (!registryChanges) {
+        let c = changeReaders.get(t);
+        if (!c) changeReaders.set(t, (c = compileChanges(t)));
+        this.changeOf = c;
+      }
     }
   }
 
@@ -70,9 +75,18 @@ export class TableSink {
     openWriter: (suffix: string) => Promise<PartitionedRowWriter>,
     warn: (msg: string) => void,
   ): Promise<TableSink> {
-    const reader =
-      t.value.format === 'json' ? undefined : new FormatReader(t, (await deps.tables.load(t.table)).metadata, deps.cfg.schemaRegistry);
-    return new TableSink(deps, t, await openWriter(''), openWriter, reader, warn);
+    if (t.value.format === 'json') return new TableSink(deps, t, await openWriter(''), openWriter, undefined, warn, undefined);
+    const { metadata } = await deps.tables.load(t.table);
+    const registry = deps.cfg.schemaRegistry;
+    const changes =
+      t.mode === 'append' ? undefined : new RegistryChanges(t, metadata, registry, await defaultIdColumns(t, metadata, registry));
+    const reader = changes?.reader ?? new FormatReader(t, metadata, registry);
+    return new TableSink(deps, t, await openWriter(''), openWriter, reader, warn, changes);
+  }
+
+  /** The row key's columns of an upsert or CDC table (a schema format's: once known). */
+  private get idColumns(): readonly string[] | undefined {
+    return this.registryChanges ? this.registryChanges.idColumns : this.t.idColumns;
   }
 
   /**
@@ -88,12 +102,18 @@ export class TableSink {
         return;
       }
       if (this.reader) {
-        const out = this.reader.read(rec, decoded);
+        const out = this.registryChanges ? this.registryChanges.read(rec) : this.reader.read(rec, decoded);
         if ('wait' in out) return out.wait.then(() => this.add(rec, deadLetter, decoded));
         if ('evolve' in out)
           return this.evolve(out.evolve).then((refused) =>
             refused === undefined ? this.add(rec, deadLetter, decoded) : deadLetter(rec, new DecodeError(`value: ${refused}`)),
           );
+        if ('change' in out) {
+          this.changes!.add(out.change);
+          return;
+        }
+        // an append table's reader reads rows only (no envelope)
+        if (!('row' in out)) throw new Error(`table ${this.t.table}: a change event in an append table`);
         row = out.row;
       } else {
         // compiled once per table config: every row it returns is writable under t's partition spec
@@ -120,7 +140,7 @@ export class TableSink {
    */
   private async evolve(derived: Derived[]): Promise<string | undefined> {
     const table = this.t.table;
-    const action = new EvolveToSchema(derived, new Set(this.t.columns.map((c) => c.name)));
+    const action = new EvolveToSchema(derived, new Set(this.t.columns.map((c) => c.name)), this.idColumns);
     let metadata;
     let refused: string | undefined;
     try {
@@ -139,7 +159,8 @@ export class TableSink {
     this.closedRows += this.writer.rows;
     this.closed.push(...(await this.writer.close()));
     this.writer = await this.openWriter(`-e${++this.evolutions}`);
-    this.reader!.setTable(metadata);
+    if (this.registryChanges) this.registryChanges.setTable(metadata);
+    else this.reader!.setTable(metadata);
     return refused;
   }
 
@@ -153,9 +174,11 @@ export class TableSink {
    * resolved first, against the key index at the table's current snapshot (`deletes`).
    */
   async close(): Promise<DataFile[]> {
-    if (this.changes) {
+    const idColumns = this.idColumns;
+    // (a schema format's table learns its row key from its first record: none read, nothing to resolve)
+    if (this.changes && idColumns) {
       const { metadata } = await this.deps.tables.load(this.t.table);
-      const r = await keyIndexesOf(this.deps.tables.io).use(this.t.table, metadata, this.t.idColumns!, this.t.keyIndex!, (index) => ({
+      const r = await keyIndexesOf(this.deps.tables.io).use(this.t.table, metadata, idColumns, this.t.keyIndex!, (index) => ({
         ...this.changes!.resolve(index),
         indexSnapshotId: index.snapshotId?.toString() ?? '',
       }));

@@ -8,6 +8,7 @@ import type { IcebergType, NestedField, Schema } from '../iceberg';
 import type { Tables } from '../table/tables';
 import { initialDerived } from './formats/reader';
 import { withDerived } from './formats/union';
+import { defaultIdColumns } from './upsert/registry-changes';
 
 /**
  * Creates the namespace, the table and its dead-letter table when missing. Safe to race. A schema
@@ -19,9 +20,12 @@ export async function ensureIngestTables(tables: Tables, t: TableConfig, registr
   await tables.ensureTable(
     t.table,
     async () => {
-      const derived = t.value.format === 'json' ? undefined : (await initialDerived(t, registry))?.derived;
-      const own = schemaOf(t.columns, t.idColumns);
-      return derived ? withDerived(own, derived) : own;
+      if (t.value.format === 'json') return schemaOf(t.columns, t.idColumns);
+      const derived = (await initialDerived(t, registry))?.derived;
+      // an upsert/CDC table's row key: configured, else the key schema's fields (registry-changes.ts)
+      const ids = t.mode === 'append' ? undefined : await defaultIdColumns(t, undefined, registry);
+      const own = schemaOf(t.columns, ids);
+      return derived ? withDerived(own, derived, ids) : own;
     },
     t.partitionBy,
     t.properties,

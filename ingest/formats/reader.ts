@@ -16,12 +16,20 @@ import type { NestedField, StructType, TableMetadata } from '../../iceberg';
 import { compileDecoder, type KafkaRecord } from '../decode';
 import type { Derived, ValueConverter } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';
+import { debeziumOp, debeziumRowColumns, flattenedDeletes } from './debezium';
 import { columnRange } from './ranges';
 import type { Row, RowValue } from './row';
 import { registryClient, unframe, writerSchema, type WriterSchema } from './registry';
 import { planUnion, valueStruct } from './union';
 
-type ReadOutcome = { row: Row } | { wait: Promise<unknown> } | { evolve: Derived[]; schema: string };
+/**
+ * `row`: the record's row. `deleted`: a change event (cdc) deleting a row: the row it names
+ * (Debezium's `before`; null when the event has none, and the Kafka key names it).
+ */
+type ReadOutcome = { row: Row } | { deleted: Row | null } | { wait: Promise<unknown> } | { evolve: Derived[]; schema: string };
+
+/** What a value is: a row, or a Debezium change event (the envelope, or its flattened form). */
+type Shape = 'row' | 'envelope' | 'flattened';
 
 /** A record schema the table cannot take, with `onIncompatibleSchema: fail`: the caller stops the table with it. */
 export class SchemaIncompatibleStop extends Error {
@@ -30,7 +38,7 @@ export class SchemaIncompatibleStop extends Error {
 
 type Range = (x: number | bigint, shown: string) => number | bigint;
 type Compiled =
-  | { kind: 'ok'; value: ValueConverter; key: ValueConverter | undefined; ranges: Array<[string, Range]> }
+  | { kind: 'ok'; shape: Shape; value: ValueConverter; key: ValueConverter | undefined; ranges: Array<[string, Range]> }
   | { kind: 'evolve'; derived: Derived[] }
   | { kind: 'incompatible'; reason: string };
 
@@ -108,6 +116,14 @@ export class RecordSides {
   }
 }
 
+/** A reader of an upsert or CDC table (mode upsert, cdc). */
+interface ChangeOptions {
+  /** the values are change events of this format, not rows (mode cdc) */
+  envelope?: 'debezium';
+  /** the row key's columns: required, the table's identifier fields */
+  idColumns?: readonly string[];
+}
+
 export class FormatReader {
   private readonly reserved: ReadonlySet<string>;
   private readonly meta: (rec: KafkaRecord) => Row;
@@ -120,11 +136,18 @@ export class FormatReader {
     private readonly t: TableConfig,
     private metadata: TableMetadata,
     registry?: SchemaRegistryConfig,
+    private changes: ChangeOptions = {},
   ) {
     this.sides = new RecordSides(t, registry);
     this.reserved = new Set(t.columns.map((c) => c.name));
     this.meta = compileDecoder({ columns: t.columns, partitionBy: t.partitionBy.filter((p) => this.reserved.has(p.column)) });
     this.sourceName = new Map(Object.entries(t.value.rename ?? {}).map(([from, to]) => [to, from]));
+  }
+
+  /** The row key's columns became known (an upsert/CDC table's first record's key schema). */
+  setIdColumns(idColumns: readonly string[]): void {
+    this.changes = { ...this.changes, idColumns };
+    this.compiled = new Map();
   }
 
   /** The table changed (evolved): recompile every writer schema against its new schema. */
@@ -157,9 +180,11 @@ export class FormatReader {
     if (v.derived instanceof SchemaMappingError) return { kind: 'incompatible', reason: v.derived.message };
     const keyDerived = k && this.t.key ? keyColumn(this.t.key, k) : [];
     if (keyDerived instanceof SchemaMappingError) return { kind: 'incompatible', reason: keyDerived.message };
-    const derived = [...shapeValue(this.t.value, v.derived), ...keyDerived];
-    const plan = planUnion(this.metadata, derived, this.reserved);
     const which = `schema ${v.key}${k ? ` (key schema ${k.key})` : ''}`;
+    const row = this.changes.envelope ? debeziumRowColumns(v.derived) : { shape: 'row' as const, fields: v.derived };
+    if (row instanceof SchemaMappingError) return { kind: 'incompatible', reason: `${which}: ${row.message}` };
+    const derived = [...shapeValue(this.t.value, row.fields), ...keyDerived];
+    const plan = planUnion(this.metadata, derived, this.reserved, this.changes.idColumns);
     if (plan.problems.length > 0) return { kind: 'incompatible', reason: `${which}: ${plan.problems.join('; ')}` };
     if (plan.changes.length > 0) return { kind: 'evolve', derived };
     try {
@@ -171,9 +196,23 @@ export class FormatReader {
         if (r) ranges.push([f.name, r]);
       }
       const keyField = this.t.key ? fields.find((f) => f.name === this.t.key!.column) : undefined;
+      const target = this.valueTarget();
       return {
         kind: 'ok',
-        value: v.converter(this.valueTarget()),
+        shape: row.shape,
+        // an envelope's before and after are rows of the table (before first: Avro defines the
+        // row's record type there and names it in after)
+        value: v.converter(
+          row.shape === 'envelope'
+            ? {
+                type: 'struct',
+                fields: [
+                  { id: 0, name: 'before', required: false, type: target },
+                  { id: 0, name: 'after', required: false, type: target },
+                ],
+              }
+            : target,
+        ),
         key: k && keyField ? k.converter(keyField.type) : undefined,
         ranges,
       };
@@ -196,20 +235,32 @@ export class FormatReader {
       if (this.t.value.onIncompatibleSchema === 'fail') throw new SchemaIncompatibleStop(`table ${this.t.table}: ${c.reason}`);
       throw new DecodeError(`value: ${c.reason}`);
     }
-    const doc = 'doc' in v ? v.doc : decodeDoc(v.w, v.payload, 'value');
-    const values = c.value(doc, 'value') as Record<string, RowValue>;
+    const doc = ('doc' in v ? v.doc : decodeDoc(v.w, v.payload, 'value')) as Record<string, unknown>;
+    const converted = c.value(doc, 'value') as Record<string, RowValue | null>;
+    let values = converted as Record<string, RowValue>;
+    if (c.shape === 'envelope') {
+      const { before, after } = converted as unknown as Record<'before' | 'after', Record<string, RowValue> | null>;
+      if (debeziumOp(doc.op) === 'delete') return { deleted: before ? this.rowOf(rec, before, c, k) : null };
+      if (!after) throw new DecodeError(`value: a Debezium event with op ${String(doc.op)} has no after`);
+      values = after;
+    } else if (c.shape === 'flattened' && flattenedDeletes(doc)) return { deleted: this.rowOf(rec, values, c, k) };
+    return { row: this.rowOf(rec, values, c, k) };
+  }
+
+  /** The row of the record's value columns `values`: with the config's own columns, ranges checked, the key's column. */
+  private rowOf(rec: KafkaRecord, values: Record<string, RowValue>, c: Compiled & { kind: 'ok' }, k: Side | undefined): Row {
     const row: Row = { ...this.meta(rec) };
     for (const [name, x] of Object.entries(values)) row[this.t.value.rename?.[name] ?? name] = x;
     for (const [name, check] of c.ranges) {
       const x = row[name];
       if (typeof x === 'number' || typeof x === 'bigint') row[name] = check(x, String(x));
     }
-    if (this.t.key) row[this.t.key.column] = k && c.key ? (c.key(decodeDoc(k.w, k.payload, 'key'), 'key') as RowValue) : null;
-    return { row };
+    if (this.t.key) row[this.t.key.column] = k && 'w' in k && c.key ? (c.key(decodeDoc(k.w, k.payload, 'key'), 'key') as RowValue) : null;
+    return row;
   }
 }
 
-function decodeDoc(w: WriterSchema, payload: Buffer, what: 'value' | 'key'): unknown {
+export function decodeDoc(w: WriterSchema, payload: Buffer, what: 'value' | 'key'): unknown {
   let doc: unknown;
   try {
     doc = w.decode(payload);
@@ -224,6 +275,7 @@ function decodeDoc(w: WriterSchema, payload: Buffer, what: 'value' | 'key'): unk
 /**
  * The columns a new table takes from its schemas: the value subject's latest version (or plain
  * Avro's schema), shaped by the config, and the key's column from the key subject's latest.
+ * A CDC table's are the row's columns of the change event's schema.
  */
 export async function initialDerived(
   t: TableConfig,
@@ -234,8 +286,12 @@ export async function initialDerived(
   const v = await latest(t.value, `${t.topic}-value`, 'config');
   if (v === undefined) return undefined;
   if (v.derived instanceof SchemaMappingError) throw v.derived;
-  const derived = shapeValue(t.value, v.derived);
-  if (t.key) {
+  // a change stream's row is the envelope's after
+  const row = t.mode === 'cdc' ? debeziumRowColumns(v.derived) : { fields: v.derived };
+  if (row instanceof SchemaMappingError) throw new SchemaMappingError(`schema ${v.key}: ${row.message}`);
+  const derived = shapeValue(t.value, row.fields);
+  // an upsert/CDC table's key format reads the row key, not a column
+  if (t.key && t.mode === 'append') {
     const k = await latest(t.key, `${t.topic}-key`, 'config-key');
     const col = k ? keyColumn(t.key, k) : [];
     if (col instanceof SchemaMappingError) throw col;

@@ -37,6 +37,8 @@ interface UnionPlan {
   changes: string[];
   /** Why the record schema cannot evolve the table (empty: it can). */
   problems: string[];
+  /** The identifier fields' ids, when the plan sets them (an upsert/CDC table's row key). */
+  identifierFieldIds?: number[];
 }
 
 const squash = (t: string) => t.replace(/\s+/g, '');
@@ -44,7 +46,11 @@ const squash = (t: string) => t.replace(/\s+/g, '');
 class Union {
   changes: string[] = [];
   problems: string[] = [];
-  constructor(public lastId: number) {}
+  constructor(
+    public lastId: number,
+    /** an upsert/CDC table's identifier columns: required top-level columns */
+    private readonly ids: ReadonlySet<string> = new Set(),
+  ) {}
 
   /** `t` with fresh ids at every level (a new column). */
   fresh(t: IcebergType): IcebergType {
@@ -69,10 +75,15 @@ class Union {
     for (const d of inc) {
       const at = `${where}${d.name}`;
       const f = out.find((x) => x.name === d.name);
+      const id = where === '' && this.ids.has(d.name);
       if (f === undefined) {
-        if (requiredChecked && d.required)
-          this.problems.push(`${at}: a new field the schema requires (no default) cannot be added to a table that has rows without it`);
-        out.push({ id: ++this.lastId, name: d.name, required: false, type: this.fresh(d.type), ...(d.doc ? { doc: d.doc } : {}) });
+        if (requiredChecked && (d.required || id))
+          this.problems.push(
+            id
+              ? `${at}: an identifier column (idColumns) cannot be added to a table that has rows without it`
+              : `${at}: a new field the schema requires (no default) cannot be added to a table that has rows without it`,
+          );
+        out.push({ id: ++this.lastId, name: d.name, required: id, type: this.fresh(d.type), ...(d.doc ? { doc: d.doc } : {}) });
         this.changes.push(`added ${at}`);
         continue;
       }
@@ -121,9 +132,14 @@ class Union {
  * The table's current schema united with `derived` (a record schema's columns). `reserved` are the
  * config's own columns (key, headers, metadata): a schema field of that name is a problem.
  */
-export function planUnion(m: TableMetadata, derived: readonly Derived[], reserved: ReadonlySet<string>): UnionPlan {
+export function planUnion(
+  m: TableMetadata,
+  derived: readonly Derived[],
+  reserved: ReadonlySet<string>,
+  idColumns: readonly string[] = [],
+): UnionPlan {
   const schema = currentSchema(m);
-  const u = new Union(m['last-column-id']);
+  const u = new Union(m['last-column-id'], new Set(idColumns));
   for (const d of derived)
     if (reserved.has(d.name))
       u.problems.push(`${d.name}: the record's schema has a field of the name the config gives a column from Kafka`);
@@ -135,7 +151,33 @@ export function planUnion(m: TableMetadata, derived: readonly Derived[], reserve
     '',
     hasValueColumns,
   );
-  return { fields, lastColumnId: u.lastId, changes: u.changes, problems: u.problems };
+  const identifierFieldIds = identifierIds(schema, fields, idColumns, u);
+  return {
+    fields,
+    lastColumnId: u.lastId,
+    changes: u.changes,
+    problems: u.problems,
+    ...(identifierFieldIds ? { identifierFieldIds } : {}),
+  };
+}
+
+/**
+ * The identifier field ids an upsert/CDC table's schema should get: undefined when it has them
+ * already, or when an identifier column is missing (the key index names it when used). An
+ * optional identifier column is a problem: Iceberg identifier fields are required, and a row key
+ * cannot be null.
+ */
+function identifierIds(schema: Schema, fields: readonly NestedField[], idColumns: readonly string[], u: Union): number[] | undefined {
+  if (idColumns.length === 0) return undefined;
+  const found = idColumns.map((n) => fields.find((f) => f.name === n));
+  if (found.some((f) => f === undefined)) return undefined;
+  for (const f of found)
+    if (!f!.required) u.problems.push(`${f!.name}: an identifier column (idColumns) is optional in the table; a row key is never null`);
+  const ids = found.map((f) => f!.id);
+  const now = schema['identifier-field-ids'] ?? [];
+  if (now.length === ids.length && now.every((x, i) => x === ids[i])) return undefined;
+  u.changes.push(`identifier fields ${idColumns.join(', ')}`);
+  return ids;
 }
 
 /** The table's value columns (every field but the config's own columns) as one struct. */
@@ -150,6 +192,7 @@ export class EvolveToSchema implements TableAction {
   constructor(
     private readonly derived: readonly Derived[],
     private readonly reserved: ReadonlySet<string>,
+    private readonly idColumns: readonly string[] = [],
   ) {}
 
   writtenFiles(): string[] {
@@ -157,11 +200,11 @@ export class EvolveToSchema implements TableAction {
   }
 
   async prepare(base: TableMetadata): Promise<PendingCommit> {
-    const plan = planUnion(base, this.derived, this.reserved);
+    const plan = planUnion(base, this.derived, this.reserved, this.idColumns);
     this.changes = plan.changes;
     if (plan.problems.length > 0) throw new SchemaIncompatibleError(plan.problems);
     if (plan.changes.length === 0) return { updates: [], requirements: [], attemptFiles: [], referencedFiles: [] };
-    return newSchemaCommit(base, plan.fields, plan.lastColumnId);
+    return newSchemaCommit(base, plan.fields, plan.lastColumnId, plan.identifierFieldIds);
   }
 }
 
@@ -172,18 +215,22 @@ export class SchemaIncompatibleError extends Error {
   }
 }
 
-/** A new table's schema: the config's columns, then `derived` after them (fresh ids, all optional). */
-export function withDerived(schema: Schema, derived: readonly Derived[]): Schema {
+/**
+ * A new table's schema: the config's columns, then `derived` after them (fresh ids, all optional
+ * but an upsert/CDC table's identifier columns, which are required and its identifier fields).
+ */
+export function withDerived(schema: Schema, derived: readonly Derived[], idColumns: readonly string[] = []): Schema {
   const last = schema.fields.reduce((m, f) => Math.max(m, maxId(f)), 0);
   const reserved = new Set(schema.fields.map((f) => f.name));
-  const u = new Union(last);
+  const u = new Union(last, new Set(idColumns));
   const fields = u.struct(
     schema.fields,
     derived.filter((d) => !reserved.has(d.name)),
     '',
     false,
   );
-  return { ...schema, fields };
+  const ids = identifierIds(schema, fields, idColumns, u);
+  return { ...schema, ...(ids ? { 'identifier-field-ids': ids } : {}), fields };
 }
 
 function maxId(f: NestedField): number {

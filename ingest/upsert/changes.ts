@@ -23,6 +23,7 @@
  */
 import type { ColumnConfig, TableConfig } from '../../config';
 import { compileRowReader, type KafkaRecord, type Row } from '../decode';
+import { NOT_A_CHANGE_EVENT, debeziumOp, flattenedDeletes, isEnvelope, isFlattened } from '../formats/debezium';
 import { DecodeError, DecoderConfigError } from '../formats/errors';
 import { compileRecordValue } from '../formats/json';
 
@@ -56,48 +57,26 @@ export function compileChanges(
       v = p as Record<string, unknown>;
     }
     // The envelope: op with before/after (a flattened row may have a column named op of its own).
-    // Truncates and messages carry no before/after, only op and source.
-    if (
-      hasOwn.call(v, 'op') &&
-      (hasOwn.call(v, 'after') || hasOwn.call(v, 'before') || hasOwn.call(v, 'source') || hasOwn.call(v, 'message'))
-    )
-      return envelope(v, rec);
-    if (hasOwn.call(v, '__deleted') || hasOwn.call(v, '__op')) {
-      const deleted = v.__deleted === true || v.__deleted === 'true' || v.__op === 'd';
-      return deleted ? { kind: 'delete', key: keyFromRow(v, rec) } : { kind: 'upsert', row: rows.row(v, rec) };
-    }
-    throw new DecodeError('value: not a Debezium change event (neither op with before/after, nor the flattened __op/__deleted fields)');
+    if (isEnvelope(v)) return envelope(v, rec);
+    if (isFlattened(v))
+      return flattenedDeletes(v) ? { kind: 'delete', key: keyFromRow(v, rec) } : { kind: 'upsert', row: rows.row(v, rec) };
+    throw new DecodeError(`value: ${NOT_A_CHANGE_EVENT}`);
   };
 
   function envelope(v: Record<string, unknown>, rec: KafkaRecord): Change {
-    const op = v.op;
     const part = (name: 'before' | 'after'): Record<string, unknown> | null => {
       const x = v[name];
       if (x === null || x === undefined) return null;
       if (typeof x !== 'object' || Array.isArray(x)) throw new DecodeError(`value: ${name} of a Debezium event is not an object`);
       return x as Record<string, unknown>;
     };
-    switch (op) {
-      case 'c':
-      case 'r':
-      case 'u': {
-        const after = part('after');
-        if (after === null) throw new DecodeError(`value: a Debezium event with op ${op} has no after`);
-        return { kind: 'upsert', row: rows.row(after, rec) };
-      }
-      case 'd': {
-        const before = part('before');
-        return { kind: 'delete', key: before !== null ? keyFromRow(before, rec) : keyOf(rec) };
-      }
-      case 't':
-        throw new DecodeError(
-          'value: a Debezium truncate event (op t) is not applied: it names no key, and floe deletes rows by key only; truncate the table with an engine of your choice if you mean it',
-        );
-      case 'm':
-        throw new DecodeError('value: a Debezium logical decoding message (op m) changes no row');
-      default:
-        throw new DecodeError(`value: Debezium op ${JSON.stringify(op)} is none of c, r, u, d, t, m`);
+    if (debeziumOp(v.op) === 'delete') {
+      const before = part('before');
+      return { kind: 'delete', key: before !== null ? keyFromRow(before, rec) : keyOf(rec) };
     }
+    const after = part('after');
+    if (after === null) throw new DecodeError(`value: a Debezium event with op ${String(v.op)} has no after`);
+    return { kind: 'upsert', row: rows.row(after, rec) };
   }
 }
 
@@ -114,7 +93,7 @@ function keyColumn(columns: readonly ColumnConfig[], name: string): ColumnConfig
  * column by its name (or its value path); with one identifier column any other key is that
  * column's value as text.
  */
-function compileKafkaKey(columns: readonly ColumnConfig[], idColumns: readonly string[]): (rec: KafkaRecord) => Row {
+export function compileKafkaKey(columns: readonly ColumnConfig[], idColumns: readonly string[]): (rec: KafkaRecord) => Row {
   const objectColumns = idColumns.map((n) => keyColumn(columns, n));
   const fromObject = compileRowReader({ columns: objectColumns });
   const parseObject = compileRecordValue(objectColumns);

@@ -98,9 +98,9 @@ describe('config: mode, idColumns, cdc', () => {
 
   it('mode upsert without idColumns fails naming idColumns', () => {
     assert.deepEqual(problemsOf(customers('mode: upsert')), [
-      "tables[0].idColumns: expected the row key's columns (mode upsert), found undefined",
+      "tables[0].idColumns: expected the row key's columns (mode upsert; JSON values have no key schema to take them from), found undefined",
     ]);
-    refused(customers('mode: cdc'), /^tables\[0\]\.idColumns: expected the row key's columns \(mode cdc\)/);
+    refused(customers('mode: cdc'), /^tables\[0\]\.idColumns: expected the row key's columns \(mode cdc; /);
     refused(customers('mode: upsert\nidColumns: []'), /^tables\[0\]\.idColumns: expected a non-empty list of strings, found \[\]$/);
   });
 
@@ -176,19 +176,26 @@ ${COLUMNS}
     );
   });
 
-  it('mode upsert with value.format avro is refused (JSON values only for now)', () => {
-    const avro = `
+  it('mode upsert and cdc take schema formats: idColumns optional (the key schema names them), checked only for repeats', () => {
+    const avro = (extra: string) => `
 schemaRegistry: { url: "http://127.0.0.1:8081" }
 tables:
   - table: shop.customers
     topic: customers
     value: { format: avro }
-    columns:
-      - { name: kafka_offset, type: long, source: offset }
-    mode: upsert
-    idColumns: [kafka_offset]
+${extra
+  .split('\n')
+  .map((l) => `    ${l}`)
+  .join('\n')}
 `;
-    refused(avro, /^tables\[0\]\.mode: mode upsert takes JSON values for now \(value\.format: json\); avro is not supported yet$/);
+    const t = entry(avro('mode: cdc'));
+    assert.equal(t.mode, 'cdc');
+    assert.equal(t.idColumns, undefined);
+    assert.deepEqual(t.keyIndex, { maxMemoryKeys: 5_000_000 });
+    assert.deepEqual(entry(avro('mode: upsert\nidColumns: [id, region]')).idColumns, ['id', 'region']);
+    refused(avro('mode: upsert\nidColumns: [id, id]'), /^tables\[0\]\.idColumns\[1\]: expected each column once, found "id"$/);
+    refused(avro('mode: upsert\nkeyIndex: { maxMemoryKeys: 0 }'), /^tables\[0\]\.keyIndex\.maxMemoryKeys: /);
+    refused(avro('keyIndex: { maxMemoryKeys: 10 }'), /^tables\[0\]\.keyIndex: only with mode upsert or cdc$/);
   });
 
   it('mode merge is refused, listing the valid modes', () => {
