@@ -1,14 +1,15 @@
 import type { Command } from 'commander';
-import { SERVICE_NAMES, type ServiceName } from '../stack/service';
+import { PROFILE_SERVICE_NAMES, SERVICE_NAMES, type ServiceName } from '../stack/service';
 import { stackEnv } from '../stack/env';
-import { PROFILES, type Profile } from '../stack/spark';
+import { PROFILES, type Profile } from '../stack/profiles';
 import { printJson } from './common';
 import { CliError, EXIT } from './exit';
 
 function services(args: string[]): ServiceName[] {
+  const known: readonly string[] = [...SERVICE_NAMES, ...PROFILE_SERVICE_NAMES];
   for (const a of args) {
-    if (!(SERVICE_NAMES as readonly string[]).includes(a)) {
-      throw new CliError(`unknown service ${JSON.stringify(a)}, expected one of ${SERVICE_NAMES.join(', ')}`, EXIT.usage);
+    if (!known.includes(a)) {
+      throw new CliError(`unknown service ${JSON.stringify(a)}, expected one of ${known.join(', ')}`, EXIT.usage);
     }
   }
   return args as ServiceName[];
@@ -34,12 +35,15 @@ export function registerStackCommands(program: Command): void {
     .command('up [services...]')
     .description('install on first use, then start the services (default: all); no-op for healthy ones')
     .option('--json', 'print the endpoints as JSON (passwords masked)')
-    .option('--profile <profiles...>', `also install opt-in tools (${PROFILES.join(', ')}): spark = PySpark + Iceberg's Spark runtime`)
+    .option(
+      '--profile <profiles...>',
+      `also install opt-in tools (${PROFILES.join(', ')}): spark = PySpark + Iceberg's Spark runtime; debezium = Kafka Connect with Debezium's PostgreSQL connector and a wal_level=logical PostgreSQL (started)`,
+    )
     .action(async (names: string[], o: { json?: boolean; profile?: string[] }) => {
       const t0 = Date.now();
       const { ensureStack } = await stackApi();
       const e = await ensureStack(services(names));
-      if (o.profile) await (await import('../stack/spark')).installProfiles(profiles(o.profile), (m) => console.error(`[stack] ${m}`));
+      if (o.profile) await (await import('../stack/profiles')).installProfiles(profiles(o.profile), (m) => console.error(`[stack] ${m}`));
       if (o.json) {
         printJson({
           seconds: (Date.now() - t0) / 1000,

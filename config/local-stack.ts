@@ -18,6 +18,10 @@ export const PORTS = {
   postgres: 5433,
   /** Apicurio Registry (the Schema Registry's conventional port); its Confluent API is under /apis/ccompat/v7. */
   schemaRegistry: 8081,
+  /** The opt-in `debezium` profile's PostgreSQL cluster (wal_level=logical), beside the shared one. */
+  postgresCdc: 5434,
+  /** The opt-in `debezium` profile's Kafka Connect worker (REST API; Connect's conventional port). */
+  kafkaConnect: 8083,
 } as const;
 
 /** Where Apicurio serves the Confluent Schema Registry API: the base URL Confluent clients take. */

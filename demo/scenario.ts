@@ -310,7 +310,7 @@ async function streamEvents(
 }
 
 /** Stops the ingest and waits for it to drain; past `timeoutS`, fails with its status. */
-async function drain(fc: FloeClient, table: string, timeoutS: number): Promise<IngestStatus> {
+export async function drain(fc: FloeClient, table: string, timeoutS: number): Promise<IngestStatus> {
   await signalIngest(fc, table, 'stop');
   let drainTimer: NodeJS.Timeout | undefined;
   return Promise.race([

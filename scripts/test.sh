@@ -71,7 +71,10 @@ finish() {
 # Without a stack the integration tests cannot run; stop here with the stack's own error.
 # --profile spark: PySpark + Iceberg's Spark runtime for spark-maintenance.test.ts (first time only:
 # ~430 MB under $FLOE_HOME/spark, ~2 minutes; a no-op once installed).
-step "stack up" npx tsx cli/stack-main.ts stack up --profile spark || exit 1
+# --profile debezium: Kafka Connect + Debezium's PostgreSQL connector and a wal_level=logical
+# PostgreSQL for debezium-cdc.test.ts (first time: ~45 MB of jars from Maven Central and an initdb,
+# ~15 s here; then the two services start, ~10 s; the test itself takes ~45 s).
+step "stack up" npx tsx cli/stack-main.ts stack up --profile spark debezium || exit 1
 
 # find, not a shell glob: new test files are picked up without editing this script, and the
 # lists are sorted so runs are repeatable. Unit tests are pure (or start their own in-process

@@ -2,7 +2,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { tailFile } from './proc';
 
-export type ServiceName = 'temporal' | 'kafka' | 's3' | 'postgres' | 'iceberg-rest' | 'temporal-tls' | 'schema-registry';
+export type ServiceName =
+  'temporal' | 'kafka' | 's3' | 'postgres' | 'iceberg-rest' | 'temporal-tls' | 'schema-registry' | 'postgres-cdc' | 'kafka-connect';
+/** The default services: what `stack up` and ensureStack() without names install and start. */
 export const SERVICE_NAMES: readonly ServiceName[] = [
   'temporal',
   'kafka',
@@ -12,6 +14,13 @@ export const SERVICE_NAMES: readonly ServiceName[] = [
   'temporal-tls',
   'schema-registry',
 ];
+
+/**
+ * Services of opt-in profiles (`stack up --profile debezium`): started only when named or by their
+ * profile; `stack status` shows them once installed, `stack down` stops them first (before the
+ * Kafka and PostgreSQL they use).
+ */
+export const PROFILE_SERVICE_NAMES: readonly ServiceName[] = ['postgres-cdc', 'kafka-connect'];
 
 export interface Health {
   ok: boolean;

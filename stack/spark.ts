@@ -10,9 +10,6 @@ import { SPARK } from './versions';
 // service: a test or a user starts a local Spark session with stack/py/floe_spark.py, which passes
 // these jars with `spark.jars`, so Spark resolves nothing at run time.
 
-export const PROFILES = ['spark'] as const;
-export type Profile = (typeof PROFILES)[number];
-
 const home = () => join(stackPaths().home, 'spark');
 const markerFile = () => join(home(), '.floe-installed.json');
 const basePython = () => process.env.FLOE_PYTHON ?? 'python3';
@@ -38,7 +35,7 @@ export function sparkJars(): string[] {
 }
 
 /** Installs the profile; a no-op when the marker matches the pins. */
-async function installSpark(log: (msg: string) => void = () => {}): Promise<void> {
+export async function installSpark(log: (msg: string) => void = () => {}): Promise<void> {
   if (sparkInstalled()) return;
   const p = sparkPaths();
   const started = Date.now();
@@ -84,11 +81,4 @@ async function installSpark(log: (msg: string) => void = () => {}): Promise<void
   renameSync(tmp, p.jars);
   writeMarker(markerFile(), SPARK);
   log(`spark: installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-}
-
-/** Installs the given opt-in profiles (`floe stack up --profile spark`). */
-export async function installProfiles(profiles: readonly Profile[], log: (msg: string) => void = () => {}): Promise<void> {
-  for (const profile of profiles) {
-    if (profile === 'spark') await installSpark(log);
-  }
 }

@@ -4,7 +4,7 @@ import { withLock } from './lock';
 import { stackPaths } from './paths';
 import { tailFile } from './proc';
 import { installPython, pythonInstalled } from './python';
-import { SERVICE_NAMES, type Service, type ServiceName, type ServiceStatus } from './service';
+import { PROFILE_SERVICE_NAMES, SERVICE_NAMES, type Service, type ServiceName, type ServiceStatus } from './service';
 import { SERVICES } from './services';
 
 export type Log = (msg: string) => void;
@@ -19,9 +19,17 @@ function pick(names?: readonly ServiceName[]): Service[] {
   const list = names && names.length > 0 ? names : SERVICE_NAMES;
   return list.map((n) => {
     const s = SERVICES[n];
-    if (!s) throw new Error(`stack: unknown service ${JSON.stringify(n)}, expected one of ${SERVICE_NAMES.join(', ')}`);
+    if (!s) {
+      const known = [...SERVICE_NAMES, ...PROFILE_SERVICE_NAMES].join(', ');
+      throw new Error(`stack: unknown service ${JSON.stringify(n)}, expected one of ${known}`);
+    }
     return s;
   });
+}
+
+/** The opt-in profiles' services that are installed or running: what status and down add to the default ones. */
+function profileServices(): Service[] {
+  return PROFILE_SERVICE_NAMES.map((n) => SERVICES[n]).filter((s) => s.installed() || s.pid() !== undefined);
 }
 
 /** Runs every task, then throws one error listing every failure (not just the first). */
@@ -91,23 +99,31 @@ export async function ensureStack(names?: readonly ServiceName[], opts: StackOpt
   return stackEnv();
 }
 
-/** Stops the given services (default: all) that this stack started. External ones are left alone. */
+/**
+ * Stops the given services (default: all, the opt-in profiles' first, before the Kafka and
+ * PostgreSQL they use) that this stack started. External ones are left alone.
+ */
 export async function stackDown(names?: readonly ServiceName[], opts: StackOptions = {}): Promise<void> {
   const log = opts.log ?? defaultLog;
-  await allOrReport(
-    pick(names)
-      .filter((s) => !s.external())
-      .map(async (s) => {
-        const running = s.pid() !== undefined;
-        await s.stop();
-        if (running) log(`${s.name}: stopped`);
-      }),
-  );
+  const stop = (services: Service[]) =>
+    allOrReport(
+      services
+        .filter((s) => !s.external())
+        .map(async (s) => {
+          const running = s.pid() !== undefined;
+          await s.stop();
+          if (running) log(`${s.name}: stopped`);
+        }),
+    );
+  if (!names || names.length === 0) await stop(profileServices());
+  await stop(pick(names));
 }
 
+/** The given services' state (default: all, with the opt-in profiles' ones that are installed). */
 export async function stackStatus(names?: readonly ServiceName[]): Promise<ServiceStatus[]> {
+  const services = names && names.length > 0 ? pick(names) : [...pick(), ...profileServices()];
   return Promise.all(
-    pick(names).map(async (s) => {
+    services.map(async (s) => {
       const pid = s.pid();
       return {
         name: s.name,
@@ -125,7 +141,7 @@ export async function stackStatus(names?: readonly ServiceName[]): Promise<Servi
 
 /** The last `lines` lines of each selected service's log. */
 export function stackLogs(names?: readonly ServiceName[], lines = 50): string {
-  return pick(names)
+  return (names && names.length > 0 ? pick(names) : [...pick(), ...profileServices()])
     .map((s) => `==> ${s.logFile} <==\n${tailFile(s.logFile, lines)}`)
     .join('\n\n');
 }

@@ -84,6 +84,21 @@ export const SPARK = {
 } as const;
 
 /**
+ * The opt-in `debezium` profile (`floe stack up --profile debezium`): a Kafka Connect worker (the
+ * stack Kafka's own version of connect-runtime, connect-json, connect-api, connect-transforms) with
+ * Debezium's PostgreSQL connector on its plugin.path, against a PostgreSQL cluster of its own with
+ * wal_level=logical (test/integration/debezium-cdc.test.ts). Both jar sets from Maven Central
+ * (stack/debezium/pom.xml) into $FLOE_HOME/debezium.
+ */
+export const DEBEZIUM = {
+  'debezium.version': '3.6.1.Final', // io.debezium:debezium-connector-postgres (and its io.debezium modules)
+  'kafka.version': MAVEN['kafka.version'], // org.apache.kafka:connect-runtime etc.: the broker's version
+  'log4j.version': MAVEN['log4j.version'],
+  'slf4j.version': MAVEN['slf4j.version'],
+  'maven.dependency.plugin.version': '3.8.1',
+} as const;
+
+/**
  * Debian packages the stack downloads (apt-get download) and unpacks under $FLOE_HOME, installing
  * nothing system-wide. nginx: the mTLS gRPC proxy in front of the dev server (temporal-tls).
  */

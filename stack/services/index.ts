@@ -1,7 +1,8 @@
 import type { Service, ServiceName } from '../service';
 import { icebergRest } from './iceberg-rest';
 import { kafka } from './kafka';
-import { postgres } from './postgres';
+import { kafkaConnect } from './kafka-connect';
+import { postgres, postgresCdc } from './postgres';
 import { s3, s3Identities, stackS3Client } from './s3';
 import { schemaRegistry } from './schema-registry';
 import { temporal } from './temporal';
@@ -15,5 +16,7 @@ export const SERVICES: Record<ServiceName, Service> = {
   'iceberg-rest': icebergRest,
   'temporal-tls': temporalTls,
   'schema-registry': schemaRegistry,
+  'postgres-cdc': postgresCdc,
+  'kafka-connect': kafkaConnect,
 };
 export { s3Identities, stackS3Client };

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { CCOMPAT_PATH, OPTIONAL_ENV_VARS, PG_DEFAULTS, PORTS, S3_DEFAULTS, WORKER_ENV_VARS } from '../../stack/env';
 import { s3Identities } from '../../stack/services';
-import { IMAGES, MAVEN, PYTHON, SCHEMA_REGISTRY, SPARK, pythonRequirements } from '../../stack/versions';
+import { DEBEZIUM, IMAGES, MAVEN, PYTHON, SCHEMA_REGISTRY, SPARK, pythonRequirements } from '../../stack/versions';
 import { venvBin } from '../../stack/python';
 import { WORKER_V8_FLAGS } from '../../workers/process';
 import { registry } from '../../observability/metrics';
@@ -469,6 +469,17 @@ describe('stack pins', () => {
     const used = new Set(versions.slice(1).map((v) => v.slice(2, -1)));
     assert.deepEqual([...used, 'pyspark'].sort(), Object.keys(SPARK).sort(), 'pom placeholders + pyspark == SPARK keys');
     for (const v of Object.values(SPARK)) assert.match(v, /^\d+\.\d+\.\d+(\.\d+)?$/, `exact pin ${v}`);
+  });
+
+  it("stack/debezium/pom.xml pins nothing itself: every version is a DEBEZIUM placeholder, Connect at the broker's version", () => {
+    const pom = read('stack/debezium/pom.xml');
+    const versions = [...pom.matchAll(/<version>([^<]*)<\/version>/g)].map((m) => m[1]!);
+    assert.equal(versions[0], '0');
+    for (const v of versions.slice(1)) assert.match(v, /^\$\{[a-z0-9.]+\}$/, `literal version ${v} in stack/debezium/pom.xml`);
+    const used = new Set(versions.slice(1).map((v) => v.slice(2, -1)));
+    assert.deepEqual([...used].sort(), Object.keys(DEBEZIUM).sort(), 'pom placeholders == DEBEZIUM keys');
+    assert.equal(DEBEZIUM['kafka.version'], MAVEN['kafka.version']);
+    assert.match(DEBEZIUM['debezium.version'], /^\d+\.\d+\.\d+\.Final$/);
   });
 
   it("pip requirements pin every package exactly, with duckdb extensions at duckdb's version", () => {
