@@ -24,3 +24,6 @@ export * from './catalog';
 
 // ---- parquet ----
 export * from './parquet';
+
+// ---- puffin: Puffin files, v3 deletion vectors ----
+export * from './puffin';

@@ -125,7 +125,9 @@ const upgradeFormatVersion: ApplyUpdate<'upgrade-format-version'> = ({ m }, u) =
   const v = u['format-version'];
   if (v < m['format-version'])
     throw IcebergError.mismatch('DataInvalid', 'format version downgrade', `>= ${m['format-version']}`, v, false);
-  if (v !== 1 && v !== 2) throw IcebergError.mismatch('FeatureUnsupported', 'format version', '1 or 2', v, false);
+  if (v !== 1 && v !== 2 && v !== 3) throw IcebergError.mismatch('FeatureUnsupported', 'format version', '1, 2 or 3', v, false);
+  // spec "Row Lineage for Upgraded Tables": next-row-id starts at 0, existing snapshots keep no first-row-id
+  if (v >= 3 && m['format-version'] < 3) m['next-row-id'] = 0n;
   m['format-version'] = v;
 };
 
@@ -198,6 +200,23 @@ const addSnapshot: ApplyUpdate<'add-snapshot'> = (st, u) => {
       s['sequence-number'],
       true,
     );
+  }
+  if (m['format-version'] >= 3) {
+    // spec "Snapshot Row IDs" (Java TableMetadata.Builder.addSnapshot): the snapshot's first-row-id
+    // is at or above the table's next-row-id, which then grows by the row ids it assigned
+    const next = m['next-row-id'] ?? 0n;
+    const first = s['first-row-id'];
+    if (first === undefined || first === null || s['added-rows'] === undefined || s['added-rows'] === null)
+      throw invalid(`add-snapshot ${s['snapshot-id']}: a v3 snapshot needs first-row-id and added-rows`);
+    if (first < next)
+      throw IcebergError.mismatch(
+        'CommitConflict',
+        `add-snapshot ${s['snapshot-id']}: first-row-id is behind the table's next-row-id`,
+        `>= ${next}`,
+        first,
+        true,
+      );
+    m['next-row-id'] = next + s['added-rows'];
   }
   m.snapshots.push(s);
   st.added.set(s['snapshot-id'], s);

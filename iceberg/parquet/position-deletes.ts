@@ -19,6 +19,7 @@ import { locationProvider } from '../spec/location-provider';
 import { currentSchema, specById } from '../spec/metadata';
 import { partitionKey, partitionPath } from '../spec/partition';
 import { type DataFile, DataFileContent, type PartitionRecord, type Schema, type TableMetadata } from '../spec/types';
+import { readDeletionVector } from '../puffin/deletion-vector';
 import { readParquetBatches } from './reader';
 import { parquetWriteOptionsFromProperties, writeParquetFile } from './writer';
 import type { ParquetWriteOptions } from './options';
@@ -138,6 +139,16 @@ export async function writePositionDeleteFiles(
   deletes: readonly DataFilePositionDelete[],
   fileName: (n: number) => string,
 ): Promise<PositionDeleteFiles> {
+  if (metadata['format-version'] >= 3) {
+    // spec "Row-level Deletes": position delete files must not be added to v3 tables
+    throw IcebergError.mismatch(
+      'FeatureUnsupported',
+      'writing position delete files to a table of format-version',
+      '2 (v3 tables take deletion vectors: writeDeletionVectors)',
+      metadata['format-version'],
+      false,
+    );
+  }
   const schema = currentSchema(metadata);
   const groups = new Map<string, { specId: number; partition: PartitionRecord; deletes: PositionDelete[] }>();
   for (const d of deletes) {
@@ -167,7 +178,7 @@ export async function writePositionDeleteFiles(
 }
 
 /**
- * The deleted positions of a position delete file, per data file path (ascending, as the file
+ * The deleted positions of a position delete file or deletion vector (v3, Puffin), per data file path (ascending, as the file
  * stores them; re-sorted when a writer did not). `only` restricts to these data files. Reads the
  * two columns by name, as every writer names them (spec), whatever else the file holds (`row`).
  */
@@ -178,6 +189,11 @@ export async function readPositionDeletes(
 ): Promise<Map<string, BigInt64Array>> {
   if (deleteFile.content !== DataFileContent.PositionDeletes) {
     throw IcebergError.mismatch('DataInvalid', `${deleteFile.filePath} content`, 'position deletes (1)', deleteFile.content, false);
+  }
+  if (deleteFile.fileFormat === 'PUFFIN') {
+    const p = deleteFile.referencedDataFile;
+    if (p === undefined) throw new IcebergError('DataInvalid', `deletion vector in ${deleteFile.filePath}: no referenced_data_file`);
+    return only && !only.has(p) ? new Map() : new Map([[p, await readDeletionVector(io, deleteFile)]]);
   }
   if (deleteFile.fileFormat !== 'PARQUET') {
     throw IcebergError.mismatch(

@@ -341,7 +341,8 @@ export async function partitionsTable(
       r.total_data_file_size_in_bytes += file.fileSizeInBytes;
     } else if (file.content === DataFileContent.PositionDeletes) {
       r.position_delete_record_count += file.recordCount;
-      r.position_delete_file_count += 1;
+      // spec "Partition Statistics": position delete files, deletion vectors not counted
+      if (file.fileFormat !== 'PUFFIN') r.position_delete_file_count += 1;
     } else {
       r.equality_delete_record_count += file.recordCount;
       r.equality_delete_file_count += 1;

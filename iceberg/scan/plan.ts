@@ -11,7 +11,7 @@ import { readManifest } from '../spec/manifest';
 import { readManifestList } from '../spec/manifest-list';
 import { currentSchema, currentSnapshot, snapshotById, specById } from '../spec/metadata';
 import { partitionKey, partitionType } from '../spec/partition';
-import { mayReferenceDataFile, referencedDataFile } from '../spec/position-delete';
+import { isDeletionVector, mayReferenceDataFile, referencedDataFile } from '../spec/position-delete';
 import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from './parallel';
 import {
   type DataFile,
@@ -167,11 +167,18 @@ class PositionDeleteIndex {
     }
   }
 
-  /** The deletes that apply to data file `f` of data sequence number `seq` (spec: delete seq >= data seq). */
+  /**
+   * The deletes that apply to data file `f` of data sequence number `seq` (spec: delete seq >=
+   * data seq). A deletion vector that applies replaces every position delete file (spec "Scan
+   * Planning": it holds their positions), so it comes alone.
+   */
   forDataFile(f: DataFile, seq: bigint): DataFile[] {
     const out: DataFile[] = [];
     const byPath = this.byPath.get(f.filePath);
-    if (byPath) for (const d of byPath) if (d.seq >= seq && this.sameOrGlobal(d.file, f)) out.push(d.file);
+    if (byPath) {
+      for (const d of byPath) if (isDeletionVector(d.file) && d.seq >= seq && this.samePartition(d.file, f)) return [d.file];
+      for (const d of byPath) if (d.seq >= seq && this.sameOrGlobal(d.file, f)) out.push(d.file);
+    }
     const part = this.byPartition.size > 0 ? this.byPartition.get(`${f.specId}:${partitionKey(f.partition)}`) : undefined;
     const candidates = part ? (this.global.length ? [...part, ...this.global] : part) : this.global;
     if (candidates.length > 0) {
@@ -179,6 +186,10 @@ class PositionDeleteIndex {
       for (const d of candidates) if (d.seq >= seq && mayReferenceDataFile(d.file, path)) out.push(d.file);
     }
     return out.length ? out : NO_DELETES;
+  }
+
+  private samePartition(d: DataFile, f: DataFile): boolean {
+    return d.specId === f.specId && partitionKey(d.partition) === partitionKey(f.partition);
   }
 
   private sameOrGlobal(d: DataFile, f: DataFile): boolean {

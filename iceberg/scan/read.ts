@@ -1,6 +1,6 @@
 /**
  * Reading the rows of a table: each planned task's data file, streamed row group by row group,
- * minus the positions its position delete files list (spec "Scan Planning": a position delete
+ * minus the positions its position delete files or deletion vector list (spec "Scan Planning": a position delete
  * removes row `pos` of `file_path`, counting from 0 over the whole file). A task without deletes
  * is read exactly as before deletes existed: no delete file is opened, no row is inspected.
  */
@@ -8,6 +8,7 @@ import type * as arrow from 'apache-arrow';
 import type { FileIO } from '../io/file-io';
 import { readPositionDeletes } from '../parquet/position-deletes';
 import { readParquetBatches } from '../parquet/reader';
+import { deleteFileKey } from '../spec/position-delete';
 import type { DataFile, LoadedTable, TableMetadata } from '../spec/types';
 import { type FileScanTask, type PlanOptions, planTasks } from './plan';
 
@@ -20,11 +21,12 @@ export class PositionDeleteCache {
   constructor(private readonly io: FileIO) {}
 
   positions(deleteFile: DataFile): Promise<Map<string, BigInt64Array>> {
-    let p = this.files.get(deleteFile.filePath);
+    const key = deleteFileKey(deleteFile); // the deletion vectors of one Puffin file are loaded one by one
+    let p = this.files.get(key);
     if (!p) {
       p = readPositionDeletes(this.io, deleteFile);
-      this.files.set(deleteFile.filePath, p);
-      p.catch(() => this.files.delete(deleteFile.filePath)); // a failed read is retried by the next caller
+      this.files.set(key, p);
+      p.catch(() => this.files.delete(key)); // a failed read is retried by the next caller
     }
     return p;
   }

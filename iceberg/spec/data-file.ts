@@ -33,6 +33,11 @@ export type DataFileWire = {
   splitOffsets?: number[];
   equalityIds?: number[];
   sortOrderId?: number;
+  /** decimal string: a 64-bit row id */
+  firstRowId?: string;
+  referencedDataFile?: string;
+  contentOffset?: number;
+  contentSizeInBytes?: number;
 };
 
 const b64 = (u: Uint8Array): string => Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('base64');
@@ -84,6 +89,10 @@ export function dataFileToWire(df: DataFile): DataFileWire {
     splitOffsets: df.splitOffsets,
     equalityIds: df.equalityIds,
     sortOrderId: df.sortOrderId,
+    firstRowId: df.firstRowId === undefined ? undefined : df.firstRowId.toString(),
+    referencedDataFile: df.referencedDataFile,
+    contentOffset: df.contentOffset,
+    contentSizeInBytes: df.contentSizeInBytes,
   };
   for (const k of Object.keys(w) as Array<keyof DataFileWire>) if (w[k] === undefined) delete w[k];
   return w;
@@ -121,6 +130,10 @@ export function dataFileFromWire(input: DataFileWire | Record<string, unknown>):
     splitOffsets: w.splitOffsets,
     equalityIds: w.equalityIds,
     sortOrderId: w.sortOrderId,
+    firstRowId: w.firstRowId === undefined ? undefined : BigInt(w.firstRowId),
+    referencedDataFile: w.referencedDataFile,
+    contentOffset: w.contentOffset,
+    contentSizeInBytes: w.contentSizeInBytes,
   };
   for (const k of Object.keys(df) as Array<keyof DataFile>) if (df[k] === undefined) delete df[k];
   return df;

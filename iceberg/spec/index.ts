@@ -56,11 +56,13 @@ export {
   writeManifest,
   decodeManifest,
   inheritFromManifest,
+  firstRowIdInheritance,
   readManifest,
 } from './manifest';
 export type { ManifestWriteArgs, ManifestReadOptions, DecodedManifest } from './manifest';
 export {
   MANIFEST_LIST_SCHEMA,
+  assignFirstRowIds,
   assignSequenceNumbers,
   encodeManifestList,
   writeManifestList,
@@ -69,7 +71,14 @@ export {
 } from './manifest-list';
 export type { ManifestListWriteArgs } from './manifest-list';
 export { dataFileToWire, dataFileFromWire } from './data-file';
-export { DELETE_FILE_PATH_FIELD_ID, DELETE_FILE_POS_FIELD_ID, mayReferenceDataFile, referencedDataFile } from './position-delete';
+export {
+  DELETE_FILE_PATH_FIELD_ID,
+  DELETE_FILE_POS_FIELD_ID,
+  deleteFileKey,
+  isDeletionVector,
+  mayReferenceDataFile,
+  referencedDataFile,
+} from './position-delete';
 export type { DataFileWire, WirePartitionValue } from './data-file';
 export { readAvroFile, writeAvroFile } from './avro';
 export type { AvroCodec, AvroFile } from './avro';

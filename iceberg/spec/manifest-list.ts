@@ -52,6 +52,12 @@ export const MANIFEST_LIST_SCHEMA: AvroSchemaObject = {
   ],
 };
 
+/** The v3 manifest list schema: v2's plus first_row_id (520), as Java's V3Metadata.MANIFEST_LIST_SCHEMA. */
+const MANIFEST_LIST_SCHEMA_V3: AvroSchemaObject = {
+  ...MANIFEST_LIST_SCHEMA,
+  fields: [...(MANIFEST_LIST_SCHEMA['fields'] as object[]), opt('first_row_id', 'long', 520)],
+};
+
 const buf = (u: Uint8Array | undefined): Buffer | null => (u === undefined ? null : Buffer.from(u.buffer, u.byteOffset, u.byteLength));
 
 export interface ManifestListWriteArgs {
@@ -61,6 +67,36 @@ export interface ManifestListWriteArgs {
   sequenceNumber: bigint;
   manifests: ManifestFile[];
   codec?: AvroCodec;
+  /**
+   * v3 tables: the snapshot's first-row-id (the table's next-row-id). Data manifests without a
+   * first_row_id are assigned one from it (spec "First Row ID Assignment"); the list is written
+   * with the v3 schema and `format-version: 3`. Absent: a v2 list.
+   */
+  firstRowId?: bigint;
+}
+
+/**
+ * Spec "First Row ID Assignment" (Java's ManifestListWriter.V3Writer.prepare): data manifests
+ * without a first_row_id get the next one, which then grows by their added and existing rows
+ * (room for existing files without a first_row_id, as after an upgrade); others keep theirs
+ * (delete manifests have none). Returns the manifests and the row ids assigned in all
+ * (the snapshot's `added-rows`).
+ */
+export function assignFirstRowIds(manifests: ManifestFile[], firstRowId: bigint): { manifests: ManifestFile[]; addedRows: bigint } {
+  let next = firstRowId;
+  const out = manifests.map((m) => {
+    if (m.content !== ManifestContent.Data) {
+      if (m.firstRowId === undefined) return m;
+      const { firstRowId: _drop, ...rest } = m;
+      void _drop;
+      return rest;
+    }
+    if (m.firstRowId !== undefined) return m;
+    const assigned = { ...m, firstRowId: next };
+    next += BigInt(m.addedRowsCount) + BigInt(m.existingRowsCount);
+    return assigned;
+  });
+  return { manifests: out, addedRows: next - firstRowId };
 }
 
 /**
@@ -86,9 +122,11 @@ export function assignSequenceNumbers(m: ManifestFile, snapshotId: bigint, seq: 
 }
 
 export function encodeManifestList(a: ManifestListWriteArgs): Uint8Array {
-  const records = a.manifests.map((m0) => {
+  const v3 = a.firstRowId !== undefined;
+  const manifests = v3 ? assignFirstRowIds(a.manifests, a.firstRowId!).manifests : a.manifests;
+  const records = manifests.map((m0) => {
     const m = assignSequenceNumbers(m0, a.snapshotId, a.sequenceNumber);
-    return {
+    const r: Record<string, unknown> = {
       manifest_path: m.manifestPath,
       manifest_length: BigInt(m.manifestLength),
       partition_spec_id: m.partitionSpecId,
@@ -113,19 +151,18 @@ export function encodeManifestList(a: ManifestListWriteArgs): Uint8Array {
             })),
       key_metadata: buf(m.keyMetadata),
     };
+    if (v3) r['first_row_id'] = m.firstRowId ?? null;
+    return r;
   });
-  return writeAvroFile(
-    MANIFEST_LIST_SCHEMA,
-    records,
-    {
-      'snapshot-id': a.snapshotId.toString(),
-      // PyIceberg and Java both write the string "null" for a root snapshot
-      'parent-snapshot-id': a.parentSnapshotId === null ? 'null' : a.parentSnapshotId.toString(),
-      'sequence-number': a.sequenceNumber.toString(),
-      'format-version': '2',
-    },
-    a.codec ?? 'deflate',
-  );
+  const header: Record<string, string> = {
+    'snapshot-id': a.snapshotId.toString(),
+    // PyIceberg and Java both write the string "null" for a root snapshot
+    'parent-snapshot-id': a.parentSnapshotId === null ? 'null' : a.parentSnapshotId.toString(),
+    'sequence-number': a.sequenceNumber.toString(),
+  };
+  if (v3) header['first-row-id'] = a.firstRowId!.toString();
+  header['format-version'] = v3 ? '3' : '2';
+  return writeAvroFile(v3 ? MANIFEST_LIST_SCHEMA_V3 : MANIFEST_LIST_SCHEMA, records, header, a.codec ?? 'deflate');
 }
 
 /** Writes a manifest list; concurrency: none (the name carries snapshot id, attempt and a uuid). */
@@ -185,6 +222,8 @@ export function decodeManifestList(
     }
     const km = u8(g(r, 519));
     if (km) m.keyMetadata = km;
+    const fri = g(r, 520);
+    if (fri !== null && fri !== undefined) m.firstRowId = BigInt(fri as bigint);
     return m;
   });
   return { manifests, metadata: f.metadata };

@@ -90,9 +90,20 @@ export function partitionAvroSchema(spec: PartitionSpec, schema: Schema): AvroSc
   };
 }
 
-/** The v2 manifest_entry Avro schema (spec "Manifests" table; names and docs as Java writes them). */
-export function manifestEntrySchema(partition: AvroSchemaObject): AvroSchemaObject {
-  return {
+/** data_file fields v3 adds after sort_order_id (Java's V3Metadata.fileType, same order and docs). */
+const V3_DATA_FILE_FIELDS = [
+  opt('first_row_id', 'long', 142, 'The _row_id for the first row in the data file'),
+  opt('referenced_data_file', 'string', 143, 'Fully qualified location (URI with FS scheme) of a data file that all deletes reference'),
+  opt('content_offset', 'long', 144, 'The offset in the file where the content starts'),
+  opt('content_size_in_bytes', 'long', 145, 'The length of referenced content stored in the file'),
+];
+
+/**
+ * The v2 manifest_entry Avro schema (spec "Manifests" table; names and docs as Java writes them);
+ * `formatVersion` 3 adds first_row_id, referenced_data_file, content_offset and content_size_in_bytes.
+ */
+export function manifestEntrySchema(partition: AvroSchemaObject, formatVersion: 2 | 3 = 2): AvroSchemaObject {
+  const schema: AvroSchemaObject = {
     type: 'record',
     name: 'manifest_entry',
     fields: [
@@ -122,12 +133,14 @@ export function manifestEntrySchema(partition: AvroSchemaObject): AvroSchemaObje
             opt('split_offsets', { type: 'array', items: 'long', 'element-id': 133 }, 132, 'Splittable offsets'),
             opt('equality_ids', { type: 'array', items: 'int', 'element-id': 136 }, 135, 'Equality comparison field IDs'),
             opt('sort_order_id', 'int', 140, 'Sort order ID'),
+            ...(formatVersion >= 3 ? V3_DATA_FILE_FIELDS : []),
           ],
         },
         2,
       ),
     ],
   };
+  return schema;
 }
 
 // ---------- value conversion between PartitionValue and Avro ----------
@@ -193,6 +206,8 @@ export interface ManifestWriteArgs {
   entries: Iterable<ManifestEntry>;
   content?: ManifestContent;
   codec?: AvroCodec;
+  /** the table's format version: 3 writes the v3 data_file fields and `format-version: 3` (default 2) */
+  formatVersion?: 2 | 3;
 }
 
 const mapToAvro = <V, W>(m: Map<number, V> | undefined, f: (v: V) => W): Array<{ key: number; value: W }> | null =>
@@ -284,10 +299,10 @@ class PartitionSummaries {
   }
 }
 
-/** A manifest entry as its Avro record (spec: manifest_entry, data_file). */
-function entryRecord(e: ManifestEntry, partition: Record<string, unknown>): unknown {
+/** A manifest entry as its Avro record (spec: manifest_entry, data_file); v3 adds fields 142-145. */
+function entryRecord(e: ManifestEntry, partition: Record<string, unknown>, formatVersion: 2 | 3): unknown {
   const df = e.dataFile;
-  return {
+  const r = {
     status: e.status,
     snapshot_id: e.snapshotId,
     sequence_number: e.sequenceNumber,
@@ -309,8 +324,16 @@ function entryRecord(e: ManifestEntry, partition: Record<string, unknown>): unkn
       split_offsets: df.splitOffsets ? df.splitOffsets.map(BigInt) : null,
       equality_ids: df.equalityIds ?? null,
       sort_order_id: df.sortOrderId ?? null,
-    },
+    } as Record<string, unknown>,
   };
+  if (formatVersion >= 3) {
+    // spec "First Row ID Inheritance": delete files never carry one
+    r.data_file['first_row_id'] = df.content === DataFileContent.Data ? (df.firstRowId ?? null) : null;
+    r.data_file['referenced_data_file'] = df.referencedDataFile ?? null;
+    r.data_file['content_offset'] = df.contentOffset === undefined ? null : BigInt(df.contentOffset);
+    r.data_file['content_size_in_bytes'] = df.contentSizeInBytes === undefined ? null : BigInt(df.contentSizeInBytes);
+  }
+  return r;
 }
 
 /** The Avro file header's metadata Java and PyIceberg write. */
@@ -320,7 +343,7 @@ function manifestHeader(a: ManifestWriteArgs, content: ManifestContent): Record<
     'schema-id': String(a.schema['schema-id']),
     'partition-spec': stringifyIcebergJson(a.spec.fields),
     'partition-spec-id': String(a.spec['spec-id']),
-    'format-version': '2',
+    'format-version': String(a.formatVersion ?? 2),
     content: content === ManifestContent.Data ? 'data' : 'deletes',
   };
 }
@@ -337,12 +360,13 @@ export function encodeManifest(a: ManifestWriteArgs): { bytes: Uint8Array; manif
         throw IcebergError.mismatch('DataInvalid', `data file ${df.filePath} spec id`, a.spec['spec-id'], df.specId, false);
       }
       counts.count(e);
-      yield entryRecord(e, partitions.record(df));
+      yield entryRecord(e, partitions.record(df), formatVersion);
     }
   }
 
   const content = a.content ?? ManifestContent.Data;
-  const bytes = writeAvroFile(manifestEntrySchema(partSchema), records(), manifestHeader(a, content), a.codec ?? 'deflate');
+  const formatVersion = a.formatVersion ?? 2;
+  const bytes = writeAvroFile(manifestEntrySchema(partSchema, formatVersion), records(), manifestHeader(a, content), a.codec ?? 'deflate');
   return {
     bytes,
     manifest: {
@@ -508,6 +532,14 @@ export function openManifest(
     if (eq) set('equalityIds', (eq as Array<number | bigint>).map(Number));
     const sid = get(d, dNames, 140);
     if (sid !== null && sid !== undefined) set('sortOrderId', sid as number);
+    const fri = optBig(get(d, dNames, 142));
+    if (fri !== null) df.firstRowId = fri;
+    const ref = get(d, dNames, 143);
+    if (typeof ref === 'string') df.referencedDataFile = ref;
+    const off = get(d, dNames, 144);
+    if (off !== null && off !== undefined) df.contentOffset = checkedNumber(`${path} content_offset`, off as bigint);
+    const len = get(d, dNames, 145);
+    if (len !== null && len !== undefined) df.contentSizeInBytes = checkedNumber(`${path} content_size_in_bytes`, len as bigint);
     return {
       status: get(r, eNames, 0) as ManifestEntryStatus,
       snapshotId: optBig(get(r, eNames, 1)),
@@ -538,14 +570,33 @@ export function inheritFromManifest(e: ManifestEntry, m: ManifestFile): Manifest
   };
 }
 
-/** Reads a manifest's entries with inheritance applied; DELETED entries only when asked. */
+/**
+ * Spec "First Row ID Inheritance" for the entries of one manifest, in file order: a live data
+ * file without first_row_id gets the manifest's first_row_id plus the record counts of the live
+ * files before it that had none (Java's ManifestReader.idAssigner). A manifest without one
+ * (v2, or written before an upgrade to v3) leaves every entry as it is.
+ */
+export function firstRowIdInheritance(m: ManifestFile): (e: ManifestEntry) => ManifestEntry {
+  if (m.firstRowId === undefined || m.content !== ManifestContent.Data) return (e) => e;
+  let next = m.firstRowId;
+  return (e) => {
+    if (e.status === ManifestEntryStatus.Deleted || e.dataFile.firstRowId !== undefined) return e;
+    const firstRowId = next;
+    next += BigInt(e.dataFile.recordCount);
+    return { ...e, dataFile: { ...e.dataFile, firstRowId } };
+  };
+}
+
+/** Reads a manifest's entries with inheritance applied (sequence numbers, first row ids); DELETED entries only when asked. */
 export async function readManifest(
   io: FileIO,
   m: ManifestFile,
   opts: { includeDeleted?: boolean } & ManifestReadOptions = {},
 ): Promise<ManifestEntry[]> {
   const out: ManifestEntry[] = [];
-  for (const e of openManifest(await io.read(m.manifestPath), m.manifestPath, m.partitionSpecId, opts).entries()) {
+  const rowIds = firstRowIdInheritance(m);
+  for (const e0 of openManifest(await io.read(m.manifestPath), m.manifestPath, m.partitionSpecId, opts).entries()) {
+    const e = rowIds(e0);
     if (opts.includeDeleted || e.status !== ManifestEntryStatus.Deleted) out.push(inheritFromManifest(e, m));
   }
   return out;

@@ -216,8 +216,8 @@ export function parseTableMetadata(json: string): TableMetadata {
   if (o === null || typeof o !== 'object' || Array.isArray(o))
     throw new IcebergError('DataInvalid', 'table metadata must be a JSON object');
   const formatVersion = Number(req<number>(o, 'format-version'));
-  if (formatVersion !== 1 && formatVersion !== 2) {
-    throw IcebergError.mismatch('FeatureUnsupported', 'table metadata format-version', '1 or 2', formatVersion, false);
+  if (formatVersion !== 1 && formatVersion !== 2 && formatVersion !== 3) {
+    throw IcebergError.mismatch('FeatureUnsupported', 'table metadata format-version', '1, 2 or 3', formatVersion, false);
   }
 
   let schemas = o['schemas'] as Schema[] | undefined;
@@ -293,6 +293,8 @@ export function parseTableMetadata(json: string): TableMetadata {
     'default-sort-order-id': (o['default-sort-order-id'] as number | undefined) ?? 0,
     refs,
   });
+  // v3 requires next-row-id; a writer that left it out has assigned no row ids yet
+  if (formatVersion >= 3) m['next-row-id'] = o['next-row-id'] === undefined || o['next-row-id'] === null ? 0n : big(o['next-row-id']);
   return m as unknown as TableMetadata;
 }
 
@@ -318,6 +320,7 @@ const KNOWN_KEYS = [
   'metadata-log',
   'sort-orders',
   'default-sort-order-id',
+  'next-row-id',
 ] as const;
 
 // ---------- history records: frozen once, their JSON cached ----------
@@ -597,10 +600,12 @@ export interface NewTableMetadataArgs {
   properties?: Record<string, string>;
   tableUuid: string;
   nowMs?: bigint;
+  /** 2 (default) or 3 (row lineage, deletion vectors) */
+  formatVersion?: 2 | 3;
 }
 
 /**
- * Initial v2 metadata for create-table: fresh column ids from 1, partition field ids from 1000
+ * Initial v2 (or, with `formatVersion: 3`, v3 with next-row-id 0) metadata for create-table: fresh column ids from 1, partition field ids from 1000
  * (spec-id 0), sort order id 1 when sorted (0 is reserved for unsorted), no snapshots.
  * Source ids in `spec` / `sortOrder` refer to the ids in the given `schema`.
  */
@@ -624,8 +629,9 @@ export function newTableMetadata(a: NewTableMetadataArgs): TableMetadata {
   const sortOrder: SortOrder = sorted
     ? { 'order-id': 1, fields: a.sortOrder!.fields.map((f) => ({ ...f, 'source-id': remap(f['source-id']) })) }
     : { 'order-id': 0, fields: [] };
+  const formatVersion = a.formatVersion ?? 2;
   return {
-    'format-version': 2,
+    'format-version': formatVersion,
     'table-uuid': a.tableUuid,
     location: a.location.replace(/\/+$/, ''),
     'last-sequence-number': 0n,
@@ -644,6 +650,7 @@ export function newTableMetadata(a: NewTableMetadataArgs): TableMetadata {
     'sort-orders': [sortOrder],
     'default-sort-order-id': sortOrder['order-id'],
     refs: {},
+    ...(formatVersion >= 3 ? { 'next-row-id': 0n } : {}),
   };
 }
 

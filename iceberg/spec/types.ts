@@ -98,7 +98,8 @@ export const enum DataFileContent {
   PositionDeletes = 1,
   EqualityDeletes = 2,
 }
-export type FileFormat = 'PARQUET' | 'AVRO' | 'ORC';
+/** PUFFIN: deletion vectors (v3), one blob of a Puffin file per DataFile (contentOffset/contentSizeInBytes). */
+export type FileFormat = 'PARQUET' | 'AVRO' | 'ORC' | 'PUFFIN';
 
 /**
  * A data file as recorded in a manifest entry (spec field ids 100-146 under data_file, id 2).
@@ -123,6 +124,14 @@ export interface DataFile {
   splitOffsets?: number[];
   equalityIds?: number[];
   sortOrderId?: number;
+  /** v3 (field 142): the `_row_id` of the file's first row; null/absent = inherited from the manifest's first_row_id */
+  firstRowId?: bigint;
+  /** field 143: the one data file all its deletes name (required for deletion vectors) */
+  referencedDataFile?: string;
+  /** v3 (field 144): where a deletion vector's blob starts in its Puffin file */
+  contentOffset?: number;
+  /** v3 (field 145): the length of that blob */
+  contentSizeInBytes?: number;
 }
 
 export const enum ManifestEntryStatus {
@@ -165,6 +174,8 @@ export interface ManifestFile {
   deletedRowsCount: number;
   partitions?: FieldSummary[];
   keyMetadata?: Uint8Array;
+  /** v3 (field 520): the first `_row_id` of the manifest's data files without one; assigned by the manifest list writer */
+  firstRowId?: bigint;
 }
 
 // ---------- snapshots & table metadata (JSON shape, spec "Table Metadata Fields") ----------
@@ -178,6 +189,10 @@ export interface Snapshot {
   /** `operation` plus free-form string properties (floe.ingest-id, floe.offsets, floe.commit-id, ...) */
   summary: { operation: SnapshotOperation } & Record<string, string>;
   'schema-id'?: number;
+  /** v3: the table's next-row-id when this snapshot was committed (row lineage) */
+  'first-row-id'?: bigint;
+  /** v3: the row ids this snapshot assigned (the table's next-row-id grew by this) */
+  'added-rows'?: bigint;
 }
 export interface SnapshotRef {
   'snapshot-id': bigint;
@@ -196,8 +211,8 @@ export interface MetadataLogEntry {
 }
 
 export interface TableMetadata {
-  /** 1 is read-only here (parsed for scans); commits require 2 (`upgrade-format-version`). */
-  'format-version': 1 | 2;
+  /** 1 is read-only here (parsed for scans); commits require 2 or 3 (`upgrade-format-version`). */
+  'format-version': 1 | 2 | 3;
   'table-uuid': string;
   location: string;
   'last-sequence-number': bigint;
@@ -218,6 +233,8 @@ export interface TableMetadata {
   refs: Record<string, SnapshotRef>;
   statistics?: unknown[];
   'partition-statistics'?: unknown[];
+  /** v3 (required there): higher than every assigned row id; the next snapshot's first-row-id */
+  'next-row-id'?: bigint;
 }
 
 /** A table as the catalog hands it out: its identifier, current metadata and where that lives. */

@@ -12,8 +12,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
 import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from '../scan/parallel';
-import { type ManifestReadOptions, type ManifestSource, inheritFromManifest, openManifest, writeManifest } from '../spec/manifest';
-import { readManifestList, writeManifestList } from '../spec/manifest-list';
+import {
+  type ManifestReadOptions,
+  type ManifestSource,
+  firstRowIdInheritance,
+  inheritFromManifest,
+  openManifest,
+  writeManifest,
+} from '../spec/manifest';
+import { assignFirstRowIds, readManifestList, writeManifestList } from '../spec/manifest-list';
 import { MAIN_BRANCH, currentSchema, currentSnapshot, specById } from '../spec/metadata';
 import {
   type DataFile,
@@ -27,17 +34,22 @@ import {
   type TableMetadata,
 } from '../spec/types';
 import { manifestMergeEnabled, manifestMinMergeCount, manifestTargetSizeBytes, metadataDirectory } from '../spec/table-properties';
-import { referencedDataFile } from '../spec/position-delete';
+import { deleteFileKey, isDeletionVector, referencedDataFile } from '../spec/position-delete';
 import { deletedPositionCounts } from '../parquet/position-deletes';
 import { partitionKey } from '../spec/partition';
 import { planMerge } from './merge';
 import { buildSummary } from './summary';
 import type { TableRequirement, TableUpdate } from './updates';
 
-/** Entries of an opened manifest with inheritance from its manifest-list entry (not for `ours`: unassigned yet). */
+/**
+ * Entries of an opened manifest with inheritance from its manifest-list entry (not for `ours`:
+ * unassigned yet). First row ids are inherited too (v3), so that rewriting an entry as EXISTING or
+ * DELETED writes the inherited value, as the spec requires.
+ */
 function* manifestEntries(source: ManifestSource, m: ManifestFile, ours: boolean): Generator<ManifestEntry> {
+  const rowIds = ours ? undefined : firstRowIdInheritance(m);
   for (const e of source.entries())
-    yield ours ? { ...e, dataFile: { ...e.dataFile, specId: m.partitionSpecId } } : inheritFromManifest(e, m);
+    yield ours ? { ...e, dataFile: { ...e.dataFile, specId: m.partitionSpecId } } : inheritFromManifest(rowIds!(e), m);
 }
 
 /** A data file's identity, partition and counts, without its column metrics (summaries need no more). */
@@ -49,6 +61,10 @@ const withoutMetrics = (f: DataFile): DataFile => ({
   partition: f.partition,
   recordCount: f.recordCount,
   fileSizeInBytes: f.fileSizeInBytes,
+  ...(f.firstRowId !== undefined ? { firstRowId: f.firstRowId } : {}),
+  ...(f.referencedDataFile !== undefined ? { referencedDataFile: f.referencedDataFile } : {}),
+  ...(f.contentOffset !== undefined ? { contentOffset: f.contentOffset } : {}),
+  ...(f.contentSizeInBytes !== undefined ? { contentSizeInBytes: f.contentSizeInBytes } : {}),
 });
 
 /** A random positive 63-bit id, as Java/PyIceberg generate (never 0, never negative). */
@@ -78,6 +94,89 @@ export interface TableAction {
 
 const metadataDir = (m: TableMetadata): string => metadataDirectory(m);
 
+/** The manifest format a table's commits write: 3 for v3 tables, else 2 (v1 tables are refused before). */
+const manifestFormat = (m: TableMetadata): 2 | 3 => (m['format-version'] >= 3 ? 3 : 2);
+
+/**
+ * Spec "Row-level Deletes": v3 tables take deletion vectors only ("Position delete files must
+ * not be added to v3 tables"), v2 tables position delete files only (no Puffin).
+ */
+function checkDeleteFormats(base: TableMetadata, deletes: readonly DataFile[]): void {
+  const v3 = base['format-version'] >= 3;
+  for (const f of deletes) {
+    const dv = isDeletionVector(f);
+    if (v3 && !dv)
+      throw IcebergError.mismatch(
+        'FeatureUnsupported',
+        `adding delete file ${f.filePath} to a format-version ${base['format-version']} table: format`,
+        'PUFFIN (deletion vectors)',
+        f.fileFormat,
+        false,
+      );
+    if (!v3 && dv)
+      throw IcebergError.mismatch(
+        'FeatureUnsupported',
+        `adding deletion vector ${f.filePath}: table format-version`,
+        '>= 3',
+        base['format-version'],
+        false,
+      );
+    if (dv && (f.referencedDataFile === undefined || f.contentOffset === undefined || f.contentSizeInBytes === undefined))
+      throw new IcebergError(
+        'DataInvalid',
+        `deletion vector in ${f.filePath}: referenced_data_file, content_offset and content_size_in_bytes are required`,
+        { retryable: false },
+      );
+  }
+}
+
+/**
+ * The live deletion vectors and position delete files removed from delete manifests, keyed by
+ * deleteFileKey (several DVs share one Puffin file): each manifest holding one is rewritten with
+ * it DELETED and the others EXISTING; `liveDVs` maps a data file to the live DVs that stay.
+ */
+async function removeDeleteEntries(
+  producer: SnapshotProducer,
+  base: TableMetadata,
+  io: FileIO,
+  parent: ManifestFile[],
+  remove: ReadonlySet<string>,
+  write: (specId: number, entries: Iterable<ManifestEntry>) => Promise<ManifestFile>,
+  read: (bytes: Uint8Array, m: ManifestFile, opts?: ManifestReadOptions) => Generator<ManifestEntry>,
+): Promise<{ manifests: ManifestFile[]; removed: DataFile[]; liveDVs: Map<string, DataFile[]> }> {
+  const removed: DataFile[] = [];
+  const liveDVs = new Map<string, DataFile[]>();
+  const snapshotId = producer.snapshotId;
+  const manifests = await mapConcurrent(parent, MANIFEST_READ_CONCURRENCY, async (m) => {
+    if (m.content !== ManifestContent.Deletes || m.addedFilesCount + m.existingFilesCount === 0) return m;
+    const bytes = await io.read(m.manifestPath);
+    let hit = false;
+    for (const e of read(bytes, m, { metrics: false })) {
+      if (e.status === ManifestEntryStatus.Deleted) continue;
+      if (remove.has(deleteFileKey(e.dataFile))) hit = true;
+      else if (isDeletionVector(e.dataFile) && e.dataFile.referencedDataFile !== undefined) {
+        let l = liveDVs.get(e.dataFile.referencedDataFile);
+        if (!l) liveDVs.set(e.dataFile.referencedDataFile, (l = []));
+        l.push(e.dataFile);
+      }
+    }
+    if (!hit) return m;
+    const entries = read(bytes, m);
+    function* rewritten(): Generator<ManifestEntry> {
+      for (const e of entries) {
+        if (e.status === ManifestEntryStatus.Deleted) continue;
+        if (remove.has(deleteFileKey(e.dataFile))) {
+          removed.push(withoutMetrics(e.dataFile));
+          yield { ...e, status: ManifestEntryStatus.Deleted, snapshotId };
+        } else yield { ...e, status: ManifestEntryStatus.Existing };
+      }
+    }
+    return write(m.partitionSpecId, rewritten());
+  });
+  void base;
+  return { manifests, removed, liveDVs };
+}
+
 export abstract class SnapshotProducer implements TableAction {
   readonly snapshotId: bigint = newSnapshotId();
   readonly commitUuid: string = randomUUID();
@@ -85,6 +184,7 @@ export abstract class SnapshotProducer implements TableAction {
   private readonly written: string[] = [];
   /** new-file manifests by spec id, written on the first attempt and reused */
   private newManifests?: ManifestFile[];
+  private newManifestsFormat?: 2 | 3;
 
   protected constructor(
     protected readonly added: DataFile[],
@@ -147,6 +247,7 @@ export abstract class SnapshotProducer implements TableAction {
       snapshotId: this.snapshotId,
       entries,
       content,
+      ...(manifestFormat(base) === 3 ? { formatVersion: 3 as const } : {}),
     });
   }
 
@@ -193,6 +294,7 @@ export abstract class SnapshotProducer implements TableAction {
       }
     }
     this.newManifests = out;
+    this.newManifestsFormat = manifestFormat(base);
     return out;
   }
 
@@ -243,9 +345,12 @@ export abstract class SnapshotProducer implements TableAction {
   }
 
   async prepare(base: TableMetadata, io: FileIO, attempt: number): Promise<PendingCommit> {
-    if (base['format-version'] !== 2) {
-      throw IcebergError.mismatch('FeatureUnsupported', 'commit to table format-version', 2, base['format-version'], false);
+    if (base['format-version'] !== 2 && base['format-version'] !== 3) {
+      throw IcebergError.mismatch('FeatureUnsupported', 'commit to table format-version', '2 or 3', base['format-version'], false);
     }
+    checkDeleteFormats(base, this.addedDeletes);
+    // new-file manifests written for a v2 base cannot serve a base upgraded to v3 since (or back)
+    if (this.newManifests && this.newManifestsFormat !== manifestFormat(base)) this.newManifests = undefined;
     const writtenBefore = this.written.length;
     const parent = currentSnapshot(base);
     const parentManifests = parent ? await readManifestList(io, parent['manifest-list']) : [];
@@ -283,12 +388,17 @@ export async function commitSnapshot(
 ): Promise<Omit<PendingCommit, 'attemptFiles'>> {
   const parent = currentSnapshot(base);
   const sequenceNumber = base['last-sequence-number'] + 1n;
+  // v3 row lineage (spec "Snapshot Row IDs"): first-row-id is the table's next-row-id on every
+  // attempt; data manifests without a first_row_id get one from it; added-rows is what they took
+  const v3 = base['format-version'] >= 3;
+  const firstRowId = v3 ? (base['next-row-id'] ?? 0n) : undefined;
   await writeManifestList(io, {
     location: o.manifestList,
     snapshotId: o.snapshotId,
     parentSnapshotId: parent?.['snapshot-id'] ?? null,
     sequenceNumber,
     manifests: o.manifests,
+    ...(firstRowId !== undefined ? { firstRowId } : {}),
   });
   const snapshot: Snapshot = {
     'snapshot-id': o.snapshotId,
@@ -298,6 +408,7 @@ export async function commitSnapshot(
     'manifest-list': o.manifestList,
     summary: o.summary,
     'schema-id': base['current-schema-id'],
+    ...(firstRowId !== undefined ? { 'first-row-id': firstRowId, 'added-rows': assignFirstRowIds(o.manifests, firstRowId).addedRows } : {}),
   };
   return {
     updates: [
@@ -373,7 +484,7 @@ export class RewriteFiles extends SnapshotProducer {
   ) {
     super(added, summaryProps);
     this.deletedPaths = new Set(deletedFiles.map((f) => f.filePath));
-    this.removeDeletes = new Set((deletes?.remove ?? []).map((f) => f.filePath));
+    this.removeDeletes = new Set((deletes?.remove ?? []).map(deleteFileKey));
     if (this.deletedPaths.size === 0)
       throw new IcebergError('DataInvalid', 'rewriteFiles needs at least one file to replace', { retryable: false });
     const rowsOut = deletes ? deletes.records : deletedFiles.reduce((a, f) => a + f.recordCount, 0);
@@ -384,6 +495,16 @@ export class RewriteFiles extends SnapshotProducer {
   }
   operation(): SnapshotOperation {
     return 'replace';
+  }
+
+  /**
+   * A live delete file this rewrite removes: one of `deletes.remove`, or a deletion vector of a
+   * replaced file (spec: "When removing a data file, writers must also remove any deletion vector
+   * that applies to that data file").
+   */
+  private removesDelete(f: DataFile): boolean {
+    if (this.removeDeletes.has(deleteFileKey(f))) return true;
+    return isDeletionVector(f) && f.referencedDataFile !== undefined && this.deletedPaths.has(f.referencedDataFile);
   }
 
   /**
@@ -411,16 +532,16 @@ export class RewriteFiles extends SnapshotProducer {
             'equality deletes',
             false,
           );
-        if (this.removeDeletes.has(e.dataFile.filePath)) touched = true;
+        if (this.removesDelete(e.dataFile)) touched = true;
         deleteFiles.push(e.dataFile);
       }
       if (!touched) return m;
-      const removeDeletes = this.removeDeletes;
+      const removes = (f: DataFile): boolean => this.removesDelete(f);
       const entries = this.entriesFrom(bytes, m);
       function* rewritten(): Generator<ManifestEntry> {
         for (const e of entries) {
           if (e.status === ManifestEntryStatus.Deleted) continue;
-          if (removeDeletes.has(e.dataFile.filePath)) {
+          if (removes(e.dataFile)) {
             removed.push(withoutMetrics(e.dataFile));
             yield { ...e, status: ManifestEntryStatus.Deleted, snapshotId };
           } else yield { ...e, status: ManifestEntryStatus.Existing };
@@ -497,7 +618,7 @@ export class RewriteFiles extends SnapshotProducer {
       return this.writeEntries(base, io, m.partitionSpecId, rewritten());
     });
     const missing = [...this.deletedPaths].filter((p) => !found.has(p));
-    const notRemoved = [...this.removeDeletes].filter((p) => !removedDeletes.some((f) => f.filePath === p));
+    const notRemoved = [...this.removeDeletes].filter((p) => !removedDeletes.some((f) => deleteFileKey(f) === p));
     if (notRemoved.length > 0)
       throw new IcebergError(
         'CommitFailed',
@@ -535,11 +656,11 @@ export class RewriteFiles extends SnapshotProducer {
  * (harmless: that compaction applied the positions, which the removed files held too).
  */
 export class ReplaceDeleteFiles extends SnapshotProducer {
-  private readonly removedPaths: Set<string>;
+  private readonly removedKeys: Set<string>;
   constructor(removed: DataFile[], added: DataFile[], summaryProps: Record<string, string> = {}) {
     super([], summaryProps, added);
-    this.removedPaths = new Set(removed.map((f) => f.filePath));
-    if (this.removedPaths.size === 0)
+    this.removedKeys = new Set(removed.map(deleteFileKey));
+    if (this.removedKeys.size === 0)
       throw new IcebergError('DataInvalid', 'replaceDeleteFiles needs at least one delete file to remove', { retryable: false });
   }
   operation(): SnapshotOperation {
@@ -551,36 +672,24 @@ export class ReplaceDeleteFiles extends SnapshotProducer {
     io: FileIO,
     parent: ManifestFile[],
   ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
-    const found: DataFile[] = [];
-    const removed = this.removedPaths;
-    const snapshotId = this.snapshotId;
-    const out = await mapConcurrent(parent, MANIFEST_READ_CONCURRENCY, async (m) => {
-      if (m.content !== ManifestContent.Deletes || m.addedFilesCount + m.existingFilesCount === 0) return m;
-      const bytes = await io.read(m.manifestPath);
-      let hit = false;
-      for (const e of this.entriesFrom(bytes, m, { metrics: false }))
-        if (e.status !== ManifestEntryStatus.Deleted && removed.has(e.dataFile.filePath)) hit = true;
-      if (!hit) return m;
-      const entries = this.entriesFrom(bytes, m);
-      function* rewritten(): Generator<ManifestEntry> {
-        for (const e of entries) {
-          if (e.status === ManifestEntryStatus.Deleted) continue;
-          if (removed.has(e.dataFile.filePath)) {
-            found.push(withoutMetrics(e.dataFile));
-            yield { ...e, status: ManifestEntryStatus.Deleted, snapshotId };
-          } else yield { ...e, status: ManifestEntryStatus.Existing };
-        }
-      }
-      return this.writeEntries(base, io, m.partitionSpecId, rewritten(), ManifestContent.Deletes);
-    });
-    const missing = [...removed].filter((p) => !found.some((f) => f.filePath === p));
+    const removed = this.removedKeys;
+    const { manifests, removed: found } = await removeDeleteEntries(
+      this,
+      base,
+      io,
+      parent,
+      removed,
+      (specId, entries) => this.writeEntries(base, io, specId, entries, ManifestContent.Deletes),
+      (bytes, m, opts) => this.entriesFrom(bytes, m, opts),
+    );
+    const missing = [...removed].filter((p) => !found.some((f) => deleteFileKey(f) === p));
     if (missing.length > 0)
       throw new IcebergError(
         'CommitFailed',
         `replace delete files: ${missing.length} of ${removed.size} delete files are no longer live: ${missing.slice(0, 10).join(', ')}`,
         { retryable: false, context: { missing, expected: 'live', found: 'missing' } },
       );
-    return { manifests: out, deleted: found };
+    return { manifests, deleted: found };
   }
 }
 
@@ -591,6 +700,12 @@ export interface RowDeltaOptions {
    */
   referencedDataFiles?: string[];
   summaryProps?: Record<string, string>;
+  /**
+   * Live delete files this snapshot removes (v3: the deletion vectors and single-file position
+   * delete files the added DVs replace, whose positions they hold). Each must still be live on
+   * every attempt, else CommitFailed (not retryable). See `mergeDeletionVectors`.
+   */
+  removeDeleteFiles?: DataFile[];
 }
 
 /**
@@ -608,10 +723,19 @@ export interface RowDeltaOptions {
  */
 export class RowDelta extends SnapshotProducer {
   private readonly referenced: Set<string>;
+  private readonly removeKeys: Set<string>;
 
   constructor(addedDataFiles: DataFile[], addedDeleteFiles: DataFile[], opts: RowDeltaOptions = {}) {
     super(addedDataFiles, opts.summaryProps ?? {}, addedDeleteFiles);
     this.referenced = new Set(opts.referencedDataFiles ?? []);
+    this.removeKeys = new Set((opts.removeDeleteFiles ?? []).map(deleteFileKey));
+    const dvTargets = new Set<string>();
+    for (const f of addedDeleteFiles) {
+      if (!isDeletionVector(f) || f.referencedDataFile === undefined) continue;
+      if (dvTargets.has(f.referencedDataFile))
+        throw IcebergError.mismatch('DataInvalid', `rowDelta: deletion vectors added for ${f.referencedDataFile}`, 1, 2, false);
+      dvTargets.add(f.referencedDataFile);
+    }
     if (addedDeleteFiles.length > 0 && this.referenced.size === 0) {
       throw new IcebergError('DataInvalid', 'rowDelta adds position deletes but names no referenced data files to validate', {
         retryable: false,
@@ -630,14 +754,53 @@ export class RowDelta extends SnapshotProducer {
     return this.added.length === 0 ? 'delete' : 'overwrite';
   }
 
-  protected async filterManifests(
+  /**
+   * Removes `removeDeleteFiles` and, when deletion vectors are added, checks that no other DV of
+   * their data files is live (spec: at most one DV per data file in a snapshot; a DV committed
+   * concurrently fails this one with CommitFailed, not retryable: its positions are not in ours).
+   */
+  private async filterDeletes(
     base: TableMetadata,
     io: FileIO,
     parent: ManifestFile[],
   ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+    const dvs = this.addedDeletes.filter(isDeletionVector);
+    if (this.removeKeys.size === 0 && dvs.length === 0) return { manifests: parent, deleted: [] };
+    const { manifests, removed, liveDVs } = await removeDeleteEntries(
+      this,
+      base,
+      io,
+      parent,
+      this.removeKeys,
+      (specId, entries) => this.writeEntries(base, io, specId, entries, ManifestContent.Deletes),
+      (bytes, m, opts) => this.entriesFrom(bytes, m, opts),
+    );
+    const missing = [...this.removeKeys].filter((k) => !removed.some((f) => deleteFileKey(f) === k));
+    if (missing.length > 0)
+      throw new IcebergError(
+        'CommitFailed',
+        `rowDelta: ${missing.length} of ${this.removeKeys.size} delete files to remove are no longer live (replaced concurrently): ${missing.slice(0, 10).join(', ')}`,
+        { retryable: false, context: { missing, expected: 'live', found: 'missing' } },
+      );
+    const conflicting = dvs.map((d) => d.referencedDataFile!).filter((p) => (liveDVs.get(p)?.length ?? 0) > 0);
+    if (conflicting.length > 0)
+      throw new IcebergError(
+        'CommitFailed',
+        `rowDelta: ${conflicting.length} data files already have a live deletion vector this commit does not replace (added concurrently?): ${conflicting.slice(0, 10).join(', ')}`,
+        { retryable: false, context: { conflicting, expected: 'no other live deletion vector', found: 'live' } },
+      );
+    return { manifests, deleted: removed };
+  }
+
+  protected async filterManifests(
+    base: TableMetadata,
+    io: FileIO,
+    parent0: ManifestFile[],
+  ): Promise<{ manifests: ManifestFile[]; deleted: DataFile[] }> {
+    const { manifests: parent, deleted } = await this.filterDeletes(base, io, parent0);
     const addedHere = new Set(this.added.map((f) => f.filePath));
     const pending = new Set([...this.referenced].filter((p) => !addedHere.has(p)));
-    if (pending.size === 0) return { manifests: parent, deleted: [] };
+    if (pending.size === 0) return { manifests: parent, deleted };
     const found = new Map<string, DataFile>();
     const data = parent.filter((m) => m.content === ManifestContent.Data && m.addedFilesCount + m.existingFilesCount > 0);
     await mapConcurrent(data, MANIFEST_READ_CONCURRENCY, async (m) => {
@@ -670,6 +833,6 @@ export class RowDelta extends SnapshotProducer {
         );
       }
     }
-    return { manifests: parent, deleted: [] };
+    return { manifests: parent, deleted };
   }
 }

@@ -36,6 +36,9 @@ export function buildSummary(
   setIf('deleted-data-files', deletedData.length);
   setIf('added-delete-files', posDeletes(delta.added).length + eqDeletes(delta.added).length);
   setIf('removed-delete-files', posDeletes(delta.deleted).length + eqDeletes(delta.deleted).length);
+  const dvs = (fs: DataFile[]) => fs.filter((f) => f.content === DataFileContent.PositionDeletes && f.fileFormat === 'PUFFIN');
+  setIf('added-dvs', dvs(delta.added).length);
+  setIf('removed-dvs', dvs(delta.deleted).length);
   setIf(
     'added-records',
     sum(addedData, (f) => f.recordCount),

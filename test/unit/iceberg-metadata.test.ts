@@ -63,10 +63,10 @@ test('v1 metadata is readable and written back with its legacy fields', () => {
   assert.ok(out['schema'] && out['partition-spec']);
 });
 
-test('format-version 3 is refused with expected/found', () => {
+test('format-version 4 is refused with expected/found', () => {
   assert.throws(
-    () => parseTableMetadata('{"format-version":3}'),
-    (e: unknown) => isIcebergError(e, 'FeatureUnsupported') && /expected 1 or 2, found 3/.test(e.message),
+    () => parseTableMetadata('{"format-version":4}'),
+    (e: unknown) => isIcebergError(e, 'FeatureUnsupported') && /expected 1, 2 or 3, found 4/.test(e.message),
   );
 });
 
