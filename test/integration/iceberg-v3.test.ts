@@ -1,0 +1,294 @@
+/**
+ * Iceberg format v3 on the real stack (floe's SQLite catalog on SeaweedFS S3): floe creates a v3
+ * table, appends, writes deletion vectors (one Puffin file per commit) and commits them, then a
+ * second DV commit on the same data file merges the first DV and removes it in the same snapshot.
+ * A v2 table with a v2 position delete file is upgraded to v3 and gets a DV that absorbs it.
+ * Readers: floe's scan, Iceberg Java 1.10.1 (IcebergGenerics over JdbcCatalog: reads DVs),
+ * PyIceberg 0.12.0 and DuckDB 1.5.5 (iceberg extension); what each does is asserted.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  PositionDeleteCache,
+  Transaction,
+  currentSnapshot,
+  decodePuffinFooter,
+  mergeDeletionVectors,
+  newTableMetadata,
+  planTasks,
+  readManifestList,
+  readTaskBatches,
+  writePositionDeleteFiles,
+  type Catalog,
+  type DataFile,
+  type FileIO,
+  type LoadedTable,
+  type PartitionSpec,
+  type Schema,
+  type TableIdentifier,
+} from '../../iceberg';
+import { ensureStack } from '../../stack';
+import { stackEnv } from '../../stack/env';
+import { stackPaths } from '../../stack/paths';
+import { canonRows, canonValue, columnsOf, sortRows, type CanonRow } from '../oracles/canonical';
+import { FAST_RETRY, appendRows, backend, dropWarehouse, open, type Backend } from '../oracles/floe-table';
+import { duckRead, pyRead } from '../oracles/oracle';
+
+const SCHEMA: Schema = {
+  type: 'struct',
+  'schema-id': 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: 'long' },
+    { id: 2, name: 'region', required: false, type: 'string' },
+    { id: 3, name: 'n', required: false, type: 'int' },
+  ],
+};
+const BY_REGION: PartitionSpec = { 'spec-id': 0, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'region', transform: 'identity' }] };
+const REGIONS = ['eu', 'us', 'ap'];
+
+type Row = { id: bigint; region: string | null; n: number | null };
+const rowsFrom = (from: number, count: number): Row[] =>
+  Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    return { id: BigInt(i), region: REGIONS[i % 3]!, n: i % 7 === 0 ? null : i * 3 };
+  });
+
+const libs = join(stackPaths().home, 'iceberg-rest', 'libs');
+const skipJava = existsSync(join(libs, 'iceberg-data-1.10.1.jar')) ? false : `no Iceberg Java in ${libs} (floe stack up)`;
+
+function javaRead(b: Backend, classes: string, table: string): CanonRow[] {
+  const s3 = stackEnv().s3;
+  const db = b.config.uri.replace(/^sqlite:\/\/\//, '');
+  const out = execFileSync('java', ['-cp', `${libs}/*:${classes}`, 'ReadTable', db, b.warehouse, table], {
+    env: { ...process.env, FLOE_S3_ENDPOINT: s3.endpoint, FLOE_S3_ACCESS_KEY: s3.accessKeyId, FLOE_S3_SECRET_KEY: s3.secretAccessKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  }).toString();
+  const line = out
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{"rows"'))[0]!;
+  return sortRows((JSON.parse(line) as { rows: CanonRow[] }).rows);
+}
+
+async function floeRows(io: FileIO, table: LoadedTable): Promise<CanonRow[]> {
+  const cols = columnsOf(SCHEMA);
+  const cache = new PositionDeleteCache(io);
+  const rows: CanonRow[] = [];
+  for (const task of await planTasks(table, io)) {
+    for await (const b of readTaskBatches(io, task, { cache })) {
+      const vecs = cols.map(([name, t]) => [t, b.getChild(name)!] as const);
+      for (let i = 0; i < b.numRows; i++) rows.push(vecs.map(([t, v]) => canonValue(t, v.get(i))));
+    }
+  }
+  return sortRows(rows);
+}
+
+/** Each live data file's first_row_id (inherited when the manifest holds none). */
+async function firstRowIds(t: LoadedTable): Promise<Map<string, bigint | undefined>> {
+  // io is the suite's; planTasks reads manifests with first row id inheritance applied
+  return new Map((await planTasks(t, sharedIo!)).map((x) => [x.file.filePath, x.file.firstRowId]));
+}
+let sharedIo: FileIO | undefined;
+
+describe('Iceberg v3 deletion vectors floe writes: floe, Iceberg Java, PyIceberg and DuckDB (real stack)', { timeout: 300_000 }, () => {
+  const root = mkdtempSync(join(tmpdir(), 'floe-v3-'));
+  const classes = mkdtempSync(join(tmpdir(), 'floe-v3-java-'));
+  let b: Backend;
+  let catalog: Catalog;
+  let io: FileIO;
+
+  before(async () => {
+    await ensureStack(['s3']);
+    b = backend('s3', root);
+    ({ catalog, io } = await open(b));
+    sharedIo = io;
+    if (!skipJava)
+      execFileSync('javac', ['-d', classes, '-cp', `${libs}/*`, join(__dirname, '..', 'fixtures', 'java', 'ReadTable.java')], {
+        stdio: 'pipe',
+      });
+  });
+
+  after(async () => {
+    if (io) await dropWarehouse(io, b);
+    await catalog?.close();
+    rmSync(root, { recursive: true, force: true });
+    rmSync(classes, { recursive: true, force: true });
+  });
+
+  /**
+   * Every reader on the table must return exactly `expected`: floe, Iceberg Java 1.10.1, PyIceberg
+   * 0.12.0 and DuckDB 1.5.5 all apply deletion vectors (found when this test was written).
+   */
+  async function readAll(table: LoadedTable, name: string, expected: CanonRow[]): Promise<void> {
+    assert.deepEqual(await floeRows(io, table), expected, 'floe');
+    if (!skipJava) assert.deepEqual(javaRead(b, classes, name), expected, 'Iceberg Java 1.10.1');
+    const py = await pyRead(b.oracle, name);
+    assert.equal(py.metadata_location, table.metadataLocation);
+    assert.deepEqual(py.rows, expected, 'PyIceberg 0.12.0');
+    const duck = await duckRead(table.metadataLocation, columnsOf(SCHEMA));
+    assert.equal(duck.count, expected.length, 'DuckDB count(*)');
+    assert.deepEqual(duck.rows, expected, 'DuckDB 1.5.5');
+  }
+
+  it('v3 table: append, a DV commit, a second DV commit merging the first on the same data file', async () => {
+    const id: TableIdentifier = { namespace: ['v3'], name: `dv_${Date.now().toString(36)}` };
+    const name = `${id.namespace[0]}.${id.name}`;
+    if (!(await catalog.namespaceExists(id.namespace))) await catalog.createNamespace(id.namespace);
+    const created = await catalog.createTable(
+      id,
+      newTableMetadata({
+        location: `${b.warehouse}/${id.namespace.join('/')}/${id.name}`,
+        schema: SCHEMA,
+        spec: BY_REGION,
+        tableUuid: randomUUID(),
+        formatVersion: 3,
+        properties: { 'write.parquet.compression-codec': 'zstd' },
+      }),
+    );
+    assert.equal(created.metadata['format-version'], 3);
+    assert.equal(created.metadata['next-row-id'], 0n);
+
+    const rows1 = rowsFrom(0, 60),
+      rows2 = rowsFrom(60, 60);
+    const a1 = await appendRows(catalog, io, id, rows1, 'a1');
+    assert.equal(a1.table.metadata['next-row-id'], 60n);
+    const a2 = await appendRows(catalog, io, id, rows2, 'a2');
+    assert.equal(currentSnapshot(a2.table.metadata)!['first-row-id'], 60n);
+    assert.equal(a2.table.metadata['next-row-id'], 120n);
+    const rowIds = await firstRowIds(a2.table);
+    assert.deepEqual(
+      [...rowIds.values()].map((x) => x!).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)),
+      [0n, 20n, 40n, 60n, 80n, 100n],
+      'each file 20 rows: ids 0.. for the first append, 60.. for the second',
+    );
+
+    const deleted = new Set<bigint>();
+    const of = (rows: Row[], f: DataFile) => rows.filter((r) => r.region === f.partition['region']);
+    const target = (rows: Row[], f: DataFile, positions: number[]) => {
+      for (const p of positions) deleted.add(of(rows, f)[p]!.id);
+      return { dataFile: f, positions: positions.map(BigInt) };
+    };
+    const eu1 = a1.files.find((f) => f.partition['region'] === 'eu')!;
+    const us2 = a2.files.find((f) => f.partition['region'] === 'us')!;
+
+    // commit 1: DVs for two data files of two partitions, in one Puffin file
+    const m1 = await mergeDeletionVectors(
+      io,
+      a2.table.metadata,
+      [target(rows1, eu1, [0, 3, 4, 17]), target(rows2, us2, [1, 2, 9])],
+      `dv1-${randomUUID()}.puffin`,
+    );
+    assert.equal(m1.removeDeleteFiles.length, 0);
+    assert.equal(new Set(m1.deleteFiles.map((d) => d.filePath)).size, 1);
+    const tx1 = new Transaction(id);
+    tx1.rowDelta([], m1.deleteFiles, { referencedDataFiles: m1.referencedDataFiles, removeDeleteFiles: m1.removeDeleteFiles });
+    const t1 = (await tx1.commit(catalog, io, { ...FAST_RETRY, table: a2.table })).table;
+    const s1 = currentSnapshot(t1.metadata)!;
+    assert.equal(s1.summary.operation, 'delete');
+    assert.equal(s1.summary['added-dvs'], '2');
+    assert.equal(s1['first-row-id'], 120n);
+    // the commit merged the two data manifests (Java's merge rules): the merged one got a new
+    // first_row_id with room for its existing rows, which keep the row ids they had
+    assert.equal(t1.metadata['next-row-id'], 120n + s1['added-rows']!);
+    assert.deepEqual(await firstRowIds(t1), rowIds);
+
+    // commit 2: more of eu1 (one already deleted): the new DV holds both, the old is removed
+    const m2 = await mergeDeletionVectors(io, t1.metadata, [target(rows1, eu1, [5, 3, 6])], `dv2-${randomUUID()}.puffin`);
+    assert.deepEqual(
+      m2.removeDeleteFiles.map((f) => [f.filePath, f.referencedDataFile]),
+      [[m1.deleteFiles[0]!.filePath, eu1.filePath]],
+    );
+    assert.equal(m2.deleteFiles[0]!.recordCount, 6);
+    const tx2 = new Transaction(id);
+    tx2.rowDelta([], m2.deleteFiles, { referencedDataFiles: m2.referencedDataFiles, removeDeleteFiles: m2.removeDeleteFiles });
+    const t2 = (await tx2.commit(catalog, io, { ...FAST_RETRY, table: t1 })).table;
+    const s2 = currentSnapshot(t2.metadata)!;
+    assert.equal(s2.summary['added-dvs'], '1');
+    assert.equal(s2.summary['removed-dvs'], '1');
+    assert.equal(s2.summary['total-position-deletes'], '9', 'eu1: 6, us2: 3');
+    const tasks = await planTasks(t2, io);
+    const withDeletes = new Map(tasks.filter((t) => t.deletes.length > 0).map((t) => [t.file.filePath, t.deletes.map((d) => d.filePath)]));
+    assert.deepEqual(
+      withDeletes,
+      new Map([
+        [eu1.filePath, [m2.deleteFiles[0]!.filePath]],
+        [us2.filePath, [m1.deleteFiles[1]!.filePath]],
+      ]),
+    );
+    // the manifests and the Puffin file as Java writes them
+    const puffin = decodePuffinFooter(await io.read(m2.deleteFiles[0]!.filePath));
+    assert.deepEqual(puffin.blobs[0]!.properties, { 'referenced-data-file': eu1.filePath, cardinality: '6' });
+    const list = await readManifestList(io, s2['manifest-list']);
+    assert.ok(list.filter((m) => m.content === 0).every((m) => m.firstRowId !== undefined));
+
+    const all = [...rows1, ...rows2];
+    const expected = canonRows(
+      SCHEMA,
+      all.filter((r) => !deleted.has(r.id)),
+    );
+    assert.equal(expected.length, all.length - 9);
+    await readAll(t2, name, expected);
+  });
+
+  it('a v2 table with position deletes upgraded to v3 gets a DV that absorbs them', async () => {
+    const id: TableIdentifier = { namespace: ['v3'], name: `up_${Date.now().toString(36)}` };
+    const name = `${id.namespace[0]}.${id.name}`;
+    if (!(await catalog.namespaceExists(id.namespace))) await catalog.createNamespace(id.namespace);
+    await catalog.createTable(
+      id,
+      newTableMetadata({
+        location: `${b.warehouse}/${id.namespace.join('/')}/${id.name}`,
+        schema: SCHEMA,
+        spec: BY_REGION,
+        tableUuid: randomUUID(),
+      }),
+    );
+    const rows = rowsFrom(0, 45);
+    const a = await appendRows(catalog, io, id, rows, 'a');
+    const eu = a.files.find((f) => f.partition['region'] === 'eu')!;
+    const euRows = rows.filter((r) => r.region === 'eu');
+    const pd = await writePositionDeleteFiles(
+      io,
+      a.table.metadata,
+      [0n, 1n].map((pos) => ({ dataFile: eu, pos })),
+      (k) => `pd-${k}-${randomUUID()}.parquet`,
+    );
+    const tx = new Transaction(id);
+    tx.rowDelta([], pd.deleteFiles, { referencedDataFiles: pd.referencedDataFiles });
+    let t = (await tx.commit(catalog, io, { ...FAST_RETRY, table: a.table })).table;
+    assert.equal(t.metadata['format-version'], 2);
+
+    t = await catalog.commitTable(
+      id,
+      [{ type: 'assert-table-uuid', uuid: t.metadata['table-uuid'] }],
+      [{ action: 'upgrade-format-version', 'format-version': 3 }],
+    );
+    assert.equal(t.metadata['format-version'], 3);
+    assert.equal(t.metadata['next-row-id'], 0n);
+
+    const m = await mergeDeletionVectors(io, t.metadata, [{ dataFile: eu, positions: [4n] }], `dv-up-${randomUUID()}.puffin`);
+    assert.deepEqual(
+      m.removeDeleteFiles.map((f) => f.filePath),
+      pd.deleteFiles.map((f) => f.filePath),
+    );
+    assert.equal(m.deleteFiles[0]!.recordCount, 3);
+    const tx2 = new Transaction(id);
+    tx2.rowDelta([], m.deleteFiles, { referencedDataFiles: m.referencedDataFiles, removeDeleteFiles: m.removeDeleteFiles });
+    t = (await tx2.commit(catalog, io, { ...FAST_RETRY, table: t })).table;
+    const s = currentSnapshot(t.metadata)!;
+    assert.equal(s['first-row-id'], 0n);
+    assert.equal(t.metadata['next-row-id'], 45n, 'the upgraded data manifest got its row ids');
+    const deleted = new Set([euRows[0]!.id, euRows[1]!.id, euRows[4]!.id]);
+    const expected = canonRows(
+      SCHEMA,
+      rows.filter((r) => !deleted.has(r.id)),
+    );
+    await readAll(t, name, expected);
+  });
+});
