@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { IcebergError } from '../errors';
 import type { FileIO } from '../io/file-io';
 import { MANIFEST_READ_CONCURRENCY, mapConcurrent } from '../scan/parallel';
-import { inheritFromManifest, openManifest, writeManifest } from '../spec/manifest';
+import { firstRowIdInheritance, inheritFromManifest, openManifest, writeManifest } from '../spec/manifest';
 import { readManifestList } from '../spec/manifest-list';
 import { currentSchema, currentSnapshot, specById } from '../spec/metadata';
 import { partitionKey } from '../spec/partition';
@@ -266,11 +266,14 @@ export class RewriteManifests implements TableAction {
       for (const [src, ords] of wanted) {
         const m = sources[src]!;
         let ord = 0;
+        // v3: every entry goes through first row id inheritance, in file order (the counter needs them all)
+        const rowIds = firstRowIdInheritance(m);
         for (const raw of openManifest(bytes[src]!, m.manifestPath, m.partitionSpecId).entries()) {
+          const withRowId = rowIds(raw);
           const pos = ords.get(ord++);
           if (pos === undefined) continue;
-          // Inheritance first: the new manifest has another sequence number and snapshot id.
-          const e = inheritFromManifest(raw, m);
+          // Inheritance first: the new manifest has another sequence number, snapshot id and first row id.
+          const e = inheritFromManifest(withRowId, m);
           out[pos] = { ...e, status: ManifestEntryStatus.Existing };
         }
       }
@@ -281,6 +284,7 @@ export class RewriteManifests implements TableAction {
           schema,
           snapshotId: this.snapshotId,
           entries: out,
+          ...(base['format-version'] >= 3 ? { formatVersion: 3 as const } : {}),
         }),
       );
     }
@@ -295,8 +299,14 @@ export class RewriteManifests implements TableAction {
   }
 
   async prepare(base: TableMetadata, io: FileIO, attempt: number): Promise<PendingCommit> {
-    if (base['format-version'] !== 2) {
-      throw IcebergError.mismatch('FeatureUnsupported', 'rewriteManifests on table format-version', 2, base['format-version'], false);
+    if (base['format-version'] !== 2 && base['format-version'] !== 3) {
+      throw IcebergError.mismatch(
+        'FeatureUnsupported',
+        'rewriteManifests on table format-version',
+        '2 or 3',
+        base['format-version'],
+        false,
+      );
     }
     if (!this.plan) await this.planAndWrite(base, io);
     const plan = this.plan!;

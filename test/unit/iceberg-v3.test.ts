@@ -11,9 +11,12 @@ import {
   DataFileContent,
   MemoryCatalog,
   MemoryFileIO,
+  RewriteManifests,
   Transaction,
   applyUpdates,
   currentSnapshot,
+  dataFileFromWire,
+  dataFileToWire,
   decodeDeletionVector,
   decodePuffinFooter,
   deserializePositions,
@@ -32,6 +35,7 @@ import {
   readDeletionVector,
   readManifest,
   readManifestList,
+  rewriteFiles,
   rowDelta,
   scanBatches,
   serializePositions,
@@ -547,4 +551,58 @@ test('a transaction retried after a concurrent DV commit fails instead of leavin
   const tx = new Transaction(id);
   tx.rowDelta([], second.deleteFiles, { referencedDataFiles: second.referencedDataFiles, removeDeleteFiles: second.removeDeleteFiles });
   await assert.rejects(tx.commit(catalog, io, { table: t }), (e: unknown) => isIcebergError(e, 'CommitFailed'));
+});
+
+test('v3 compaction (RewriteFiles) removes the DVs of the files it replaces; RewriteManifests keeps first row ids', async () => {
+  const { io, catalog, table } = await setup();
+  const a = await dataFile(io, 0, 6);
+  let t = await fastAppend(catalog, io, table, [a]);
+  const b = await dataFile(io, 10, 4);
+  t = await fastAppend(catalog, io, t, [b]);
+  const dvs = await writeDeletionVectors(io, t.metadata, [{ dataFile: a, positions: [0n, 2n] }], 'c.puffin');
+  t = (await rowDelta(catalog, io, id, [], dvs, { referencedDataFiles: [a.filePath] }, { table: t })).table;
+  const before = new Map((await planTasks(t, io)).map((x) => [x.file.filePath, x.file.firstRowId]));
+  assert.deepEqual(
+    [...before.values()].sort((x, y) => cmp(x!, y!)),
+    [0n, 6n],
+  );
+
+  // manifests: one per append; the rewrite clusters them and the files keep their row ids
+  const tx = new Transaction(id);
+  tx.add(new RewriteManifests({}));
+  t = (await tx.commit(catalog, io, { table: t })).table;
+  assert.deepEqual(new Map((await planTasks(t, io)).map((x) => [x.file.filePath, x.file.firstRowId])), before);
+
+  // compaction of a: the output holds its 4 live rows; a's DV goes with it
+  const out = await dataFile(io, 1, 4); // stands in for ids 1, 3, 4, 5
+  t = (await rewriteFiles(catalog, io, id, [a], [out], {}, { table: t }, { records: 4 })).table;
+  const s = currentSnapshot(t.metadata)!;
+  assert.equal(s.summary['removed-dvs'], '1');
+  const tasks = await planTasks(t, io);
+  assert.deepEqual(
+    tasks.map((x) => x.deletes.length),
+    [0, 0],
+  );
+  assert.equal((await liveDeletes(io, t.metadata, [a.filePath])).size, 0);
+});
+
+test('DataFile wire form keeps the v3 fields (first row id as a decimal string)', () => {
+  const f: DataFile = {
+    content: DataFileContent.PositionDeletes,
+    filePath: 's3://b/t/data/x.puffin',
+    fileFormat: 'PUFFIN',
+    specId: 0,
+    partition: {},
+    recordCount: 3,
+    fileSizeInBytes: 100,
+    referencedDataFile: 's3://b/t/data/a.parquet',
+    contentOffset: 4,
+    contentSizeInBytes: 40,
+  };
+  const w = dataFileToWire(f);
+  assert.deepEqual(dataFileFromWire(JSON.parse(JSON.stringify(w)) as Record<string, unknown>), f);
+  const d: DataFile = { ...f, content: DataFileContent.Data, fileFormat: 'PARQUET', firstRowId: 9007199254740993n };
+  delete d.referencedDataFile;
+  const back = dataFileFromWire(JSON.parse(JSON.stringify(dataFileToWire(d))) as Record<string, unknown>);
+  assert.equal(back.firstRowId, 9007199254740993n);
 });
