@@ -3,13 +3,15 @@
  * table, appends, writes deletion vectors (one Puffin file per commit) and commits them, then a
  * second DV commit on the same data file merges the first DV and removes it in the same snapshot.
  * A v2 table with a v2 position delete file is upgraded to v3 and gets a DV that absorbs it.
- * Readers: floe's scan, Iceberg Java 1.10.1 (IcebergGenerics over JdbcCatalog: reads DVs),
- * PyIceberg 0.12.0 and DuckDB 1.5.5 (iceberg extension); what each does is asserted.
+ * Readers: floe's scan, Iceberg Java 1.10.1 (IcebergGenerics over JdbcCatalog), PyIceberg 0.12.0
+ * and DuckDB 1.5.5 (iceberg extension): all four apply the DVs and return the same rows. Last, Java
+ * writes a DV (BaseDVFileWriter, positions in two 32-bit buckets) that floe reads, merges and
+ * replaces, and Java reads floe's merge back.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -21,6 +23,7 @@ import {
   mergeDeletionVectors,
   newTableMetadata,
   planTasks,
+  readDeletionVector,
   readManifestList,
   readTaskBatches,
   writePositionDeleteFiles,
@@ -76,6 +79,76 @@ function javaRead(b: Backend, classes: string, table: string): CanonRow[] {
   return sortRows((JSON.parse(line) as { rows: CanonRow[] }).rows);
 }
 
+/**
+ * Iceberg Java 1.10.1 writes a deletion vector (BaseDVFileWriter, one Puffin file) for one data
+ * file of a table and commits it with RowDelta. Kept here (written to a temp dir and compiled) so
+ * the test is one file. Usage: WriteDV <sqlite path> <warehouse> <table> <data file> <positions,...>
+ */
+const WRITE_DV_JAVA = `
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.iceberg.*;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.deletes.BaseDVFileWriter;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.jdbc.JdbcCatalog;
+
+public class WriteDV {
+  public static void main(String[] args) throws Exception {
+    Map<String, String> props = new HashMap<>();
+    props.put(CatalogProperties.URI, "jdbc:sqlite:" + args[0]);
+    props.put(CatalogProperties.WAREHOUSE_LOCATION, args[1]);
+    props.put(CatalogProperties.FILE_IO_IMPL, "org.apache.iceberg.aws.s3.S3FileIO");
+    props.put("s3.endpoint", System.getenv("FLOE_S3_ENDPOINT"));
+    props.put("s3.path-style-access", "true");
+    props.put("s3.access-key-id", System.getenv("FLOE_S3_ACCESS_KEY"));
+    props.put("s3.secret-access-key", System.getenv("FLOE_S3_SECRET_KEY"));
+    props.put("client.region", "us-east-1");
+    JdbcCatalog catalog = new JdbcCatalog();
+    catalog.initialize("floe", props);
+    Table table = catalog.loadTable(TableIdentifier.parse(args[2]));
+    DataFile target = null;
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      for (FileScanTask t : tasks) if (t.file().location().equals(args[3])) target = t.file();
+    }
+    OutputFileFactory files = OutputFileFactory.builderFor(table, 1, 1).format(FileFormat.PUFFIN).build();
+    BaseDVFileWriter writer = new BaseDVFileWriter(files, path -> null);
+    for (String p : args[4].split(",")) writer.delete(target.location(), Long.parseLong(p), table.specs().get(target.specId()), target.partition());
+    writer.close();
+    RowDelta delta = table.newRowDelta();
+    for (DeleteFile dv : writer.result().deleteFiles()) {
+      delta.addDeletes(dv);
+      System.out.println("{\\"dv\\":\\"" + dv.location() + "\\",\\"offset\\":" + dv.contentOffset() + ",\\"size\\":" + dv.contentSizeInBytes() + ",\\"records\\":" + dv.recordCount() + "}");
+    }
+    delta.commit();
+    catalog.close();
+  }
+}
+`;
+
+function javaWriteDV(
+  b: Backend,
+  classes: string,
+  table: string,
+  dataFile: string,
+  positions: bigint[],
+): { dv: string; offset: number; size: number; records: number } {
+  const s3 = stackEnv().s3;
+  const db = b.config.uri.replace(/^sqlite:\/\/\//, '');
+  const out = execFileSync('java', ['-cp', `${libs}/*:${classes}`, 'WriteDV', db, b.warehouse, table, dataFile, positions.join(',')], {
+    env: { ...process.env, FLOE_S3_ENDPOINT: s3.endpoint, FLOE_S3_ACCESS_KEY: s3.accessKeyId, FLOE_S3_SECRET_KEY: s3.secretAccessKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  }).toString();
+  return JSON.parse(
+    out
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{"dv"'))[0]!,
+  ) as { dv: string; offset: number; size: number; records: number };
+}
+
 async function floeRows(io: FileIO, table: LoadedTable): Promise<CanonRow[]> {
   const cols = columnsOf(SCHEMA);
   const cache = new PositionDeleteCache(io);
@@ -108,10 +181,13 @@ describe('Iceberg v3 deletion vectors floe writes: floe, Iceberg Java, PyIceberg
     b = backend('s3', root);
     ({ catalog, io } = await open(b));
     sharedIo = io;
-    if (!skipJava)
-      execFileSync('javac', ['-d', classes, '-cp', `${libs}/*`, join(__dirname, '..', 'fixtures', 'java', 'ReadTable.java')], {
+    if (!skipJava) {
+      const src = join(classes, 'WriteDV.java');
+      writeFileSync(src, WRITE_DV_JAVA);
+      execFileSync('javac', ['-d', classes, '-cp', `${libs}/*`, join(__dirname, '..', 'fixtures', 'java', 'ReadTable.java'), src], {
         stdio: 'pipe',
       });
+    }
   });
 
   after(async () => {
@@ -291,4 +367,72 @@ describe('Iceberg v3 deletion vectors floe writes: floe, Iceberg Java, PyIceberg
     );
     await readAll(t, name, expected);
   });
+  it(
+    'a DV Iceberg Java writes (positions in two 32-bit buckets) is read by floe, merged by floe and read back by Java',
+    { skip: skipJava },
+    async () => {
+      const id: TableIdentifier = { namespace: ['v3'], name: `java_${Date.now().toString(36)}` };
+      const name = `${id.namespace[0]}.${id.name}`;
+      if (!(await catalog.namespaceExists(id.namespace))) await catalog.createNamespace(id.namespace);
+      await catalog.createTable(
+        id,
+        newTableMetadata({
+          location: `${b.warehouse}/${id.namespace.join('/')}/${id.name}`,
+          schema: SCHEMA,
+          spec: BY_REGION,
+          tableUuid: randomUUID(),
+          formatVersion: 3,
+        }),
+      );
+      const rows = rowsFrom(0, 60);
+      const a = await appendRows(catalog, io, id, rows, 'a');
+      const eu = a.files.find((f) => f.partition['region'] === 'eu')!;
+      const euRows = rows.filter((r) => r.region === 'eu');
+      // a run (0..9), a lone position, and one past 2^32 (Java writes buckets 0 and 1)
+      const javaPositions = [...Array.from({ length: 10 }, (_, i) => BigInt(i)), 15n, (1n << 32n) + 1n];
+      const written = javaWriteDV(b, classes, name, eu.filePath, javaPositions);
+      assert.equal(written.records, javaPositions.length);
+
+      let t = await catalog.loadTable(id);
+      const tasks = await planTasks(t, io);
+      const dv = tasks.find((x) => x.file.filePath === eu.filePath)!.deletes;
+      assert.equal(dv.length, 1);
+      assert.deepEqual(
+        [
+          dv[0]!.fileFormat,
+          dv[0]!.filePath,
+          dv[0]!.referencedDataFile,
+          dv[0]!.contentOffset,
+          dv[0]!.contentSizeInBytes,
+          dv[0]!.recordCount,
+        ],
+        ['PUFFIN', written.dv, eu.filePath, written.offset, written.size, written.records],
+      );
+      assert.deepEqual([...(await readDeletionVector(io, dv[0]!))], javaPositions);
+      const footer = decodePuffinFooter(await io.read(written.dv));
+      assert.deepEqual(footer.blobs[0]!.fields, [2147483645]);
+      assert.equal(footer.blobs[0]!.properties!['cardinality'], String(javaPositions.length));
+
+      const deleted = new Set([...Array.from({ length: 10 }, (_, i) => euRows[i]!.id), euRows[15]!.id]);
+      const expect = (): CanonRow[] =>
+        canonRows(
+          SCHEMA,
+          rows.filter((r) => !deleted.has(r.id)),
+        );
+      assert.deepEqual(await floeRows(io, t), expect(), 'floe reads the DV Java wrote');
+
+      // floe merges one more position into Java's DV and removes it
+      const m = await mergeDeletionVectors(io, t.metadata, [{ dataFile: eu, positions: [19n] }], `dv-${randomUUID()}.puffin`);
+      assert.deepEqual(
+        m.removeDeleteFiles.map((f) => [f.filePath, f.contentOffset]),
+        [[written.dv, written.offset]],
+      );
+      const tx = new Transaction(id);
+      tx.rowDelta([], m.deleteFiles, { referencedDataFiles: m.referencedDataFiles, removeDeleteFiles: m.removeDeleteFiles });
+      t = (await tx.commit(catalog, io, { ...FAST_RETRY, table: t })).table;
+      deleted.add(euRows[19]!.id);
+      assert.deepEqual(await floeRows(io, t), expect(), 'floe');
+      assert.deepEqual(javaRead(b, classes, name), expect(), 'Iceberg Java reads the DV floe merged');
+    },
+  );
 });
