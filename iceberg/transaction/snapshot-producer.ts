@@ -281,7 +281,8 @@ export abstract class SnapshotProducer implements TableAction {
             base,
             io,
             specId,
-            files.map((dataFile) => ({
+            files.map(({ firstRowId: _assigned, ...dataFile }) => ({
+              // spec "First Row ID Inheritance": an added file's first_row_id is null until the manifest list assigns one
               status: ManifestEntryStatus.Added,
               snapshotId: this.snapshotId,
               sequenceNumber: null, // inherits this snapshot's: the deletes apply to data files at or below it

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   PositionDeleteCache,
+  catalogFromConfig,
   Transaction,
   currentSnapshot,
   decodePuffinFooter,
@@ -38,6 +39,7 @@ import {
 import { ensureStack } from '../../stack';
 import { stackEnv } from '../../stack/env';
 import { stackPaths } from '../../stack/paths';
+import { icebergRestUri, icebergRestWarehouse } from '../../stack/services/iceberg-rest';
 import { canonRows, canonValue, columnsOf, sortRows, type CanonRow } from '../oracles/canonical';
 import { FAST_RETRY, appendRows, backend, dropWarehouse, open, type Backend } from '../oracles/floe-table';
 import { duckRead, pyRead } from '../oracles/oracle';
@@ -435,4 +437,73 @@ describe('Iceberg v3 deletion vectors floe writes: floe, Iceberg Java, PyIceberg
       assert.deepEqual(javaRead(b, classes, name), expect(), 'Iceberg Java reads the DV floe merged');
     },
   );
+  it("Iceberg Java's REST catalog server accepts floe's v3 commits (row lineage checked by its TableMetadata builder)", async () => {
+    await ensureStack(['s3', 'iceberg-rest']);
+    const s3 = stackEnv().s3;
+    const rest = await catalogFromConfig({
+      type: 'rest',
+      uri: icebergRestUri(),
+      credential: `floe-it:${randomUUID()}`,
+      s3: {
+        endpoint: s3.endpoint,
+        region: s3.region,
+        forcePathStyle: true,
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+      },
+    });
+    const ns = `v3_${Date.now().toString(36)}`;
+    const id: TableIdentifier = { namespace: [ns], name: 't' };
+    try {
+      await rest.catalog.createNamespace([ns]);
+      const created = await rest.catalog.createTable(
+        id,
+        newTableMetadata({
+          location: `${icebergRestWarehouse()}/${ns}/t`,
+          schema: SCHEMA,
+          spec: BY_REGION,
+          tableUuid: randomUUID(),
+          formatVersion: 3,
+        }),
+      );
+      assert.equal(created.metadata['format-version'], 3);
+      assert.equal(created.metadata['next-row-id'], 0n);
+      const rows = rowsFrom(0, 30);
+      const a = await appendRows(rest.catalog, rest.io, id, rows, 'a');
+      assert.equal(currentSnapshot(a.table.metadata)!['first-row-id'], 0n);
+      assert.equal(a.table.metadata['next-row-id'], 30n, "the server's next-row-id");
+      const us = a.files.find((f) => f.partition['region'] === 'us')!;
+      let t = a.table;
+      for (const positions of [
+        [0n, 1n],
+        [1n, 7n],
+      ]) {
+        const m = await mergeDeletionVectors(rest.io, t.metadata, [{ dataFile: us, positions }], `dv-${randomUUID()}.puffin`);
+        const tx = new Transaction(id);
+        tx.rowDelta([], m.deleteFiles, { referencedDataFiles: m.referencedDataFiles, removeDeleteFiles: m.removeDeleteFiles });
+        t = (await tx.commit(rest.catalog, rest.io, { ...FAST_RETRY, table: t })).table;
+      }
+      const usRows = rows.filter((r) => r.region === 'us');
+      const deleted = new Set([usRows[0]!.id, usRows[1]!.id, usRows[7]!.id]);
+      const floe: CanonRow[] = [];
+      for (const task of await planTasks(t, rest.io)) {
+        for await (const batch of readTaskBatches(rest.io, task)) {
+          const vecs = columnsOf(SCHEMA).map(([n, ty]) => [ty, batch.getChild(n)!] as const);
+          for (let i = 0; i < batch.numRows; i++) floe.push(vecs.map(([ty, v]) => canonValue(ty, v.get(i))));
+        }
+      }
+      assert.deepEqual(
+        sortRows(floe),
+        canonRows(
+          SCHEMA,
+          rows.filter((r) => !deleted.has(r.id)),
+        ),
+      );
+      assert.equal(currentSnapshot(t.metadata)!.summary['total-position-deletes'], '3');
+    } finally {
+      await rest.catalog.dropTable(id, { purge: true }).catch(() => undefined);
+      await rest.catalog.dropNamespace([ns]).catch(() => undefined);
+      await rest.catalog.close();
+    }
+  });
 });
