@@ -43,6 +43,8 @@ interface TableShape {
   partitionBy: PartitionFieldConfig[];
   /** Where the expected columns come from, in messages; default "the config". */
   expectedBy?: string;
+  /** The value columns come from a record schema (a schema format), not the config. */
+  valueFromSchema?: boolean;
 }
 
 const norm = (t: string): string => t.replace(/\s+/g, '').toLowerCase();
@@ -211,9 +213,12 @@ export function checkTableDrift(t: TableShape, metadata: TableMetadata): string[
   }
 
   const configured = new Set(t.columns.map((c) => c.name));
+  // A schema format's upsert/CDC table fills its row key (required identifier fields) from the
+  // record's schema, and refuses a record without it (ingest/upsert/registry-changes.ts).
+  const keyFromSchema = new Set(t.valueFromSchema ? (schema['identifier-field-ids'] ?? []) : []);
   for (const f of schema.fields) {
     // A renamed configured column was reported above under its old name.
-    if (configured.has(f.name) || renamedTo.has(f.name) || !f.required) continue;
+    if (configured.has(f.name) || renamedTo.has(f.name) || !f.required || keyFromSchema.has(f.id)) continue;
     say(`column "${f.name}" is required ${typeString(f.type)} in the table but not in ${by}: every write would leave it null`);
   }
 
@@ -239,7 +244,7 @@ export function checkIngestTablesDrift(
   deadLetterColumns: ColumnConfig[],
 ): string[] {
   return [
-    ...(table ? checkTableDrift(t, table) : []),
+    ...(table ? checkTableDrift({ ...t, valueFromSchema: t.value.format !== 'json' }, table) : []),
     ...(deadLetterTable
       ? checkTableDrift(
           { table: t.deadLetterTable, columns: deadLetterColumns, partitionBy: [], expectedBy: "floe's dead-letter schema" },

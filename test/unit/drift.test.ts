@@ -70,6 +70,20 @@ describe('table drift', () => {
   const t = cfg();
   const base = created(t);
 
+  it("a schema format's upsert/CDC table: its required row key comes from the record schema, not the config", () => {
+    const own = [{ name: 'kafka_offset', type: 'long', source: 'offset', required: true }];
+    const avro = parseConfig({
+      tables: [{ table: 'demo.c', topic: 'c', columns: own, value: { format: 'avro', schema: '"long"' }, mode: 'cdc' }],
+    }).tables[0]!;
+    const m = evolveSchema(created(avro), (fs) => [...fs, { id: 2, name: 'id', required: true, type: 'int' }]);
+    const keyed = { ...m, schemas: m.schemas.map((x) => ({ ...x, 'identifier-field-ids': [2] })) };
+    assert.deepEqual(checkIngestTablesDrift(avro, keyed, null, deadLetterColumns), []);
+    // a required column that is not the row key is still drift, and so is the row key of a JSON table
+    assert.equal(checkIngestTablesDrift(avro, m, null, deadLetterColumns).length, 1);
+    const json = parseConfig({ tables: [{ table: 'demo.c', topic: 'c', columns: own }] }).tables[0]!;
+    assert.equal(checkIngestTablesDrift(json, keyed, null, deadLetterColumns).length, 1);
+  });
+
   it('a table floe created from the same config has no drift (decimal spacing and case do not matter)', () => {
     assert.deepEqual(checkTableDrift(t, base), []);
     const spaced = evolveSchema(base, (fs) =>
