@@ -23,7 +23,7 @@
  */
 import type { ColumnConfig, TableConfig } from '../../config';
 import { compileRowReader, type KafkaRecord, type Row } from '../decode';
-import { NOT_A_CHANGE_EVENT, debeziumOp, flattenedDeletes, isEnvelope, isFlattened } from '../formats/debezium';
+import { NOT_A_CHANGE_EVENT, connectRewriter, debeziumOp, flattenedDeletes, isEnvelope, isFlattened } from '../formats/debezium';
 import { DecodeError, DecoderConfigError } from '../formats/errors';
 import { compileRecordValue } from '../formats/json';
 
@@ -46,28 +46,64 @@ export function compileChanges(
     return (rec) =>
       rec.value === null ? { kind: 'delete', key: keyOf(rec) } : { kind: 'upsert', row: rows.row(rows.parse(rec.value), rec) };
   const parse = compileRecordValue(t.columns);
+  // the top-level temporal columns of the row (by their name in the event)
+  const temporal = t.columns
+    .filter((c) => (c.source ?? 'value') === 'value' && ['timestamp', 'timestamptz', 'date', 'time'].includes(String(c.type)))
+    .map((c) => c.path ?? c.name)
+    .filter((p) => !p.includes('.'));
+  // one rewriter per schema text: a topic's events repeat a few schemas
+  const rewriters = new Map<string, ReturnType<typeof connectRewriter>>();
+  const rewriterOf = (schema: unknown) => {
+    const text = JSON.stringify(schema, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x));
+    if (!rewriters.has(text)) {
+      if (rewriters.size > 64) rewriters.clear();
+      rewriters.set(text, connectRewriter(schema));
+    }
+    return rewriters.get(text);
+  };
   return (rec) => {
     if (rec.value === null) return { kind: 'delete', key: keyOf(rec) };
     let v = parse(rec.value);
+    const wrapped = hasOwn.call(v, 'payload') && hasOwn.call(v, 'schema');
     // The JSON converter with schemas.enable wraps every event: {"schema": {...}, "payload": {...}}.
-    if (hasOwn.call(v, 'payload') && hasOwn.call(v, 'schema')) {
+    if (wrapped) {
       const p = v.payload;
       if (p === null) return { kind: 'delete', key: keyOf(rec) };
       if (typeof p !== 'object' || Array.isArray(p)) throw new DecodeError('value: the payload of a schema-wrapped event is not an object');
+      // Debezium's semantic types (MicroTimestamp, Date, Decimal…) read by the schema's names
+      rewriterOf(v.schema)?.(p as Record<string, unknown>);
       v = p as Record<string, unknown>;
     }
     // The envelope: op with before/after (a flattened row may have a column named op of its own).
-    if (isEnvelope(v)) return envelope(v, rec);
-    if (isFlattened(v))
+    if (isEnvelope(v)) return envelope(v, rec, wrapped);
+    if (isFlattened(v)) {
+      if (!wrapped) noBareTemporal(v);
       return flattenedDeletes(v) ? { kind: 'delete', key: keyFromRow(v, rec) } : { kind: 'upsert', row: rows.row(v, rec) };
+    }
     throw new DecodeError(`value: ${NOT_A_CHANGE_EVENT}`);
   };
 
-  function envelope(v: Record<string, unknown>, rec: KafkaRecord): Change {
+  /**
+   * Without its schema a number in a temporal column is ambiguous: Debezium sends epoch micros
+   * (MicroTimestamp), millis (Timestamp) or days (Date) by the connector's settings, and a JSON
+   * column would read each as one unit. Refused, never guessed.
+   */
+  function noBareTemporal(row: Record<string, unknown>): void {
+    for (const name of temporal) {
+      const x = row[name];
+      if (x !== null && x !== undefined && typeof x !== 'string')
+        throw new DecodeError(
+          `value: ${name} is the number ${String((x as { value?: unknown }).value ?? x)} in a Debezium event without its schema: its unit (micros, millis, days) is only known from the schema; enable the JSON converter's schemas (value.converter.schemas.enable=true)`,
+        );
+    }
+  }
+
+  function envelope(v: Record<string, unknown>, rec: KafkaRecord, wrapped: boolean): Change {
     const part = (name: 'before' | 'after'): Record<string, unknown> | null => {
       const x = v[name];
       if (x === null || x === undefined) return null;
       if (typeof x !== 'object' || Array.isArray(x)) throw new DecodeError(`value: ${name} of a Debezium event is not an object`);
+      if (!wrapped) noBareTemporal(x as Record<string, unknown>);
       return x as Record<string, unknown>;
     };
     if (debeziumOp(v.op) === 'delete') {

@@ -427,3 +427,93 @@ describe('ChangeBuffer', () => {
     assert.equal(r.deletedKeys, 1);
   });
 });
+
+describe("compileChanges: Debezium's semantic types in the JSON converter's schema", () => {
+  const columns: ColumnConfig[] = [
+    { name: 'id', type: 'int', required: true, source: 'value' },
+    { name: 'at', type: 'timestamp', required: false, source: 'value' },
+    { name: 'at_ns', type: 'timestamp', required: false, source: 'value' },
+    { name: 'zoned', type: 'timestamptz', required: false, source: 'value' },
+    { name: 'day', type: 'date', required: false, source: 'value' },
+    { name: 'clock', type: 'time', required: false, source: 'value' },
+    { name: 'price', type: 'decimal(10, 2)', required: false, source: 'value' },
+    { name: 'any', type: 'decimal(20, 5)', required: false, source: 'value' },
+    { name: 'legacy', type: 'timestamp', required: false, source: 'value' },
+  ];
+  const read = compileChanges(entry('cdc', { columns }));
+  const row = {
+    type: 'struct',
+    optional: true,
+    name: 'dbserver1.inventory.t.Value',
+    fields: [
+      { field: 'id', type: 'int32', optional: false },
+      { field: 'at', type: 'int64', optional: true, name: 'io.debezium.time.MicroTimestamp', version: 1 },
+      { field: 'at_ns', type: 'int64', optional: true, name: 'io.debezium.time.NanoTimestamp', version: 1 },
+      { field: 'zoned', type: 'string', optional: true, name: 'io.debezium.time.ZonedTimestamp', version: 1 },
+      { field: 'day', type: 'int32', optional: true, name: 'io.debezium.time.Date', version: 1 },
+      { field: 'clock', type: 'int64', optional: true, name: 'io.debezium.time.MicroTime', version: 1 },
+      {
+        field: 'price',
+        type: 'bytes',
+        optional: true,
+        name: 'org.apache.kafka.connect.data.Decimal',
+        version: 1,
+        parameters: { scale: '2', 'connect.decimal.precision': '10' },
+      },
+      { field: 'any', type: 'struct', optional: true, name: 'io.debezium.data.VariableScaleDecimal', fields: [] },
+      { field: 'legacy', type: 'int64', optional: true, name: 'org.apache.kafka.connect.data.Timestamp', version: 1 },
+    ],
+  };
+  const schema = {
+    type: 'struct',
+    name: 'dbserver1.inventory.t.Envelope',
+    fields: [
+      { ...row, field: 'before' },
+      { ...row, field: 'after' },
+      { field: 'op', type: 'string', optional: false },
+    ],
+  };
+  // 2026-07-01T12:34:56.123456 as Postgres `timestamp` gives it; 1234.50 as unscaled 123450 (0x01E23A)
+  const after = {
+    id: 1,
+    at: 1782909296123456,
+    at_ns: '1782909296123456000',
+    zoned: '2026-07-01T12:34:56.123456Z',
+    day: 20635,
+    clock: 45296123456,
+    price: Buffer.from([0x01, 0xe2, 0x3a]).toString('base64'),
+    any: { scale: 3, value: Buffer.from([0xff, 0x85]).toString('base64') },
+    legacy: 1782909296123,
+  };
+  const us = 1782909296123456n;
+
+  it('each value is what its schema name says, not what the column reads a bare number as', () => {
+    const c = read(rec(json({ schema, payload: { before: null, after, op: 'c' } })));
+    assert.deepEqual(c, {
+      kind: 'upsert',
+      row: {
+        id: 1,
+        at: us,
+        at_ns: us,
+        zoned: us,
+        day: 20635,
+        clock: 45296123456n,
+        price: 123450n,
+        any: -12300n, // -123 at scale 3 = -0.123 -> -12300 at scale 5
+        legacy: 1782909296123000n,
+      },
+    });
+    // the same payload without its schema: a number in a temporal column is refused, never guessed
+    refuses(read, rec(json({ before: null, after, op: 'c' })), /at is the number 1782909296123456 in a Debezium event without its schema/);
+    refuses(read, rec(json({ ...after, __deleted: 'false' })), /without its schema/);
+    const strings = { id: 2, at: '2026-07-01T12:34:56.123456', zoned: '2026-07-01T12:34:56Z', day: '2026-07-01' };
+    const plain = read(rec(json({ before: null, after: strings, op: 'c' })));
+    assert.ok(plain.kind === 'upsert' && plain.row.at === us && plain.row.day === 20635, 'ISO strings need no schema');
+  });
+
+  it("a delete's before is read the same way; a bad semantic payload is a dead letter", () => {
+    assert.deepEqual(read(rec(json({ schema, payload: { before: after, after: null, op: 'd' } }))), { kind: 'delete', key: { id: 1 } });
+    refuses(read, rec(json({ schema, payload: { before: null, after: { ...after, price: 12 }, op: 'c' } })), /not base64 text/);
+    refuses(read, rec(json({ schema, payload: { before: null, after: { ...after, day: 'x' }, op: 'c' } })), /not an integer/);
+  });
+});
