@@ -152,6 +152,11 @@ export interface FileRow {
   /** not in Spark's table (it is in `entries`): the data sequence number and the adding snapshot */
   data_sequence_number: bigint;
   snapshot_id: bigint;
+  /** v3 (present only when the manifest entry has them): row lineage and deletion vector fields */
+  first_row_id?: bigint;
+  referenced_data_file?: string;
+  content_offset?: number;
+  content_size_in_bytes?: number;
 }
 const obj = <V>(m: Map<number, V> | undefined): Record<number, V> | null => (m ? (Object.fromEntries(m) as Record<number, V>) : null);
 
@@ -204,6 +209,10 @@ export async function filesTable(t: TableMetadata | LoadedTable, io: FileIO, opt
       readable_metrics: readable,
       data_sequence_number: dataSequenceNumber,
       snapshot_id: snapshotId,
+      ...(f.firstRowId !== undefined ? { first_row_id: f.firstRowId } : {}),
+      ...(f.referencedDataFile !== undefined ? { referenced_data_file: f.referencedDataFile } : {}),
+      ...(f.contentOffset !== undefined ? { content_offset: f.contentOffset } : {}),
+      ...(f.contentSizeInBytes !== undefined ? { content_size_in_bytes: f.contentSizeInBytes } : {}),
     };
   });
 }

@@ -23,11 +23,13 @@ import {
   encodeDeletionVector,
   encodePuffin,
   fastAppend,
+  filesTable,
   isIcebergError,
   liveDeletes,
   mergeDeletionVectors,
   newTableMetadata,
   parseTableMetadata,
+  partitionsTable,
   planTasks,
   portableRoaringSize,
   puffinBlob,
@@ -453,6 +455,20 @@ test('deletion vectors: write, commit, scan; a second DV for the same file merge
     await ids(t, io),
     expect1.filter((x) => x !== 1n),
   );
+  // metadata tables: DVs are position delete rows with their blob's place; partitions count no DV as a file
+  const files = await filesTable(t, io);
+  assert.deepEqual(
+    files.map((f) => [f.content, f.file_format, f.record_count, f.referenced_data_file ?? null, f.first_row_id ?? null]),
+    [
+      [0, 'PARQUET', 20, null, 0n],
+      [0, 'PARQUET', 10, null, 20n],
+      [1, 'PUFFIN', 4, a.filePath, null],
+      [1, 'PUFFIN', 1, b.filePath, null],
+    ],
+  );
+  const [part] = await partitionsTable(t, io);
+  assert.equal(part!.position_delete_record_count, 5);
+  assert.equal(part!.position_delete_file_count, 0);
   // removing the same DV again fails: it is no longer live
   await assert.rejects(
     rowDelta(catalog, io, id, [], dup, { referencedDataFiles: [a.filePath], removeDeleteFiles: [dvs[0]!] }, { table: t }),
