@@ -137,7 +137,6 @@ function checkDeleteFormats(base: TableMetadata, deletes: readonly DataFile[]): 
  */
 async function removeDeleteEntries(
   producer: SnapshotProducer,
-  base: TableMetadata,
   io: FileIO,
   parent: ManifestFile[],
   remove: ReadonlySet<string>,
@@ -173,7 +172,6 @@ async function removeDeleteEntries(
     }
     return write(m.partitionSpecId, rewritten());
   });
-  void base;
   return { manifests, removed, liveDVs };
 }
 
@@ -676,7 +674,6 @@ export class ReplaceDeleteFiles extends SnapshotProducer {
     const removed = this.removedKeys;
     const { manifests, removed: found } = await removeDeleteEntries(
       this,
-      base,
       io,
       parent,
       removed,
@@ -769,7 +766,6 @@ export class RowDelta extends SnapshotProducer {
     if (this.removeKeys.size === 0 && dvs.length === 0) return { manifests: parent, deleted: [] };
     const { manifests, removed, liveDVs } = await removeDeleteEntries(
       this,
-      base,
       io,
       parent,
       this.removeKeys,
