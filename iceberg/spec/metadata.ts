@@ -206,7 +206,8 @@ const req = <T>(o: Record<string, unknown>, key: string, what = 'table metadata'
 const big = (v: unknown): bigint => (typeof v === 'bigint' ? v : BigInt(v as number));
 
 /**
- * Reads metadata.json as written by Java, PyIceberg or us. Format v2 natively; v1 files are
+ * Reads metadata.json as written by Java, PyIceberg or us. Formats v2 and v3 (next-row-id, a
+ * missing one read as 0; snapshots' first-row-id / added-rows) natively; v1 files are
  * normalised (legacy `schema` / `partition-spec`, missing ids and logs get their spec defaults) so
  * they can be scanned; committing to a v1 table requires `upgrade-format-version` first.
  * Unknown top-level keys are kept and written back, so a newer writer's fields are not dropped.

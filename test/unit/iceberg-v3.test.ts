@@ -22,6 +22,7 @@ import {
   deserializePositions,
   encodeDeletionVector,
   encodePuffin,
+  expireSnapshots,
   fastAppend,
   filesTable,
   isIcebergError,
@@ -621,4 +622,53 @@ test('DataFile wire form keeps the v3 fields (first row id as a decimal string)'
   delete d.referencedDataFile;
   const back = dataFileFromWire(JSON.parse(JSON.stringify(dataFileToWire(d))) as Record<string, unknown>);
   assert.equal(back.firstRowId, 9007199254740993n);
+});
+
+test('expiry: a Puffin file one of whose DVs is still live is not unreachable; once none is, it is', async () => {
+  const { io, catalog, table } = await setup();
+  const a = await dataFile(io, 0, 5);
+  const b = await dataFile(io, 10, 5);
+  let t = await fastAppend(catalog, io, table, [a, b]);
+  const dvs = await writeDeletionVectors(
+    io,
+    t.metadata,
+    [
+      { dataFile: a, positions: [0n] },
+      { dataFile: b, positions: [1n] },
+    ],
+    'shared.puffin',
+  );
+  t = (await rowDelta(catalog, io, id, [], dvs, { referencedDataFiles: [a.filePath, b.filePath] }, { table: t })).table;
+  // a's DV is replaced by a merged one: the shared Puffin file still holds b's live DV
+  const m = await mergeDeletionVectors(io, t.metadata, [{ dataFile: a, positions: [1n] }], 'a2.puffin');
+  t = (
+    await rowDelta(
+      catalog,
+      io,
+      id,
+      [],
+      m.deleteFiles,
+      { referencedDataFiles: m.referencedDataFiles, removeDeleteFiles: m.removeDeleteFiles },
+      { table: t },
+    )
+  ).table;
+  const far = BigInt(Date.now()) + 60_000n;
+  let r = await expireSnapshots(catalog, io, id, { olderThanMs: far, retainLast: 1 }, { table: t });
+  assert.ok(!r.expired.dataFiles.includes(dvs[0]!.filePath), 'b still needs the shared Puffin file');
+  t = r.table;
+  const m2 = await mergeDeletionVectors(io, t.metadata, [{ dataFile: b, positions: [2n] }], 'b2.puffin');
+  t = (
+    await rowDelta(
+      catalog,
+      io,
+      id,
+      [],
+      m2.deleteFiles,
+      { referencedDataFiles: m2.referencedDataFiles, removeDeleteFiles: m2.removeDeleteFiles },
+      { table: t },
+    )
+  ).table;
+  r = await expireSnapshots(catalog, io, id, { olderThanMs: far + 60_000n, retainLast: 1 }, { table: t });
+  assert.ok(r.expired.dataFiles.includes(dvs[0]!.filePath), 'no live DV is left in the shared Puffin file');
+  assert.deepEqual(await ids(r.table, io), [2n, 3n, 4n, 10n, 13n, 14n]);
 });
