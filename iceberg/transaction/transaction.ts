@@ -77,6 +77,23 @@ class SetProperties implements TableAction {
   }
 }
 
+/** `upgrade-format-version` to `version`, when the table is older (a no-op otherwise). */
+class UpgradeFormatVersion implements TableAction {
+  constructor(private readonly version: 2 | 3) {}
+  writtenFiles(): string[] {
+    return [];
+  }
+  async prepare(base: TableMetadata): Promise<PendingCommit> {
+    if (base['format-version'] >= this.version) return { updates: [], requirements: [], attemptFiles: [], referencedFiles: [] };
+    return {
+      updates: [{ action: 'upgrade-format-version', 'format-version': this.version }],
+      requirements: [{ type: 'assert-table-uuid', uuid: base['table-uuid'] }],
+      attemptFiles: [],
+      referencedFiles: [],
+    };
+  }
+}
+
 /** Requirements come from the first action per kind: later actions see our own uncommitted state. */
 function mergeRequirements(all: TableRequirement[][]): TableRequirement[] {
   const seen = new Set<string>();
@@ -125,6 +142,15 @@ export class Transaction {
     const a = new ExpireSnapshots(opts);
     this.actions.push(a);
     return a;
+  }
+  /**
+   * Upgrades the table's format version (spec "Format Versioning"): to 3, next-row-id starts at 0
+   * and the snapshots after it assign row ids and take deletion vectors only. Actions added after
+   * this one in the same transaction are prepared against the upgraded table.
+   */
+  upgradeFormatVersion(version: 2 | 3): this {
+    this.actions.push(new UpgradeFormatVersion(version));
+    return this;
   }
   setProperties(updates: Record<string, string>, removals: string[] = []): this {
     this.actions.push(new SetProperties(updates, removals));

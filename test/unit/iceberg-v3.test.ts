@@ -672,3 +672,23 @@ test('expiry: a Puffin file one of whose DVs is still live is not unreachable; o
   assert.ok(r.expired.dataFiles.includes(dvs[0]!.filePath), 'no live DV is left in the shared Puffin file');
   assert.deepEqual(await ids(r.table, io), [2n, 3n, 4n, 10n, 13n, 14n]);
 });
+
+test('Transaction.upgradeFormatVersion(3) then an append in the same commit: a v3 snapshot assigning ids to old and new rows', async () => {
+  const { io, catalog, table } = await setup(2);
+  const a = await dataFile(io, 0, 4);
+  const t0 = await fastAppend(catalog, io, table, [a]);
+  const b = await dataFile(io, 10, 2);
+  const tx = new Transaction(id);
+  tx.upgradeFormatVersion(3);
+  tx.fastAppend([b]);
+  const { table: t } = await tx.commit(catalog, io, { table: t0 });
+  assert.equal(t.metadata['format-version'], 3);
+  const s = currentSnapshot(t.metadata)!;
+  assert.equal(s['first-row-id'], 0n);
+  assert.equal(t.metadata['next-row-id'], 6n);
+  // a second upgrade is a no-op
+  const again = new Transaction(id);
+  again.upgradeFormatVersion(3);
+  const r = await again.commit(catalog, io, { table: t });
+  assert.equal(r.table.metadataLocation, t.metadataLocation);
+});
