@@ -117,6 +117,7 @@ function tablesOver(catalog: Catalog, io: FileIO): Tables {
     writeDataFiles: unused('writeDataFiles'),
     openRowWriter: unused('openRowWriter'),
     appendOnce: unused('appendOnce'),
+    upgradeFormatVersion: unused('upgradeFormatVersion'),
     close: () => catalog.close(),
   };
 }

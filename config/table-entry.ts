@@ -395,6 +395,12 @@ const TABLE_KEYS = {
     ),
   cdc: cdc.optional(),
   keyIndex: keyIndex.optional(),
+  formatVersion: z
+    .union([z.literal(2), z.literal(3)], { error: '2 or 3' })
+    .default(2)
+    .describe(
+      'the Iceberg format version of a new table, and the least an existing one is upgraded to (3: deletion vectors, row lineage); a v3 table stays v3',
+    ),
 };
 
 const tableKeys = obj(TABLE_KEYS);
@@ -518,6 +524,7 @@ export const table = withRule(tableKeys, tableRule).transform((t) => {
     maintenance: t.maintenance,
     value: t.value,
     mode: t.mode,
+    formatVersion: t.formatVersion,
     ...tidy({
       key: t.key,
       route: t.route,

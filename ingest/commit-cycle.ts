@@ -6,7 +6,20 @@
  * No Temporal here (activities/index.ts binds it).
  */
 import { FailureType, nonRetryable } from '../contract';
-import { dataFileFromWire, isIcebergError, mapConcurrent, ALREADY_COMMITTED, type DataFile, type TableMetadata } from '../iceberg';
+import { randomUUID } from 'node:crypto';
+import {
+  dataFileFromWire,
+  isDeletionVector,
+  isIcebergError,
+  mapConcurrent,
+  mergeDeletionVectors,
+  readDeletionVector,
+  readPositionDeletes,
+  referencedDataFile,
+  ALREADY_COMMITTED,
+  type DataFile,
+  type TableMetadata,
+} from '../iceberg';
 import type { TableConfig } from '../config';
 import { clearPending } from '../table/pending';
 import { deleteStaged, expandFileList, stagedLocations } from '../table/staged-files';
@@ -163,12 +176,15 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
     [SUMMARY_DEAD_LETTERS]: String(input.deadLetters),
     ...(input.range ? { [SUMMARY_RANGE]: JSON.stringify(input.range) } : {}),
   };
+  const deletes = input.upsert
+    ? await deletesToCommit(deps, before.metadata, deleteFiles, input.upsert.referencedDataFiles, input.commitId)
+    : undefined;
   const res = await deps.tables
     .appendOnce(table, {
       files,
       summary,
       base: before,
-      ...(input.upsert ? { deletes: { files: deleteFiles, referencedDataFiles: input.upsert.referencedDataFiles } } : {}),
+      ...(deletes ? { deletes } : {}),
       // The cursor is a table property written in the same atomic commit: it survives any expiry.
       properties: (snapshotId) => ({
         ...cursorProperty(input.ingestId, {
@@ -207,6 +223,8 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
     ),
   );
   await deleteStaged(deps.tables.io, staged); // read, committed: not needed any more (best effort)
+  // a v3 table's polls' deletion vectors, merged into the committed ones: not referenced (best effort)
+  if (deletes?.merged) await deleteStaged(deps.tables.io, deletes.merged);
   const snapshotId = res.snapshotId ?? landedCommit(res.metadata, input.ingestId, input.commitId);
   if (snapshotId === null) throw new Error(`commit ${input.commitId} of ${table} reported landed but the table does not name it`);
   if (!res.alreadyCommitted && table === t.table) {
@@ -218,6 +236,48 @@ export async function commitCycleTo(deps: Deps, input: CommitInput): Promise<{ r
   return {
     result: skipped.records > 0n && !res.alreadyCommitted ? { ...out, skippedRecords: skipped.records.toString() } : out,
     metadata: res.metadata,
+  };
+}
+
+/**
+ * What an upsert cycle's commit adds and removes to delete its keys' old rows. On a v2 table, the
+ * polls' position delete files as they are. On a v3 table one deletion vector per data file: each
+ * poll wrote its own (two polls may delete rows of one compacted file), and the table may have
+ * one already (an earlier cycle's): they are merged into one new DV per data file, written here
+ * under the cycle's commit id (protected by its pending marker until the commit), and the live
+ * DVs it replaces are removed in the same snapshot. The merge reads the table as loaded before the
+ * commit; a DV another writer adds for one of these files meanwhile fails the commit (RowDelta's
+ * one-DV-per-file check: DeleteConflict, the cycle starts over). A table upgraded to v3 between
+ * the polls and the commit has its polls' position delete files converted the same way.
+ */
+async function deletesToCommit(
+  deps: Deps,
+  m: TableMetadata,
+  files: DataFile[],
+  referencedDataFiles: string[],
+  commitId: string,
+): Promise<{ files: DataFile[]; referencedDataFiles: string[]; removeDeleteFiles?: DataFile[]; merged?: string[] }> {
+  if (files.length === 0 || m['format-version'] < 3) return { files, referencedDataFiles };
+  const io = deps.tables.io;
+  const targets = new Map<string, { dataFile: Pick<DataFile, 'filePath' | 'specId' | 'partition'>; positions: bigint[] }>();
+  const add = (dataFile: Pick<DataFile, 'filePath' | 'specId' | 'partition'>, positions: Iterable<bigint>) => {
+    let t = targets.get(dataFile.filePath);
+    if (!t) targets.set(dataFile.filePath, (t = { dataFile, positions: [] }));
+    for (const p of positions) t.positions.push(p);
+  };
+  await mapConcurrent(files, 4, async (f) => {
+    if (isDeletionVector(f))
+      add({ filePath: referencedDataFile(f)!, specId: f.specId, partition: f.partition }, await readDeletionVector(io, f));
+    else
+      for (const [path, positions] of await readPositionDeletes(io, f))
+        add({ filePath: path, specId: f.specId, partition: f.partition }, positions);
+  });
+  const merged = await mergeDeletionVectors(io, m, [...targets.values()], `${commitId}-dv-${randomUUID()}.puffin`);
+  return {
+    files: merged.deleteFiles,
+    referencedDataFiles: [...new Set([...referencedDataFiles, ...merged.referencedDataFiles])],
+    removeDeleteFiles: merged.removeDeleteFiles,
+    merged: files.map((f) => f.filePath),
   };
 }
 

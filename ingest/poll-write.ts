@@ -13,7 +13,7 @@ import { crashPoint, failPoint } from '../table/crash-points';
 import { deadLetterRow, type KafkaRecord, type Row } from './decode';
 import { DecodeError, DecoderConfigError } from './formats/errors';
 import { TableSink, type SinkDeletes } from './table-sink';
-import { dataFileToWire, writePositionDeleteFiles } from '../iceberg';
+import { dataFileToWire, writeDeletionVectors, writePositionDeleteFiles, type DeletionVectorTarget } from '../iceberg';
 import { RoutedWriters, bulkRoutedLists, routedFileLists } from './route-write';
 import { ingestTableConfig, pendingOwner, tableLocation, type Deps } from './deps';
 import { ingestWatermarks } from './watermarks';
@@ -140,6 +140,19 @@ async function writeDeletes(deps: Deps, t: TableConfig, input: PollInput, prefix
   if (d.deletes.length === 0) return { deleteFiles: [], ...base };
   const { metadata } = await deps.tables.load(t.table);
   await markPending(deps.tables.io, metadata.location, pendingOwner(input.ingestId), `${input.commitId}-`);
+  if (metadata['format-version'] >= 3) {
+    // A v3 table: this poll's positions as deletion vectors in one Puffin file; the commit merges
+    // them with the other polls' and the table's live ones (commit-cycle.ts deletesToCommit).
+    const targets = new Map<string, DeletionVectorTarget & { positions: bigint[] }>();
+    for (const x of d.deletes) {
+      let g = targets.get(x.dataFile.filePath);
+      if (!g) targets.set(x.dataFile.filePath, (g = { dataFile: x.dataFile, positions: [] }));
+      g.positions.push(x.pos);
+    }
+    const dvs = await writeDeletionVectors(deps.tables.io, metadata, [...targets.values()], `${prefix}-deletes.puffin`);
+    crashPoint('after-delete-write');
+    return { ...base, deleteFiles: dvs.map(dataFileToWire), referencedDataFiles: [...targets.keys()], deletedRows: d.deletes.length };
+  }
   const written = await writePositionDeleteFiles(
     deps.tables.io,
     metadata,

@@ -29,7 +29,10 @@ export async function ensureIngestTables(tables: Tables, t: TableConfig, registr
     },
     t.partitionBy,
     t.properties,
+    t.formatVersion,
   );
+  // an existing table is upgraded when the entry asks for a later version (v3: deletion vectors)
+  if (t.formatVersion > 2) await tables.upgradeFormatVersion(t.table, t.formatVersion);
   await tables.ensureTable(t.deadLetterTable, async () => schemaOf(deadLetterColumns), [], {});
 }
 

@@ -10,7 +10,9 @@
  * Concurrency: optimistic CAS with retries; concurrent ingest commits (new data, new deletes) are
  * kept; a delete file rewritten here that vanished meanwhile (another rewrite, a compaction that
  * removed it as dangling) fails the run (CommitFailed), and running it again plans afresh.
- * Equality delete files are left as they are.
+ * Equality delete files are left as they are. A v3 table's deletion vectors are one per data file
+ * by construction: there it drops dangling DVs and turns v2 position delete files (from before an
+ * upgrade) into DVs.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -22,6 +24,11 @@ import {
   partitionKey,
   readPositionDeletes,
   writePositionDeleteFiles,
+  isDeletionVector,
+  readDeletionVector,
+  referencedDataFile,
+  writeDeletionVectors,
+  type LoadedTable,
   type DataFile,
   type DataFilePositionDelete,
 } from '../iceberg';
@@ -69,6 +76,7 @@ export async function rewritePositionDeletes(tables: Tables, table: string): Pro
     if (!l) byPartition.set(k, (l = []));
     l.push(f);
   }
+  if (m['format-version'] >= 3) return rewriteToDeletionVectors(tables, table, loaded, deletes, live, result);
   const read = await mapConcurrent(deletes, 8, (f) => readPositionDeletes(tables.io, f));
   const named = new Map(deletes.map((f, i) => [f.filePath, read[i]!]));
   const removed: DataFile[] = [];
@@ -106,6 +114,67 @@ export async function rewritePositionDeletes(tables: Tables, table: string): Pro
     positionsAfter,
     danglingDropped: dangling,
     partitions,
+    snapshotId: action.snapshotId.toString(),
+  });
+}
+
+/**
+ * A v3 table: deletion vectors are one per data file already, so nothing merges; DVs of data
+ * files no longer live are dropped, and v2 position delete files left from before an upgrade to v3
+ * become DVs (each data file's positions, with its live DV's, in one new DV that replaces it).
+ */
+async function rewriteToDeletionVectors(
+  tables: Tables,
+  table: string,
+  loaded: LoadedTable,
+  deletes: DataFile[],
+  live: Map<string, DataFile>,
+  result: (r: Partial<PositionDeleteRewriteResult>) => PositionDeleteRewriteResult,
+): Promise<PositionDeleteRewriteResult> {
+  const dvs = new Map<string, DataFile>();
+  const removed: DataFile[] = [];
+  let dangling = 0;
+  for (const f of deletes.filter(isDeletionVector)) {
+    const ref = referencedDataFile(f)!;
+    if (live.has(ref)) dvs.set(ref, f);
+    else {
+      removed.push(f);
+      dangling += f.recordCount;
+    }
+  }
+  const v2 = deletes.filter((f) => !isDeletionVector(f));
+  const positions = new Map<string, Set<bigint>>();
+  const read = await mapConcurrent(v2, 8, (f) => readPositionDeletes(tables.io, f));
+  for (const named of read)
+    for (const [path, ps] of named) {
+      if (!live.has(path)) {
+        dangling += ps.length;
+        continue;
+      }
+      let set = positions.get(path);
+      if (!set) positions.set(path, (set = new Set()));
+      for (const p of ps) set.add(p);
+    }
+  removed.push(...v2);
+  if (removed.length === 0) return result({});
+  for (const [path, set] of positions) {
+    const dv = dvs.get(path);
+    if (!dv) continue;
+    for (const p of await readDeletionVector(tables.io, dv)) set.add(p);
+    removed.push(dv);
+  }
+  const targets = [...positions].map(([path, set]) => ({ dataFile: live.get(path)!, positions: set }));
+  const written =
+    targets.length === 0 ? [] : await writeDeletionVectors(tables.io, loaded.metadata, targets, `rewrite-deletes-${randomUUID()}.puffin`);
+  const action = new ReplaceDeleteFiles(removed, written, { 'floe.rewrite-position-deletes': String(removed.length) });
+  await new Transaction(parseIdentifier(table)).add(action).commit(tables.catalog, tables.io, { table: loaded });
+  const before = deletes.reduce((a, f) => a + f.recordCount, 0);
+  const after = before - removed.reduce((a, f) => a + f.recordCount, 0) + written.reduce((a, f) => a + f.recordCount, 0);
+  return result({
+    deleteFilesAfter: deletes.length - removed.length + written.length,
+    positionsAfter: after,
+    danglingDropped: dangling,
+    partitions: new Set(targets.map((t) => `${t.dataFile.specId}:${partitionKey(t.dataFile.partition)}`)).size,
     snapshotId: action.snapshotId.toString(),
   });
 }

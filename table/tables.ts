@@ -29,6 +29,7 @@ import {
   type FileEncoderFactory,
   type Row,
   type ValidateOutcome,
+  type TableAction,
 } from '../iceberg';
 import { s3Options } from './storage';
 import { readSecret } from '../config/secrets';
@@ -56,7 +57,7 @@ export interface AppendRequest {
    * Position delete files committed with `files` in one RowDelta (an upsert table's cycle), and
    * every data file they name: the commit fails (CommitFailed, not retryable) if one is no longer live.
    */
-  deletes?: { files: DataFile[]; referencedDataFiles: string[] };
+  deletes?: { files: DataFile[]; referencedDataFiles: string[]; removeDeleteFiles?: DataFile[] };
 }
 
 export interface RowWriterOptions {
@@ -79,7 +80,13 @@ export interface Tables {
     schema: () => Promise<Schema>,
     partitionBy: TableConfig['partitionBy'],
     properties: Record<string, string>,
+    formatVersion?: 2 | 3,
   ): Promise<void>;
+  /**
+   * Upgrades the table to `formatVersion` when it is older (one commit of `upgrade-format-version`;
+   * 2 -> 3 starts row lineage at next-row-id 0). Returns the version it had. Safe to race.
+   */
+  upgradeFormatVersion(table: string, formatVersion: 2 | 3): Promise<number>;
   /** Writes rows as Parquet, one file per table partition (rolled at the target size). */
   writeDataFiles(table: string, rows: readonly Row[], prefix: string, targetFileSizeBytes: number): Promise<DataFile[]>;
   /**
@@ -125,7 +132,27 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
     io,
     load: (table) => catalog.loadTable(parseIdentifier(table)),
 
-    ensureTable: (table, schema, partitionBy, properties) => createTable(catalog, base, table, schema, partitionBy, properties, locations),
+    ensureTable: (table, schema, partitionBy, properties, formatVersion) =>
+      createTable(catalog, base, table, schema, partitionBy, properties, formatVersion ?? 2, locations),
+
+    async upgradeFormatVersion(table, formatVersion) {
+      let had = 0;
+      const upgrade: TableAction = {
+        writtenFiles: () => [],
+        prepare: async (m) => {
+          had = m['format-version'];
+          if (had >= formatVersion) return { updates: [], requirements: [], attemptFiles: [], referencedFiles: [] };
+          return {
+            updates: [{ action: 'upgrade-format-version', 'format-version': formatVersion }],
+            requirements: [{ type: 'assert-table-uuid', uuid: m['table-uuid'] }],
+            attemptFiles: [],
+            referencedFiles: [],
+          };
+        },
+      };
+      await new Transaction(parseIdentifier(table)).add(upgrade).commit(catalog, io, {});
+      return had;
+    },
 
     async writeDataFiles(table, rows, prefix, targetFileSizeBytes) {
       const { metadata } = await tables.load(table);
@@ -153,7 +180,11 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       const tx = new Transaction(parseIdentifier(table));
       const append =
         req.deletes && req.deletes.files.length > 0
-          ? tx.rowDelta(req.files, req.deletes.files, { referencedDataFiles: req.deletes.referencedDataFiles, summaryProps: req.summary })
+          ? tx.rowDelta(req.files, req.deletes.files, {
+              referencedDataFiles: req.deletes.referencedDataFiles,
+              summaryProps: req.summary,
+              ...(req.deletes.removeDeleteFiles?.length ? { removeDeleteFiles: req.deletes.removeDeleteFiles } : {}),
+            })
           : tx.fastAppend(req.files, req.summary);
       if (req.properties) tx.setProperties(req.properties(append.snapshotId));
       const r = await tx.commit(catalog, io, { validate: (t) => req.validate(t.metadata), ...(req.base ? { table: req.base } : {}) });
@@ -176,6 +207,7 @@ async function createTable(
   schemaOf: () => Promise<Schema>,
   partitionBy: TableConfig['partitionBy'],
   properties: Record<string, string>,
+  formatVersion: 2 | 3,
   locations?: Map<string, string>,
 ): Promise<void> {
   const id = parseIdentifier(table);
@@ -237,6 +269,7 @@ async function createTable(
       ...properties,
     },
     tableUuid: randomUUID(),
+    formatVersion,
   });
   await catalog.createTable(id, metadata).catch((e) => {
     if (!isIcebergError(e, 'AlreadyExists')) throw e;

@@ -31,6 +31,9 @@ import {
   readManifestList,
   readParquetBatches,
   readPositionDeletes,
+  isDeletionVector,
+  readDeletionVector,
+  referencedDataFile,
   type DataFile,
   type FileIO,
   type FileScanTask,
@@ -199,7 +202,7 @@ interface SnapshotChanges {
   addedData: DataFile[];
   removedData: string[];
   addedDeletes: DataFile[];
-  removedDeletes: number;
+  removedDeletes: DataFile[];
 }
 
 export class KeyIndex {
@@ -302,9 +305,13 @@ export class KeyIndex {
     const path = pathFrom(metadata, this.snapshot, current);
     if (!path) return this.rebuildWith(io, metadata, `snapshot ${this.snapshot ?? 'none'} is not an ancestor of the current snapshot`);
     const changes = await mapConcurrent(path, 4, (s) => changesOf(io, s));
-    const refused = changes.find((c) => c.removedDeletes > 0);
+    const refused = changes.find((c) => unfollowedRemovals(c) > 0);
     if (refused)
-      return this.rebuildWith(io, metadata, `snapshot ${refused.snapshot['snapshot-id']} removes ${refused.removedDeletes} delete files`);
+      return this.rebuildWith(
+        io,
+        metadata,
+        `snapshot ${refused.snapshot['snapshot-id']} removes ${unfollowedRemovals(refused)} delete files`,
+      );
     // a file added and removed again within the window is never read
     const liveAtEnd = new Map<string, boolean>();
     for (const c of changes) {
@@ -326,7 +333,7 @@ export class KeyIndex {
       const deleted = new Map<string, bigint[]>();
       for (const d of c.addedDeletes) {
         deleteFilesRead++;
-        for (const [p, positions] of await readPositionDeletes(io, d)) {
+        for (const [p, positions] of await deletesOf(io, d)) {
           let l = deleted.get(p);
           if (!l) deleted.set(p, (l = []));
           for (const x of positions) l.push(x);
@@ -552,7 +559,7 @@ function pathFrom(m: TableMetadata, from: bigint | undefined, to: Snapshot | und
 /** What snapshot `s` added and removed: the entries its own manifests mark ADDED or DELETED by it. */
 async function changesOf(io: FileIO, s: Snapshot): Promise<SnapshotChanges> {
   const id = s['snapshot-id'];
-  const out: SnapshotChanges = { snapshot: s, addedData: [], removedData: [], addedDeletes: [], removedDeletes: 0 };
+  const out: SnapshotChanges = { snapshot: s, addedData: [], removedData: [], addedDeletes: [], removedDeletes: [] };
   const manifests = (await readManifestList(io, s['manifest-list'])).filter(
     (m) => m.addedSnapshotId === id && (m.addedFilesCount > 0 || m.deletedFilesCount > 0),
   );
@@ -564,7 +571,7 @@ async function changesOf(io: FileIO, s: Snapshot): Promise<SnapshotChanges> {
       if (m.content === ManifestContent.Data) {
         if (added) out.addedData.push(f);
         else out.removedData.push(f.filePath);
-      } else if (!added) out.removedDeletes++;
+      } else if (!added) out.removedDeletes.push(f);
       else if (f.content === DataFileContent.PositionDeletes) out.addedDeletes.push(f);
       else {
         throw IcebergError.mismatch(
@@ -578,6 +585,29 @@ async function changesOf(io: FileIO, s: Snapshot): Promise<SnapshotChanges> {
     }
   }
   return out;
+}
+
+/**
+ * The delete files a snapshot removes that `advance` cannot follow. A v3 table's DV replaced by a
+ * DV of the same data file in the same snapshot (the new one holds the old one's positions: a
+ * merge) and a delete file of a data file the snapshot removes (compaction) change no live row the
+ * added files do not say; anything else (v2 delete files rewritten, dangling ones dropped) makes
+ * the index rebuild.
+ */
+function unfollowedRemovals(c: SnapshotChanges): number {
+  if (c.removedDeletes.length === 0) return 0;
+  const removedData = new Set(c.removedData);
+  const newDvs = new Set(c.addedDeletes.filter(isDeletionVector).map((d) => referencedDataFile(d)));
+  return c.removedDeletes.filter((d) => {
+    const ref = referencedDataFile(d);
+    return !(ref !== undefined && (removedData.has(ref) || (isDeletionVector(d) && newDvs.has(ref))));
+  }).length;
+}
+
+/** The positions a delete file removes, per data file: a v3 deletion vector's, or a v2 position delete file's. */
+async function deletesOf(io: FileIO, d: DataFile): Promise<Map<string, Iterable<bigint>>> {
+  if (isDeletionVector(d)) return new Map([[referencedDataFile(d)!, await readDeletionVector(io, d)]]);
+  return readPositionDeletes(io, d);
 }
 
 function sortedDistinct(l: readonly bigint[]): BigInt64Array {

@@ -81,17 +81,20 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
     // after-delete-write is reached only by a cycle that deletes: its first time is late enough
     // (no scheduled kill beside it: on a loaded machine it could come before any cycle committed a
     // key, and the cycle after it would then delete nothing)
-    { mode: 'upsert', point: 'after-delete-write', skip: '0', kills: [] },
-    { mode: 'upsert', point: 'after-write', skip: '2', kills: [] },
-    { mode: 'cdc', point: 'after-cas', skip: '2', kills: [] },
+    { mode: 'upsert', point: 'after-delete-write', skip: '0', kills: [], formatVersion: 2 },
+    // v3: the polls' deletion vectors are merged with the table's live ones by the commit; killed
+    // after the second delete write, so a committed DV exists to merge with
+    { mode: 'upsert', point: 'after-delete-write', skip: '1', kills: [], formatVersion: 3 },
+    { mode: 'upsert', point: 'after-write', skip: '2', kills: [], formatVersion: 2 },
+    { mode: 'cdc', point: 'after-cas', skip: '2', kills: [], formatVersion: 2 },
   ] as const;
   for (const c of cases) {
-    it(`${c.mode}: a worker killed at "${c.point}"${c.kills.length ? ' and on a schedule' : ''} leaves the table equal to the source state`, async () => {
+    it(`${c.mode}, v${c.formatVersion}: a worker killed at "${c.point}"${c.kills.length ? ' and on a schedule' : ''} leaves the table equal to the source state`, async () => {
       const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
       // The CDC case keeps at most 40 of its ~100 live keys in memory: its key index runs on disk.
       const spillDir = c.mode === 'cdc' ? mkdtempSync(join(tmpdir(), 'floe-spill-')) : undefined;
       const r = await runScenario({
-        ...(spillDir ? { tableOverrides: { keyIndex: { maxMemoryKeys: 40, spillDir } } } : {}),
+        tableOverrides: { formatVersion: c.formatVersion, ...(spillDir ? { keyIndex: { maxMemoryKeys: 40, spillDir } } : {}) },
         name: uniq(`it_${c.mode}_${c.point.replace(/-/g, '_')}`),
         ratePerS: 40,
         durationS: 24,
@@ -124,9 +127,27 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
         assert.deepEqual(schema['identifier-field-ids'], [schema.fields.find((f) => f.name === 'id')!.id]);
         const deletes = metadata.snapshots.reduce((n, s) => n + Number(s.summary['added-position-deletes'] ?? '0'), 0);
         assert.ok(deletes > 0, 'position deletes were committed');
+        assert.equal(metadata['format-version'], c.formatVersion);
+        if (c.formatVersion === 3) {
+          // one deletion vector per data file, each replacing the last: never a position delete file
+          const last = metadata.snapshots.at(-1)!.summary;
+          assert.ok(
+            Number(last['total-delete-files']) > 0 && metadata.snapshots.some((s) => Number(s.summary['removed-delete-files'] ?? '0') > 0),
+          );
+          assert.ok(
+            metadata.snapshots.some((s) => Number(s.summary['added-dvs'] ?? '0') > 0),
+            `DVs were committed: ${JSON.stringify(last)}`,
+          );
+        }
         // Iceberg Java (iceberg-core 1.10.1 with iceberg-data) reads the source state too.
         assert.deepEqual(javaRows(cfg, r.table), r.sourceState);
-        if (c.point === 'after-delete-write') {
+        if (c.point === 'after-delete-write' && c.formatVersion === 3) {
+          // one DV per live data file already: nothing to merge, nothing dangling
+          const rw = await rewritePositionDeletes(tables, r.table);
+          assert.equal(rw.snapshotId, null, JSON.stringify(rw));
+          assert.equal(rw.deleteFilesAfter, rw.deleteFilesBefore);
+        }
+        if (c.point === 'after-delete-write' && c.formatVersion === 2) {
           // The cycles' delete files merged into one per partition (the table is unpartitioned),
           // dangling positions dropped: every reader still reads the source state.
           const before = (await tables.load(r.table)).metadata.snapshots.at(-1)!.summary;
@@ -147,78 +168,80 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
     });
   }
 
-  it('upsert: compactions beside the live ingest, the first killed before its commit, leave the table equal to the source state', async () => {
-    const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
-    const name = uniq('it_upsert_compact');
-    const runs: Array<Promise<unknown>> = [];
-    const compact = () => {
-      const cfg = loadConfig(join(floeHome(), 'runs', `${name}.yaml`));
-      runs.push(
-        (async () => {
-          const fc = await connectClient(cfg);
-          try {
-            return await compactTable(fc, cfg.tables[0]!.table, { minInputFiles: 2 }, { window: new Date().toISOString() });
-          } finally {
-            await fc.close();
+  for (const formatVersion of [2, 3] as const)
+    it(`upsert, v${formatVersion}: compactions beside the live ingest, the first killed before its commit, leave the table equal to the source state`, async () => {
+      const marker = join(mkdtempSync(join(tmpdir(), 'floe-kill-')), 'killed');
+      const name = uniq(`it_upsert_compact_v${formatVersion}`);
+      const runs: Array<Promise<unknown>> = [];
+      const compact = () => {
+        const cfg = loadConfig(join(floeHome(), 'runs', `${name}.yaml`));
+        runs.push(
+          (async () => {
+            const fc = await connectClient(cfg);
+            try {
+              return await compactTable(fc, cfg.tables[0]!.table, { minInputFiles: 2 }, { window: new Date().toISOString() });
+            } finally {
+              await fc.close();
+            }
+          })(),
+        );
+      };
+      let lastCheck = 0,
+        lastStart = -Infinity,
+        applied = false,
+        waited = false;
+      const r = await runScenario({
+        name,
+        ratePerS: 40,
+        durationS: 44,
+        partitions: 4,
+        commitInterval: '2s',
+        kills: [],
+        supervise: true,
+        log: quiet,
+        changes: { mode: 'upsert', keys: 150 },
+        tableOverrides: { formatVersion },
+        workerEnv: { FLOE_TEST_KILL_AT: 'compact-before-commit', FLOE_TEST_KILL_MARKER: marker },
+        onTick: async (t) => {
+          // Once the table has position deletes, a compaction starts every 6 s until one has
+          // committed over them: the first is killed before its commit (the restarted worker retries
+          // it, after its heartbeat timeout), and a group whose inputs got new deletes from the live
+          // ingest meanwhile is left for a later run.
+          if (!applied && t >= 8 && t < 36 && t >= lastCheck + 1) {
+            lastCheck = t;
+            const s = await tableState(name);
+            applied = s.appliedDeletes;
+            if (!applied && s.hasDeletes && t >= lastStart + 6) {
+              lastStart = t;
+              compact();
+            }
           }
-        })(),
-      );
-    };
-    let lastCheck = 0,
-      lastStart = -Infinity,
-      applied = false,
-      waited = false;
-    const r = await runScenario({
-      name,
-      ratePerS: 40,
-      durationS: 44,
-      partitions: 4,
-      commitInterval: '2s',
-      kills: [],
-      supervise: true,
-      log: quiet,
-      changes: { mode: 'upsert', keys: 150 },
-      workerEnv: { FLOE_TEST_KILL_AT: 'compact-before-commit', FLOE_TEST_KILL_MARKER: marker },
-      onTick: async (t) => {
-        // Once the table has position deletes, a compaction starts every 6 s until one has
-        // committed over them: the first is killed before its commit (the restarted worker retries
-        // it, after its heartbeat timeout), and a group whose inputs got new deletes from the live
-        // ingest meanwhile is left for a later run.
-        if (!applied && t >= 8 && t < 36 && t >= lastCheck + 1) {
-          lastCheck = t;
-          const s = await tableState(name);
-          applied = s.appliedDeletes;
-          if (!applied && s.hasDeletes && t >= lastStart + 6) {
-            lastStart = t;
-            compact();
+          // The compactions end while the worker still runs; the stream waits meanwhile, the ingest goes on.
+          if (t >= 36 && !waited) {
+            waited = true;
+            const bound = new AbortController();
+            await Promise.race([Promise.allSettled(runs), sleep(240_000, undefined, { signal: bound.signal }).catch(() => undefined)]);
+            bound.abort();
           }
-        }
-        // The compactions end while the worker still runs; the stream waits meanwhile, the ingest goes on.
-        if (t >= 36 && !waited) {
-          waited = true;
-          const bound = new AbortController();
-          await Promise.race([Promise.allSettled(runs), sleep(240_000, undefined, { signal: bound.signal }).catch(() => undefined)]);
-          bound.abort();
-        }
-      },
+        },
+      });
+      const results = await Promise.allSettled(runs);
+      const outcomes = JSON.stringify(results.map((x) => (x.status === 'fulfilled' ? x.value : String(x.reason))));
+      assert.ok(existsSync(marker), 'a compaction was killed before its commit');
+      assert.deepEqual(r.problems, [], r.problems.join('; '));
+      const cfg = loadConfig(r.configPath);
+      const tables = await openTables(cfg);
+      try {
+        const { metadata } = await tables.load(r.table);
+        const replaces = metadata.snapshots.filter((s) => s.summary.operation === 'replace');
+        assert.ok(replaces.length >= 1, `a compaction committed beside the ingest: ${outcomes}`);
+        // Its outputs hold fewer rows than its inputs: it applied the upserts' position deletes.
+        assert.ok(
+          replaces.some((s) => Number(s.summary['deleted-records'] ?? '0') > Number(s.summary['added-records'] ?? '0')),
+          `a compaction applied deletes: ${outcomes}`,
+        );
+      } finally {
+        await tables.close();
+      }
     });
-    const results = await Promise.allSettled(runs);
-    const outcomes = JSON.stringify(results.map((x) => (x.status === 'fulfilled' ? x.value : String(x.reason))));
-    assert.ok(existsSync(marker), 'a compaction was killed before its commit');
-    assert.deepEqual(r.problems, [], r.problems.join('; '));
-    const cfg = loadConfig(r.configPath);
-    const tables = await openTables(cfg);
-    try {
-      const { metadata } = await tables.load(r.table);
-      const replaces = metadata.snapshots.filter((s) => s.summary.operation === 'replace');
-      assert.ok(replaces.length >= 1, `a compaction committed beside the ingest: ${outcomes}`);
-      // Its outputs hold fewer rows than its inputs: it applied the upserts' position deletes.
-      assert.ok(
-        replaces.some((s) => Number(s.summary['deleted-records'] ?? '0') > Number(s.summary['added-records'] ?? '0')),
-        `a compaction applied deletes: ${outcomes}`,
-      );
-    } finally {
-      await tables.close();
-    }
-  });
 });

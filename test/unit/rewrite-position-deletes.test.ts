@@ -14,8 +14,11 @@ import {
   Transaction,
   currentSnapshot,
   fastAppend,
+  isDeletionVector,
   isIcebergError,
+  mergeDeletionVectors,
   newTableMetadata,
+  readDeletionVector,
   planTasks,
   readPositionDeletes,
   rewriteFiles,
@@ -139,3 +142,54 @@ test('ReplaceDeleteFiles refuses a delete file that is no longer live, and one w
   );
   assert.throws(() => new ReplaceDeleteFiles([], [d]), /needs at least one delete file/);
 });
+
+test('v3: the v2 delete files of a table upgraded to v3 become one DV per data file (merged with its DV), dangling DVs dropped', async () => {
+  const { io, catalog, tables } = await setup();
+  const a1 = df(10, 'a'),
+    a2 = df(10, 'a'),
+    b1 = df(10, 'b');
+  await fastAppend(catalog, io, await catalog.loadTable(id), [a1, a2, b1]);
+  for (const [f, ps] of [
+    [a1, [0, 1]],
+    [a1, [1, 2]],
+    [b1, [3]],
+  ] as const)
+    await rowDelta(catalog, io, id, [], [await deletes(io, f, [...ps])], { referencedDataFiles: [f.filePath] });
+  await new Transaction(id).upgradeFormatVersion(3).commit(catalog, io, {});
+  // after the upgrade: a DV for a2, and one for a1 that holds a1's v2 positions too
+  let m = (await tables.load('db.t')).metadata;
+  for (const [f, ps] of [
+    [a2, [5n]],
+    [a1, [7n]],
+  ] as const) {
+    const merged = await mergeDeletionVectors(io, m, [{ dataFile: f, positions: ps }], `dv-${n++}.puffin`);
+    await rowDelta(catalog, io, id, [], merged.deleteFiles, {
+      referencedDataFiles: merged.referencedDataFiles,
+      removeDeleteFiles: merged.removeDeleteFiles,
+    });
+    m = (await tables.load('db.t')).metadata;
+  }
+  const before = await appliedAll(io, tables);
+  const r = await rewritePositionDeletes(tables, 'db.t');
+  assert.equal(r.deleteFilesBefore, 3, "a1's DV (its v2 files were merged into it and removed), a2's DV, b1's v2 file");
+  assert.equal(r.deleteFilesAfter, 3, "b1's v2 file became a DV; the DVs stay");
+  assert.deepEqual(await appliedAll(io, tables), before, 'every live file has the same deleted positions');
+  const live = await planTasks((await tables.load('db.t')).metadata, io);
+  for (const t of live) for (const d of t.deletes) assert.ok(isDeletionVector(d), `${d.filePath} is a DV`);
+  const again = await rewritePositionDeletes(tables, 'db.t');
+  assert.equal(again.snapshotId, null, 'nothing left to convert');
+});
+
+/** Deleted positions per data file, DVs and position delete files alike. */
+async function appliedAll(io: MemoryFileIO, tables: Tables): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const t of await planTasks((await tables.load('db.t')).metadata, io)) {
+    const set = new Set<bigint>();
+    for (const d of t.deletes) {
+      const ps = isDeletionVector(d) ? await readDeletionVector(io, d) : ((await readPositionDeletes(io, d)).get(t.file.filePath) ?? []);
+      for (const p of ps) set.add(p);
+    }
+    out[t.file.filePath.split('/').pop()!] = [...set].sort((a, b) => (a < b ? -1 : 1)).join(',');
+  }
+  return out;
+}
