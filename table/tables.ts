@@ -29,7 +29,6 @@ import {
   type FileEncoderFactory,
   type Row,
   type ValidateOutcome,
-  type TableAction,
 } from '../iceberg';
 import { s3Options } from './storage';
 import { readSecret } from '../config/secrets';
@@ -136,21 +135,10 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       createTable(catalog, base, table, schema, partitionBy, properties, formatVersion ?? 2, locations),
 
     async upgradeFormatVersion(table, formatVersion) {
-      let had = 0;
-      const upgrade: TableAction = {
-        writtenFiles: () => [],
-        prepare: async (m) => {
-          had = m['format-version'];
-          if (had >= formatVersion) return { updates: [], requirements: [], attemptFiles: [], referencedFiles: [] };
-          return {
-            updates: [{ action: 'upgrade-format-version', 'format-version': formatVersion }],
-            requirements: [{ type: 'assert-table-uuid', uuid: m['table-uuid'] }],
-            attemptFiles: [],
-            referencedFiles: [],
-          };
-        },
-      };
-      await new Transaction(parseIdentifier(table)).add(upgrade).commit(catalog, io, {});
+      const loaded = await tables.load(table);
+      const had = loaded.metadata['format-version'];
+      if (had < formatVersion)
+        await new Transaction(parseIdentifier(table)).upgradeFormatVersion(formatVersion).commit(catalog, io, { table: loaded });
       return had;
     },
 
