@@ -15,6 +15,8 @@ import { runScenario } from '../../demo/scenario';
 import { loadConfig } from '../../config';
 import { openTables } from '../../table/tables';
 import { rewritePositionDeletes } from '../../maintenance/rewrite-position-deletes';
+import { expireNow } from '../../maintenance/expire';
+import { removeOrphanFiles } from '../../maintenance/orphans';
 import { verifyUpsertTable } from '../../demo/customers';
 import { execFileSync } from 'node:child_process';
 import { stackEnv } from '../../stack/env';
@@ -146,6 +148,27 @@ describe('upsert and CDC tables (real stack)', { timeout: 12 * 60_000 }, () => {
           const rw = await rewritePositionDeletes(tables, r.table);
           assert.equal(rw.snapshotId, null, JSON.stringify(rw));
           assert.equal(rw.deleteFilesAfter, rw.deleteFilesBefore);
+          // Expiry down to the last snapshot deletes the replaced DVs' Puffin files (and the
+          // killed cycle's, which orphan removal finds); the live DVs are kept: same source state.
+          const expired = await expireNow(tables, {
+            table: r.table,
+            asOfMs: Date.now(),
+            olderThanMs: 0,
+            retainLast: 1,
+            expireId: uniq('x'),
+          });
+          assert.ok(expired > 0);
+          const orphans = await removeOrphanFiles(tables, {
+            table: r.table,
+            asOfMs: Date.now(),
+            olderThanMs: 0,
+            force: true,
+            dryRun: false,
+          });
+          assert.ok(orphans.orphans > 0, `the killed cycle's files are orphans: ${JSON.stringify(orphans)}`);
+          const v = await verifyUpsertTable(cfg, r.table, new Map(r.sourceState!.map(([id, version]) => [id, { version }])));
+          assert.deepEqual(v.problems, []);
+          assert.deepEqual(javaRows(cfg, r.table), r.sourceState);
         }
         if (c.point === 'after-delete-write' && c.formatVersion === 2) {
           // The cycles' delete files merged into one per partition (the table is unpartitioned),
