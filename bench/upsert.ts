@@ -18,7 +18,9 @@
  * 0.5x append at 10% updates) as PASS or MISS. Last, the key index's memory per key
  * (bench/key-index.ts, run for the 10% table's live key count; below ~1M keys its fixed costs
  * dominate the per-key figure; at its default 1M keys it measured 67 bytes per long key here).
- * Usage: npx tsx bench/upsert.ts [--events 100000] [--pairs 1] [--cycle-records N/10] [--no-key-index]
+ * --format-version 3: both tables are v3, the upsert table's deletes deletion vectors (merged per
+ * data file at each commit) instead of position delete files.
+ * Usage: npx tsx bench/upsert.ts [--events 100000] [--pairs 1] [--cycle-records N/10] [--format-version 2|3] [--no-key-index]
  */
 import { Kafka, logLevel, CompressionTypes } from 'kafkajs';
 import { spawnSync } from 'node:child_process';
@@ -36,16 +38,18 @@ import { ensureIngestTables } from '../ingest/tables';
 import { parseOffsets, SUMMARY_OFFSETS, type Offsets } from '../table/cursor';
 import { ancestors, PositionDeleteCache, planTasks, readTaskBatches } from '../iceberg';
 
-const USAGE = 'npx tsx bench/upsert.ts [--events 100000] [--pairs 1] [--cycle-records N/10] [--no-key-index]';
+const USAGE = 'npx tsx bench/upsert.ts [--events 100000] [--pairs 1] [--cycle-records N/10] [--format-version 2|3] [--no-key-index]';
 const args = benchArgs(USAGE, {
   events: { type: 'string' },
   pairs: { type: 'string' },
   'cycle-records': { type: 'string' },
   'no-key-index': { type: 'boolean' },
+  'format-version': { type: 'string' },
 });
 const EVENTS = numberArg(args.events, 100_000);
 const PAIRS = Math.max(1, numberArg(args.pairs, 1));
 const PARTITIONS = 4;
+const FORMAT_VERSION = numberArg(args['format-version'], 2) === 3 ? 3 : 2;
 /** maxRecordsPerCycle of both tables (see the header). */
 const CYCLE_RECORDS = Math.max(1, numberArg(args['cycle-records'], Math.max(1000, Math.ceil(EVENTS / 10))));
 /** Shares of the events that update an existing key. */
@@ -201,6 +205,7 @@ async function ingestRun(topic: Topic, mode: 'append' | 'upsert'): Promise<Run> 
     columns: COLUMNS,
     partitionBy: [],
     ...(mode === 'upsert' ? { mode: 'upsert', idColumns: ['id'] } : {}),
+    formatVersion: FORMAT_VERSION,
     commitInterval: '10s',
     parallelism: PARTITIONS,
     maxRecordsPerCycle: CYCLE_RECORDS,
@@ -276,7 +281,7 @@ async function main() {
   await ensureStack(['temporal', 'kafka', 's3']);
   const kafka = new Kafka({ clientId: 'bench', brokers: stackEnv().kafka.brokers, logLevel: logLevel.NOTHING });
   console.log(
-    `floe upsert benchmark: ${EVENTS} customer events of ~300 bytes (JSON), ${PARTITIONS} partitions keyed by id, commit interval 10 s, one worker, cycles of ${CYCLE_RECORDS} records, ${PAIRS} pair(s), ${new Date().toISOString()}`,
+    `floe upsert benchmark: ${EVENTS} customer events of ~300 bytes (JSON), ${PARTITIONS} partitions keyed by id, commit interval 10 s, format v${FORMAT_VERSION}, one worker, cycles of ${CYCLE_RECORDS} records, ${PAIRS} pair(s), ${new Date().toISOString()}`,
   );
   const topics: Topic[] = [];
   for (const share of UPDATE_SHARES) topics.push(await produceCustomers(kafka, share));
