@@ -28,6 +28,7 @@ import {
   dataFileToWire,
   currentSchema,
   currentSnapshot,
+  withRowLineageFields,
   specById,
   tableProperty,
   WRITE_TARGET_FILE_SIZE_BYTES,
@@ -335,7 +336,11 @@ async function rewriteGroupFiles(
   started: number,
   sampleRss: (rss: number) => number,
 ): Promise<RewriteGroupResult> {
-  const schema = currentSchema(metadata);
+  // v3: the rows keep their lineage (spec "Row Lineage", as Spark's rewrite_data_files): the
+  // outputs materialize _row_id and _last_updated_sequence_number, read from the inputs as
+  // materialized or inherited.
+  const lineage = metadata['format-version'] >= 3;
+  const schema = lineage ? withRowLineageFields(currentSchema(metadata)) : currentSchema(metadata);
   const locations = locationProvider(metadata);
   const prefix = `${input.runId}-g${g.index}-a${run.attempt}`;
   const writer = new RollingParquetWriter({
@@ -354,7 +359,8 @@ async function rewriteGroupFiles(
   // commit checks no delete landed on the inputs since).
   const deletes = await liveDeleteFiles(tables.io, metadata);
   await refuseEqualityDeletes(tables, input.table, deletes);
-  const tasks = deletes.length > 0 ? new Map((await planTasks(metadata, tables.io)).map((t) => [t.file.filePath, t])) : undefined;
+  const tasks =
+    deletes.length > 0 || lineage ? new Map((await planTasks(metadata, tables.io)).map((t) => [t.file.filePath, t])) : undefined;
   const cache = new PositionDeleteCache(tables.io);
   const at = (j: number) => ({ location: absPath(input.location, g.files[j]!.path), size: g.files[j]!.size });
   try {
@@ -365,8 +371,8 @@ async function rewriteGroupFiles(
       if (tasks && !task) throw nonRetryable(INPUTS_VANISHED, `group ${g.index}: input ${location} is no longer live`);
       if (task && task.deletes.length > 0) deletedRows += (await deletedPositions(tables.io, task, cache)).length;
       const batches =
-        task && task.deletes.length > 0
-          ? readTaskBatches(reader, task, { cache })
+        task && (task.deletes.length > 0 || lineage)
+          ? readTaskBatches(reader, task, { cache, ...(lineage ? { rowLineage: true } : {}) })
           : readParquetBatches(reader, location, { fileSize: f.size });
       try {
         for await (const batch of batches) {

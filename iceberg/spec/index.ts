@@ -79,6 +79,13 @@ export {
   mayReferenceDataFile,
   referencedDataFile,
 } from './position-delete';
+export {
+  LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID,
+  ROW_ID_FIELD_ID,
+  ROW_LINEAGE_FIELDS,
+  isRowLineageFieldId,
+  withRowLineageFields,
+} from './row-lineage';
 export type { DataFileWire, WirePartitionValue } from './data-file';
 export { readAvroFile, writeAvroFile } from './avro';
 export type { AvroCodec, AvroFile } from './avro';

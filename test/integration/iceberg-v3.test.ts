@@ -6,7 +6,9 @@
  * Readers: floe's scan, Iceberg Java 1.10.1 (IcebergGenerics over JdbcCatalog), PyIceberg 0.12.0
  * and DuckDB 1.5.5 (iceberg extension): all four apply the DVs and return the same rows. Last, Java
  * writes a DV (BaseDVFileWriter, positions in two 32-bit buckets) that floe reads, merges and
- * replaces, and Java reads floe's merge back.
+ * replaces, and Java reads floe's merge back. floe's compaction of a v3 table keeps row lineage:
+ * Java (MetadataColumns.ROW_ID / LAST_UPDATED_SEQUENCE_NUMBER projected) reads the same _row_id and
+ * _last_updated_sequence_number of every row before and after it.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -27,6 +29,7 @@ import {
   readDeletionVector,
   readManifestList,
   readTaskBatches,
+  scanBatches,
   writePositionDeleteFiles,
   type Catalog,
   type DataFile,
@@ -36,7 +39,9 @@ import {
   type Schema,
   type TableIdentifier,
 } from '../../iceberg';
+import { commitRewrite, planCompaction, rewriteFileGroup } from '../../maintenance/compact';
 import { ensureStack } from '../../stack';
+import type { Tables } from '../../table/tables';
 import { stackEnv } from '../../stack/env';
 import { stackPaths } from '../../stack/paths';
 import { icebergRestUri, icebergRestWarehouse } from '../../stack/services/iceberg-rest';
@@ -164,6 +169,36 @@ async function floeRows(io: FileIO, table: LoadedTable): Promise<CanonRow[]> {
   return sortRows(rows);
 }
 
+/** Iceberg Java 1.10.1's row lineage of every live row: id -> [_row_id, _last_updated_sequence_number] as strings. */
+function javaLineage(b: Backend, classes: string, table: string): Map<string, [string | null, string | null]> {
+  const s3 = stackEnv().s3;
+  const db = b.config.uri.replace(/^sqlite:\/\/\//, '');
+  const out = execFileSync('java', ['-cp', `${libs}/*:${classes}`, 'ReadLineage', db, b.warehouse, table, 'id'], {
+    env: { ...process.env, FLOE_S3_ENDPOINT: s3.endpoint, FLOE_S3_ACCESS_KEY: s3.accessKeyId, FLOE_S3_SECRET_KEY: s3.secretAccessKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  }).toString();
+  const line = out
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{"rows"'))[0]!;
+  const rows = (JSON.parse(line) as { rows: [string, string | null, string | null][] }).rows;
+  return new Map(rows.map(([id, rowId, seq]) => [id, [rowId, seq]]));
+}
+
+/** floe's row lineage of every live row (scan with the lineage option), in javaLineage's form. */
+async function floeLineage(io: FileIO, t: LoadedTable): Promise<Map<string, [string | null, string | null]>> {
+  const out = new Map<string, [string | null, string | null]>();
+  const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+  for await (const b of scanBatches(t, io, { columns: ['id'], rowLineage: true })) {
+    const ids = b.getChild('id')!,
+      rowIds = b.getChild('_row_id')!,
+      seqs = b.getChild('_last_updated_sequence_number')!;
+    for (let i = 0; i < b.numRows; i++) out.set(String(ids.get(i)), [str(rowIds.get(i)), str(seqs.get(i))]);
+  }
+  return out;
+}
+
 /** Each live data file's first_row_id (inherited when the manifest holds none). */
 async function firstRowIds(t: LoadedTable): Promise<Map<string, bigint | undefined>> {
   // io is the suite's; planTasks reads manifests with first row id inheritance applied
@@ -186,9 +221,14 @@ describe('Iceberg v3 deletion vectors floe writes: floe, Iceberg Java, PyIceberg
     if (!skipJava) {
       const src = join(classes, 'WriteDV.java');
       writeFileSync(src, WRITE_DV_JAVA);
-      execFileSync('javac', ['-d', classes, '-cp', `${libs}/*`, join(__dirname, '..', 'fixtures', 'java', 'ReadTable.java'), src], {
-        stdio: 'pipe',
-      });
+      const fixtures = join(__dirname, '..', 'fixtures', 'java');
+      execFileSync(
+        'javac',
+        ['-d', classes, '-cp', `${libs}/*`, join(fixtures, 'ReadTable.java'), join(fixtures, 'ReadLineage.java'), src],
+        {
+          stdio: 'pipe',
+        },
+      );
     }
   });
 
@@ -312,6 +352,74 @@ describe('Iceberg v3 deletion vectors floe writes: floe, Iceberg Java, PyIceberg
     );
     assert.equal(expected.length, all.length - 9);
     await readAll(t2, name, expected);
+  });
+
+  it('floe compaction of a v3 table keeps row lineage: Iceberg Java reads the same _row_id and _last_updated_sequence_number', async () => {
+    const id: TableIdentifier = { namespace: ['v3'], name: `lin_${Date.now().toString(36)}` };
+    const name = `${id.namespace[0]}.${id.name}`;
+    if (!(await catalog.namespaceExists(id.namespace))) await catalog.createNamespace(id.namespace);
+    await catalog.createTable(
+      id,
+      newTableMetadata({
+        location: `${b.warehouse}/${id.namespace.join('/')}/${id.name}`,
+        schema: SCHEMA,
+        spec: BY_REGION,
+        tableUuid: randomUUID(),
+        formatVersion: 3,
+      }),
+    );
+    const rows1 = rowsFrom(0, 60),
+      rows2 = rowsFrom(60, 60);
+    const a1 = await appendRows(catalog, io, id, rows1, 'l1');
+    const a2 = await appendRows(catalog, io, id, rows2, 'l2');
+    const deleted = new Set<bigint>();
+    const target = (rows: Row[], f: DataFile, positions: number[]) => {
+      const of = rows.filter((r) => r.region === f.partition['region']);
+      for (const p of positions) deleted.add(of[p]!.id);
+      return { dataFile: f, positions: positions.map(BigInt) };
+    };
+    const eu1 = a1.files.find((f) => f.partition['region'] === 'eu')!;
+    const us2 = a2.files.find((f) => f.partition['region'] === 'us')!;
+    const m = await mergeDeletionVectors(
+      io,
+      a2.table.metadata,
+      [target(rows1, eu1, [0, 5, 19]), target(rows2, us2, [3])],
+      `dvl-${randomUUID()}.puffin`,
+    );
+    const tx = new Transaction(id);
+    tx.rowDelta([], m.deleteFiles, { referencedDataFiles: m.referencedDataFiles, removeDeleteFiles: m.removeDeleteFiles });
+    const t0 = (await tx.commit(catalog, io, { ...FAST_RETRY, table: a2.table })).table;
+
+    const before = await floeLineage(io, t0);
+    assert.equal(before.size, 120 - deleted.size);
+    assert.ok([...before.values()].every(([r, s]) => r !== null && s !== null));
+    if (!skipJava) assert.deepEqual(javaLineage(b, classes, name), before, 'Iceberg Java 1.10.1 reads the lineage floe synthesizes');
+
+    // floe's compaction (plan, rewrite every group, commit), as the workflow runs it
+    const tables = { catalog, io, load: () => catalog.loadTable(id) } as unknown as Tables;
+    const plan = await planCompaction(tables, undefined, { table: name, options: { minInputFiles: 2 } });
+    assert.equal(plan.groups.length, 3, 'one group per region');
+    const runId = `lin-${randomUUID()}`;
+    const results = [];
+    for (const group of plan.groups) {
+      const input = { table: name, location: plan.location, runId, group, targetFileSizeBytes: 128 * 1024 * 1024 };
+      results.push({ group, result: await rewriteFileGroup(tables, input) });
+    }
+    const r = await commitRewrite(tables, { table: name, location: plan.location, commitId: `${runId}-c`, groups: results });
+    assert.deepEqual(r.skippedGroups, []);
+    const t1 = await catalog.loadTable(id);
+    const tasks = await planTasks(t1, io);
+    assert.equal(tasks.length, 3);
+    assert.ok(tasks.every((x) => x.deletes.length === 0 && x.file.filePath.includes(runId)));
+
+    assert.deepEqual(await floeLineage(io, t1), before, 'floe, after compaction');
+    const expected = canonRows(
+      SCHEMA,
+      [...rows1, ...rows2].filter((row) => !deleted.has(row.id)),
+    );
+    if (!skipJava) assert.deepEqual(javaLineage(b, classes, name), before, 'Iceberg Java 1.10.1, after compaction');
+    // the rows, without lineage columns, for floe, Java, PyIceberg and DuckDB
+    await readAll(t1, name, expected);
   });
 
   it('a v2 table with position deletes upgraded to v3 gets a DV that absorbs them', async () => {
