@@ -93,6 +93,7 @@ first=(
   test/unit/workflows-ingest.test.ts test/unit/workflows-maintenance.test.ts test/unit/workflows-topics.test.ts
   test/unit/workflows-route.test.ts test/unit/parquet-flat.test.ts test/unit/workflows-replay.test.ts
   test/unit/iceberg-transaction.test.ts
+  test/integration/upsert.test.ts test/integration/upsert-compact.test.ts
   test/integration/routing-many-tables.test.ts test/integration/kafka-consumer-pool.test.ts
   test/integration/spark-maintenance.test.ts test/integration/fuzz-ingest.test.ts
   test/integration/maintenance-kills-after-commit.test.ts test/integration/maintenance-foreign-deletes.test.ts
