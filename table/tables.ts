@@ -126,6 +126,7 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
   // Every table's location as first loaded by a creation's overlap check: a table's location does
   // not move, and a route creating thousands of tables would otherwise load them all for each one.
   const locations = new Map<string, string>();
+  const atVersion = new Map<string, number>();
   const tables: Tables = {
     catalog,
     io,
@@ -135,10 +136,14 @@ export async function openTables(cfg: FloeConfig): Promise<Tables> {
       createTable(catalog, base, table, schema, partitionBy, properties, formatVersion ?? 2, locations),
 
     async upgradeFormatVersion(table, formatVersion) {
+      // a table's format version never goes down: once seen at it, no need to load it again
+      const known = atVersion.get(table);
+      if (known !== undefined && known >= formatVersion) return known;
       const loaded = await tables.load(table);
       const had = loaded.metadata['format-version'];
       if (had < formatVersion)
         await new Transaction(parseIdentifier(table)).upgradeFormatVersion(formatVersion).commit(catalog, io, { table: loaded });
+      atVersion.set(table, Math.max(had, formatVersion));
       return had;
     },
 
