@@ -9,13 +9,10 @@ import { FailureType, nonRetryable } from '../contract';
 import { randomUUID } from 'node:crypto';
 import {
   dataFileFromWire,
-  isDeletionVector,
   isIcebergError,
   mapConcurrent,
   mergeDeletionVectors,
-  readDeletionVector,
-  readPositionDeletes,
-  referencedDataFile,
+  readDeleteFile,
   ALREADY_COMMITTED,
   type DataFile,
   type TableMetadata,
@@ -266,11 +263,8 @@ async function deletesToCommit(
     for (const p of positions) t.positions.push(p);
   };
   await mapConcurrent(files, 4, async (f) => {
-    if (isDeletionVector(f))
-      add({ filePath: referencedDataFile(f)!, specId: f.specId, partition: f.partition }, await readDeletionVector(io, f));
-    else
-      for (const [path, positions] of await readPositionDeletes(io, f))
-        add({ filePath: path, specId: f.specId, partition: f.partition }, positions);
+    for (const [path, positions] of await readDeleteFile(io, f))
+      add({ filePath: path, specId: f.specId, partition: f.partition }, positions);
   });
   const merged = await mergeDeletionVectors(io, m, [...targets.values()], `${commitId}-dv-${randomUUID()}.puffin`);
   return {

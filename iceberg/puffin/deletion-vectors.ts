@@ -194,3 +194,12 @@ export async function mergeDeletionVectors(
     referencedDataFiles: deletes.map((d) => d.dataFile.filePath),
   };
 }
+
+/**
+ * The positions one delete file removes, per data file: a deletion vector's (its referenced data
+ * file), or a v2 position delete file's (every data file it names).
+ */
+export async function readDeleteFile(io: FileIO, deleteFile: DataFile): Promise<Map<string, Iterable<bigint>>> {
+  if (isDeletionVector(deleteFile)) return new Map([[referencedDataFile(deleteFile)!, await readDeletionVector(io, deleteFile)]]);
+  return readPositionDeletes(io, deleteFile);
+}

@@ -11,5 +11,5 @@ export {
   readDeletionVector,
   serializePositions,
 } from './deletion-vector';
-export { liveDeletes, mergeDeletionVectors, writeDeletionVectors } from './deletion-vectors';
+export { liveDeletes, mergeDeletionVectors, readDeleteFile, writeDeletionVectors } from './deletion-vectors';
 export type { DeletionVectorTarget, LiveDeletes, MergedDeletionVectors } from './deletion-vectors';

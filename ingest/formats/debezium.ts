@@ -10,7 +10,8 @@
  * - The flattened form of `ExtractNewRecordState`: the row itself, with `__deleted: "true"` or
  *   `__op: "d"` on a delete. Those two fields say what happened to the row; they are not columns.
  */
-import type { Derived } from './convert';
+import { formatDecimal } from '../../iceberg';
+import { decimalOf, type Derived } from './convert';
 import { DecodeError, SchemaMappingError } from './errors';
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -142,14 +143,7 @@ function isoTimestamp(units: bigint, digits: number): string {
 /** Base64 two's-complement big-endian bytes of an unscaled value, as a decimal string. */
 function decimalText(v: unknown, scale: number): string {
   if (typeof v !== 'string') throw new DecodeError(`value: a Connect Decimal is not base64 text: ${JSON.stringify(v)}`);
-  const b = Buffer.from(v, 'base64');
-  let u = 0n;
-  for (const x of b) u = (u << 8n) | BigInt(x);
-  if (b.length > 0 && b[0]! & 0x80) u -= 1n << BigInt(b.length * 8);
-  const neg = u < 0n;
-  const digits = (neg ? -u : u).toString().padStart(scale + 1, '0');
-  const text = scale > 0 ? `${digits.slice(0, -scale)}.${digits.slice(-scale)}` : digits;
-  return neg ? `-${text}` : text;
+  return formatDecimal(decimalOf(Buffer.from(v, 'base64')), scale);
 }
 
 /** The rewriting of one struct's fields by their semantic names; undefined when none needs it. */

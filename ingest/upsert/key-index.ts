@@ -30,9 +30,8 @@ import {
   readManifest,
   readManifestList,
   readParquetBatches,
-  readPositionDeletes,
+  readDeleteFile,
   isDeletionVector,
-  readDeletionVector,
   referencedDataFile,
   type DataFile,
   type FileIO,
@@ -333,7 +332,7 @@ export class KeyIndex {
       const deleted = new Map<string, bigint[]>();
       for (const d of c.addedDeletes) {
         deleteFilesRead++;
-        for (const [p, positions] of await deletesOf(io, d)) {
+        for (const [p, positions] of await readDeleteFile(io, d)) {
           let l = deleted.get(p);
           if (!l) deleted.set(p, (l = []));
           for (const x of positions) l.push(x);
@@ -602,12 +601,6 @@ function unfollowedRemovals(c: SnapshotChanges): number {
     const ref = referencedDataFile(d);
     return !(ref !== undefined && (removedData.has(ref) || (isDeletionVector(d) && newDvs.has(ref))));
   }).length;
-}
-
-/** The positions a delete file removes, per data file: a v3 deletion vector's, or a v2 position delete file's. */
-async function deletesOf(io: FileIO, d: DataFile): Promise<Map<string, Iterable<bigint>>> {
-  if (isDeletionVector(d)) return new Map([[referencedDataFile(d)!, await readDeletionVector(io, d)]]);
-  return readPositionDeletes(io, d);
 }
 
 function sortedDistinct(l: readonly bigint[]): BigInt64Array {
